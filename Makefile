@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0
+# oprofile-rs. `make` builds oprofile.ko against the cached Linux 7.3 ARMv7 tree (set up and built
+# on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
+#
+# Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
+# ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README).
+
+ARCH  ?= arm
+LLVM  ?= 1
+RUSTC ?= /usr/bin/rustc
+KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC) \
+         HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
+KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
+
+.PHONY: all module modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
+
+all: module
+
+module:
+	@$(KDIR_SH) $(KMAKE) modules
+
+modules_install: module
+	@$(KDIR_SH) $(KMAKE) modules_install
+
+rust-analyzer:
+	@$(KDIR_SH) $(KMAKE) rust-analyzer
+
+setup:
+	@bash scripts/setup-host.sh
+
+kernel: setup
+	@bash scripts/build-kernel.sh >/dev/null
+
+host:
+	@cargo build --release --locked -q
+
+run: module host
+	@bash scripts/run.sh
+
+check:
+	@bash scripts/check.sh
+
+test-host:
+	@cargo test --locked
+
+test-qemu: module host
+	@bash tests/run-qemu-tests.sh
+
+clean:
+	@$(KDIR_SH) $(KMAKE) clean || true
+	@rm -rf build

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host build of the module's pure logic: the files under `rust/common/` are compiled here
+//! unchanged, so `cargo test` tests exactly what `oprofile.ko` runs.
+// The kernel has no `std`; tests may use it.
+#![cfg_attr(not(test), no_std)]
+
+#[path = "../../../rust/common/event.rs"]
+pub mod event;
+#[path = "../../../rust/common/parse.rs"]
+pub mod parse;
+#[path = "../../../rust/common/ring.rs"]
+pub mod ring;
+#[path = "../../../rust/common/sync.rs"]
+pub mod sync;

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The legacy event-buffer word format (`/dev/oprofile/buffer`).
+//!
+//! Follows legacy `include/linux/oprofile.h`, `drivers/oprofile/event_buffer.h` and the
+//! oprofile 0.9.x daemon (`daemon/opd_trans.c`). The stream is an array of native words
+//! (`unsigned long`: 4 bytes little-endian on ARM32, 8 on 64-bit; userspace learns the size from
+//! `pointer_size`). A record is either a sample `[pc_or_offset, event]`, or an escape:
+//! [`ESCAPE_CODE`] followed by a code and the code's arguments:
+//!
+//! | code | record | words |
+//! |---|---|---|
+//! | 1 | CTX_SWITCH | `~0, 1, pid, app_cookie, ~0, 7, tgid` |
+//! | 2 | CPU_SWITCH | `~0, 2, cpu` |
+//! | 3 | COOKIE_SWITCH | `~0, 3, cookie` |
+//! | 4 | KERNEL_ENTER_SWITCH | `~0, 4` |
+//! | 5 | KERNEL_EXIT_SWITCH | `~0, 5` |
+//! | 6 | MODULE_LOADED | `~0, 6` |
+//! | 8 | TRACE_BEGIN | `~0, 8` |
+//!
+//! The decoder is generic over the word width: it takes words as `u64` and the width in bytes.
+
+/// Escape word of the target word width: `~0UL`.
+pub const fn escape_code(word_bytes: usize) -> u64 {
+    if word_bytes >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (word_bytes * 8)) - 1
+    }
+}
+
+/// `ESCAPE_CODE` of the native word (`~0UL`).
+pub const ESCAPE_CODE: usize = !0;
+/// Cookie of anonymous memory (legacy `NO_COOKIE`).
+pub const NO_COOKIE: u64 = 0;
+/// Cookie that means "no image" (legacy `INVALID_COOKIE`, `~0UL`): never emitted in a sample.
+pub const INVALID_COOKIE: usize = !0;
+
+/// Escape codes, legacy numbering (`event_buffer.h`).
+pub mod code {
+    pub const CTX_SWITCH: usize = 1;
+    pub const CPU_SWITCH: usize = 2;
+    pub const COOKIE_SWITCH: usize = 3;
+    pub const KERNEL_ENTER_SWITCH: usize = 4;
+    pub const KERNEL_EXIT_SWITCH: usize = 5;
+    pub const MODULE_LOADED: usize = 6;
+    pub const CTX_TGID: usize = 7;
+    pub const TRACE_BEGIN: usize = 8;
+}
+
+/// Longest record in words (CTX_SWITCH with its TGID part).
+pub const MAX_RECORD_WORDS: usize = 7;
+
+/// One decoded record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// A sample: PC (kernel) or image offset / PC (user), and the counter index.
+    Sample { pc: u64, event: u64 },
+    /// Switch of task: `pid`, `tgid`, and the cookie of the task's executable (0: unknown).
+    CtxSwitch { pid: u64, tgid: u64, app_cookie: u64 },
+    /// The following records were taken on `cpu`.
+    CpuSwitch { cpu: u64 },
+    /// The following user samples are offsets into the image `cookie` (0: anonymous, raw PC).
+    CookieSwitch { cookie: u64 },
+    /// The following samples were taken in kernel mode.
+    KernelEnter,
+    /// The following samples were taken in user mode.
+    KernelExit,
+    /// A module was loaded: re-read the module list.
+    ModuleLoaded,
+    /// The next sample is followed by its backtrace (samples with event 0).
+    TraceBegin,
+}
+
+impl Record {
+    /// Number of words the record takes in the stream.
+    pub const fn words(&self) -> usize {
+        match self {
+            Record::Sample { .. } => 2,
+            Record::CtxSwitch { .. } => 7,
+            Record::CpuSwitch { .. } | Record::CookieSwitch { .. } => 3,
+            Record::KernelEnter | Record::KernelExit | Record::ModuleLoaded | Record::TraceBegin => 2,
+        }
+    }
+
+    /// Encodes the record as native words into `out[..self.words()]`, returning the count.
+    ///
+    /// Values are truncated to the native word (they come from native words in the kernel).
+    /// Returns `None`, writing nothing, if `out` is shorter than [`Record::words`].
+    pub fn encode(&self, out: &mut [usize]) -> Option<usize> {
+        let n = self.words();
+        let out = out.get_mut(..n)?;
+        let e = ESCAPE_CODE;
+        match *self {
+            Record::Sample { pc, event } => out.copy_from_slice(&[pc as usize, event as usize]),
+            Record::CtxSwitch { pid, tgid, app_cookie } => out.copy_from_slice(&[
+                e, code::CTX_SWITCH, pid as usize, app_cookie as usize, e, code::CTX_TGID, tgid as usize,
+            ]),
+            Record::CpuSwitch { cpu } => out.copy_from_slice(&[e, code::CPU_SWITCH, cpu as usize]),
+            Record::CookieSwitch { cookie } => {
+                out.copy_from_slice(&[e, code::COOKIE_SWITCH, cookie as usize])
+            }
+            Record::KernelEnter => out.copy_from_slice(&[e, code::KERNEL_ENTER_SWITCH]),
+            Record::KernelExit => out.copy_from_slice(&[e, code::KERNEL_EXIT_SWITCH]),
+            Record::ModuleLoaded => out.copy_from_slice(&[e, code::MODULE_LOADED]),
+            Record::TraceBegin => out.copy_from_slice(&[e, code::TRACE_BEGIN]),
+        }
+        Some(n)
+    }
+}
+
+/// Why the decoder stopped. `word` is the index of the offending record's first word
+/// (multiply by the word size for a byte offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The stream ends inside a record that needs `need` words.
+    Truncated { word: usize, need: usize },
+    /// An escape code that the legacy daemon would `abort()` on, or an unknown one.
+    UnknownCode { word: usize, code: u64 },
+    /// A CTX_SWITCH whose second half is not `~0, 7`.
+    BadCtxSwitch { word: usize },
+}
+
+/// Iterator over the records of a word stream; yields `(word_index, record)`.
+///
+/// After an error it yields that error once and then stops.
+pub struct Decoder<'a> {
+    words: &'a [u64],
+    pos: usize,
+    escape: u64,
+    failed: bool,
+}
+
+impl<'a> Decoder<'a> {
+    /// Decodes `words`, each holding one stream word of `word_bytes` (4 or 8) bytes.
+    pub fn new(words: &'a [u64], word_bytes: usize) -> Self {
+        Decoder { words, pos: 0, escape: escape_code(word_bytes), failed: false }
+    }
+
+    fn words_at(&self, at: usize, need: usize) -> Result<&'a [u64], DecodeError> {
+        self.words
+            .get(at..at.saturating_add(need))
+            .ok_or(DecodeError::Truncated { word: at, need })
+    }
+
+    fn next_record(&mut self) -> Result<(usize, Record), DecodeError> {
+        let at = self.pos;
+        let first = self.words_at(at, 2)?;
+        if first[0] != self.escape {
+            self.pos = at + 2;
+            return Ok((at, Record::Sample { pc: first[0], event: first[1] }));
+        }
+        let c = first[1];
+        let rec = match c as usize {
+            code::CTX_SWITCH => {
+                let w = self.words_at(at, 7)?;
+                if w[4] != self.escape || w[5] != code::CTX_TGID as u64 {
+                    return Err(DecodeError::BadCtxSwitch { word: at });
+                }
+                Record::CtxSwitch { pid: w[2], app_cookie: w[3], tgid: w[6] }
+            }
+            code::CPU_SWITCH => Record::CpuSwitch { cpu: self.words_at(at, 3)?[2] },
+            code::COOKIE_SWITCH => Record::CookieSwitch { cookie: self.words_at(at, 3)?[2] },
+            code::KERNEL_ENTER_SWITCH => Record::KernelEnter,
+            code::KERNEL_EXIT_SWITCH => Record::KernelExit,
+            code::MODULE_LOADED => Record::ModuleLoaded,
+            code::TRACE_BEGIN => Record::TraceBegin,
+            _ => return Err(DecodeError::UnknownCode { word: at, code: c }),
+        };
+        self.pos = at + rec.words();
+        Ok((at, rec))
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Result<(usize, Record), DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.words.len() {
+            return None;
+        }
+        let r = self.next_record();
+        self.failed = r.is_err();
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_records() -> [Record; 9] {
+        [
+            Record::CpuSwitch { cpu: 1 },
+            Record::KernelEnter,
+            Record::CtxSwitch { pid: 42, tgid: 40, app_cookie: 0 },
+            Record::Sample { pc: 0xc010_0000, event: 0 },
+            Record::KernelExit,
+            Record::CookieSwitch { cookie: 0 },
+            Record::Sample { pc: 0x1_0000, event: 3 },
+            Record::ModuleLoaded,
+            Record::TraceBegin,
+        ]
+    }
+
+    #[test]
+    fn round_trip_native() {
+        let mut buf = [0usize; 64];
+        let mut n = 0;
+        for r in all_records() {
+            n += r.encode(&mut buf[n..]).unwrap();
+        }
+        let words: Vec<u64> = buf[..n].iter().map(|&w| w as u64).collect();
+        let got: Vec<Record> =
+            Decoder::new(&words, core::mem::size_of::<usize>()).map(|r| r.unwrap().1).collect();
+        assert_eq!(got, all_records());
+    }
+
+    #[test]
+    fn legacy_word_layout() {
+        let mut buf = [0usize; 7];
+        assert_eq!(Record::CtxSwitch { pid: 5, tgid: 6, app_cookie: 9 }.encode(&mut buf), Some(7));
+        assert_eq!(buf, [!0, 1, 5, 9, !0, 7, 6]);
+        let mut small = [0usize; 2];
+        assert_eq!(Record::CpuSwitch { cpu: 0 }.encode(&mut small), None);
+    }
+
+    #[test]
+    fn decodes_32bit_stream() {
+        let e = 0xffff_ffffu64;
+        let words = [e, 2, 0, e, 4, 0xc000_8000, 0];
+        let got: Vec<_> = Decoder::new(&words, 4).map(|r| r.unwrap()).collect();
+        assert_eq!(got[0], (0, Record::CpuSwitch { cpu: 0 }));
+        assert_eq!(got[1], (3, Record::KernelEnter));
+        assert_eq!(got[2], (5, Record::Sample { pc: 0xc000_8000, event: 0 }));
+    }
+
+    #[test]
+    fn errors_name_the_offset() {
+        let e = 0xffff_ffffu64;
+        let w = [e, 2, 0, e, 9];
+        let mut d = Decoder::new(&w, 4);
+        assert!(d.next().unwrap().is_ok());
+        assert_eq!(d.next(), Some(Err(DecodeError::UnknownCode { word: 3, code: 9 })));
+        assert_eq!(d.next(), None);
+        let w = [e, 1, 5, 0, e];
+        let mut d = Decoder::new(&w, 4);
+        assert_eq!(d.next(), Some(Err(DecodeError::Truncated { word: 0, need: 7 })));
+        let w = [0x1234];
+        let mut d = Decoder::new(&w, 4);
+        assert_eq!(d.next(), Some(Err(DecodeError::Truncated { word: 0, need: 2 })));
+        let w = [e, 1, 5, 0, e, 8, 6];
+        let mut d = Decoder::new(&w, 4);
+        assert_eq!(d.next(), Some(Err(DecodeError::BadCtxSwitch { word: 0 })));
+        // A lone CTX_TGID (7) is what makes the legacy daemon abort.
+        let w = [e, 7, 1];
+        let mut d = Decoder::new(&w, 4);
+        assert!(matches!(d.next(), Some(Err(DecodeError::UnknownCode { code: 7, .. }))));
+    }
+}

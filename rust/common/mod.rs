@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pure logic shared by the `oprofile` module and the host tools.
+//!
+//! Nothing here names a `kernel::` item or allocates: the module compiles these files into
+//! `oprofile.ko`, and the host crate `oprofile-common` compiles the very same files (through
+//! `#[path]`) so `cargo test` exercises the code the kernel runs.
+//!
+//! - [`event`]: the legacy event-buffer word format (`ESCAPE_CODE` records) and its decoder.
+//! - [`parse`]: strict parsing of numbers written to oprofilefs files.
+//! - [`ring`]: index math of the per-CPU sample rings.
+//! - [`sync`]: the `buffer_sync` state machine that turns CPU-buffer samples into event words.
+
+pub mod event;
+pub mod parse;
+pub mod ring;
+pub mod sync;

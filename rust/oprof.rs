@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The profiler: settings and the setup/start/stop/shutdown state machine (legacy
+//! `drivers/oprofile/oprof.c` and `oprofile_files.c`).
+//!
+//! States: *idle* (settings writable) → `buffer` open: *set up* ([`Session`] allocated, model
+//! set up) → `enable=1`: *running* (model sampling, periodic sync) → `enable=0`: set up →
+//! `buffer` closed: idle. All transitions and setting changes happen under one mutex (legacy
+//! `start_mutex`/`oprofilefs_lock`); the sample path never takes it.
+
+use crate::buffer_sync::{self, SyncWork};
+use crate::common::parse::{self, ParseError};
+use crate::cpu_buffer::CpuBuffer;
+use crate::event_buffer::{EventBuffer, WORD};
+use crate::model::Model;
+use crate::stats::Stats;
+use core::ffi::c_void;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::uaccess::UserSliceWriter;
+use kernel::workqueue::Queue;
+
+extern "C" {
+    fn oprofile_shim_alloc_wq() -> *mut kernel::bindings::workqueue_struct;
+}
+
+/// Legacy defaults (`oprofile_files.c`), restored at every mount.
+pub(crate) const DEFAULT_BUFFER_SIZE: u64 = 131072;
+pub(crate) const DEFAULT_BUFFER_WATERSHED: u64 = 32768;
+pub(crate) const DEFAULT_CPU_BUFFER_SIZE: u64 = 8192;
+
+/// Accepted ranges; values outside get `EINVAL`. `buffer_size`/`buffer_watershed` in words
+/// (64 MiB of words at most on 32-bit), `cpu_buffer_size` in samples per CPU.
+pub(crate) const BUFFER_SIZE_RANGE: (u64, u64) = (1024, 1 << 24);
+pub(crate) const BUFFER_WATERSHED_RANGE: (u64, u64) = (0, 1 << 24);
+pub(crate) const CPU_BUFFER_SIZE_RANGE: (u64, u64) = (16, 1 << 20);
+/// Backtrace depth limit (frames); only 0 is accepted by models without backtrace support.
+pub(crate) const BACKTRACE_DEPTH_MAX: u64 = 128;
+
+/// A writable setting of the root directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Setting {
+    BufferSize,
+    BufferWatershed,
+    CpuBufferSize,
+    BacktraceDepth,
+}
+
+/// Values of the settings files.
+#[derive(Clone, Copy)]
+pub(crate) struct Settings {
+    pub(crate) buffer_size: u64,
+    pub(crate) buffer_watershed: u64,
+    pub(crate) cpu_buffer_size: u64,
+    pub(crate) backtrace_depth: u64,
+}
+
+impl Settings {
+    const DEFAULT: Settings = Settings {
+        buffer_size: DEFAULT_BUFFER_SIZE,
+        buffer_watershed: DEFAULT_BUFFER_WATERSHED,
+        cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
+        backtrace_depth: 0,
+    };
+}
+
+/// What exists while `buffer` is open: the buffers samples travel through.
+#[pin_data]
+pub(crate) struct Session {
+    pub(crate) stats: Arc<Stats>,
+    /// One ring per CPU id (`0..nr_cpu_ids`).
+    pub(crate) cpu_buffers: KVec<CpuBuffer>,
+    #[pin]
+    pub(crate) event_buffer: Mutex<EventBuffer>,
+    /// The `buffer` reader waits here for [`EventBuffer::is_ready`].
+    #[pin]
+    pub(crate) reader_wait: CondVar,
+}
+
+extern "C" {
+    fn oprofile_shim_irq_pc(pc: *mut usize) -> core::ffi::c_int;
+}
+
+impl Session {
+    fn new(stats: Arc<Stats>, s: &Settings) -> Result<Arc<Session>> {
+        let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
+        let mut cpu_buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
+        for _ in 0..stats.cpu.len() {
+            cpu_buffers.push(CpuBuffer::new(s.cpu_buffer_size as u32)?, GFP_KERNEL)?;
+        }
+        Arc::pin_init(
+            pin_init!(Session {
+                stats,
+                cpu_buffers,
+                event_buffer <- new_mutex!(eb, "oprofile::event_buffer"),
+                reader_wait <- new_condvar!("oprofile::buffer_wait"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Takes a sample of the interrupted context on the current CPU (legacy
+    /// `oprofile_add_sample(get_irq_regs(), event)`). Interrupt context only.
+    pub(crate) fn add_irq_sample(&self, event: u32) {
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
+            return;
+        };
+        let mut pc = 0usize;
+        // SAFETY: `pc` is a valid out-pointer; the shim only reads the interrupt registers.
+        let mode = unsafe { oprofile_shim_irq_pc(&mut pc) };
+        let task = kernel::current!();
+        buf.log_sample(stats, (mode >= 0).then_some(pc), mode == 1, event, task.pid(), task.tgid());
+    }
+}
+
+struct Control {
+    model: KBox<dyn Model>,
+    settings: Settings,
+    session: Option<Arc<Session>>,
+    sync: Option<Arc<SyncWork>>,
+}
+
+/// The profiler instance (one per loaded module).
+///
+/// # Invariants
+///
+/// `started` is true exactly while `ctl.sync` is `Some`, and then `ctl.session` is `Some`.
+/// `queue` is a live workqueue owned by this instance, destroyed in `drop`.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Oprofile {
+    cpu_type: &'static CStr,
+    describe: &'static str,
+    stats: Arc<Stats>,
+    started: Atomic<bool>,
+    buffer_busy: Atomic<bool>,
+    queue: *mut kernel::bindings::workqueue_struct,
+    #[pin]
+    ctl: Mutex<Control>,
+}
+
+// SAFETY: `queue` is only passed to thread-safe workqueue functions; all else is `Sync`.
+unsafe impl Sync for Oprofile {}
+// SAFETY: As above; the instance may be dropped on any thread.
+unsafe impl Send for Oprofile {}
+
+impl Oprofile {
+    /// A profiler using `model`, idle, with legacy default settings.
+    pub(crate) fn new(model: KBox<dyn Model>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Oprofile {
+            cpu_type: model.cpu_type(),
+            describe: model.describe(),
+            stats: Arc::new(Stats::new(kernel::cpu::nr_cpu_ids())?, GFP_KERNEL)?,
+            started: Atomic::new(false),
+            buffer_busy: Atomic::new(false),
+            queue: {
+                // SAFETY: FFI call without preconditions.
+                let q = unsafe { oprofile_shim_alloc_wq() };
+                if q.is_null() {
+                    return Err(ENOMEM);
+                }
+                q
+            },
+            ctl <- new_mutex!(Control { model, settings: Settings::DEFAULT, session: None, sync: None }, "oprofile::ctl"),
+        }? Error)
+    }
+
+    /// The model's description and `cpu_type`.
+    pub(crate) fn model(&self) -> ModelInfo {
+        ModelInfo { cpu_type: self.cpu_type, describe: self.describe }
+    }
+
+    pub(crate) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub(crate) fn is_started(&self) -> bool {
+        self.started.load(Relaxed)
+    }
+
+    fn queue(&self) -> &'static Queue {
+        // SAFETY: `queue` is live until `self` is dropped, which happens after every work item
+        // was stopped (type invariants; `drop` destroys it after the last session ended).
+        unsafe { Queue::from_raw(self.queue) }
+    }
+
+    /// Creates the model's files (counter directories) at mount time.
+    pub(crate) fn create_model_files(&self, root: &crate::oprofilefs::Dir) -> Result {
+        self.ctl.lock().model.create_files(root)
+    }
+
+    /// Restores the legacy defaults (every mount re-initialises them, as legacy 3.x+ did),
+    /// unless a session is in progress.
+    pub(crate) fn reset_settings(&self) {
+        let mut ctl = self.ctl.lock();
+        if ctl.session.is_none() {
+            ctl.settings = Settings::DEFAULT;
+        }
+    }
+
+    /// Reads a setting.
+    pub(crate) fn setting(&self, which: Setting) -> u64 {
+        let s = self.ctl.lock().settings;
+        match which {
+            Setting::BufferSize => s.buffer_size,
+            Setting::BufferWatershed => s.buffer_watershed,
+            Setting::CpuBufferSize => s.cpu_buffer_size,
+            Setting::BacktraceDepth => s.backtrace_depth,
+        }
+    }
+
+    /// Writes a setting from the bytes a user wrote.
+    ///
+    /// Errors: `EINVAL` for junk or a value out of range (see the `*_RANGE` constants; a
+    /// non-zero `backtrace_depth` when the model has no backtrace); `EBUSY` while running. On
+    /// error nothing changes. A value takes effect at the next `buffer` open.
+    pub(crate) fn set_setting(&self, which: Setting, input: &[u8]) -> Result {
+        let mut ctl = self.ctl.lock();
+        let range = match which {
+            Setting::BufferSize => BUFFER_SIZE_RANGE,
+            Setting::BufferWatershed => BUFFER_WATERSHED_RANGE,
+            Setting::CpuBufferSize => CPU_BUFFER_SIZE_RANGE,
+            Setting::BacktraceDepth => {
+                (0, if ctl.model.has_backtrace() { BACKTRACE_DEPTH_MAX } else { 0 })
+            }
+        };
+        let v = parse::parse_ulong_in(input, range.0, range.1).map_err(|e: ParseError| {
+            pr_debug!("oprofile: rejected value for {:?}: {:?}\n", which, e);
+            EINVAL
+        })?;
+        if self.is_started() {
+            return Err(EBUSY);
+        }
+        let s = &mut ctl.settings;
+        match which {
+            Setting::BufferSize => s.buffer_size = v,
+            Setting::BufferWatershed => s.buffer_watershed = v,
+            Setting::CpuBufferSize => s.cpu_buffer_size = v,
+            Setting::BacktraceDepth => s.backtrace_depth = v,
+        }
+        Ok(())
+    }
+
+    /// Opening `buffer` (legacy `oprofile_setup`): allocates the buffers and sets the model up.
+    ///
+    /// Errors: `EBUSY` if `buffer` is already open; `EINVAL` if `buffer_watershed >=
+    /// buffer_size`; `ENOMEM`; the model's setup error. On error nothing stays allocated.
+    pub(crate) fn setup(&self) -> Result {
+        if self.buffer_busy.cmpxchg(false, true, Acquire).is_err() {
+            return Err(EBUSY);
+        }
+        let r = (|| {
+            let mut ctl = self.ctl.lock();
+            let session = Session::new(self.stats.clone(), &ctl.settings)?;
+            ctl.model.setup()?;
+            ctl.session = Some(session);
+            Ok(())
+        })();
+        if r.is_err() {
+            self.buffer_busy.store(false, Release);
+        }
+        r
+    }
+
+    /// Closing `buffer` (legacy `oprofile_stop` + `oprofile_shutdown`).
+    pub(crate) fn shutdown(&self) {
+        let mut ctl = self.ctl.lock();
+        self.stop_locked(&mut ctl);
+        if ctl.session.take().is_some() {
+            ctl.model.shutdown();
+        }
+        drop(ctl);
+        self.buffer_busy.store(false, Release);
+    }
+
+    /// `enable` = non-zero. Errors: `EINVAL` if `buffer` is not open; the model's start error.
+    /// Starting twice is not an error. Resets the stats.
+    pub(crate) fn start(&self) -> Result {
+        let mut ctl = self.ctl.lock();
+        let Some(session) = ctl.session.clone() else {
+            return Err(EINVAL);
+        };
+        if ctl.sync.is_some() {
+            return Ok(());
+        }
+        self.stats.reset();
+        let sync = SyncWork::start(session.clone(), self.queue())?;
+        if let Err(e) = ctl.model.start(&session) {
+            sync.stop();
+            return Err(e);
+        }
+        ctl.sync = Some(sync);
+        self.started.store(true, Relaxed);
+        Ok(())
+    }
+
+    /// `enable` = 0: stops sampling, moves every queued sample to the event buffer and wakes the
+    /// reader. Idempotent.
+    pub(crate) fn stop(&self) {
+        let mut ctl = self.ctl.lock();
+        self.stop_locked(&mut ctl);
+    }
+
+    fn stop_locked(&self, ctl: &mut Control) {
+        let Some(sync) = ctl.sync.take() else {
+            return;
+        };
+        ctl.model.stop();
+        sync.stop();
+        self.started.store(false, Relaxed);
+        if let Some(session) = &ctl.session {
+            buffer_sync::sync_all(session);
+            session.event_buffer.lock().mark_ready();
+            session.reader_wait.notify_all();
+        }
+    }
+
+    /// `dump`: moves queued samples to the event buffer and wakes the reader, even if empty.
+    /// (Legacy only woke the reader; flushing the CPU buffers first loses nothing.)
+    pub(crate) fn dump(&self) {
+        let session = self.ctl.lock().session.clone();
+        if let Some(session) = session {
+            buffer_sync::sync_all(&session);
+            session.event_buffer.lock().mark_ready();
+            session.reader_wait.notify_all();
+        }
+    }
+
+    /// `read` of `buffer`, see [`crate::event_buffer`]. Errors: `EINVAL` (count not a multiple
+    /// of the word size, or no session), `EINTR`, `EFAULT`.
+    pub(crate) fn read_buffer(&self, out: &mut UserSliceWriter, count: usize) -> Result<usize> {
+        if count % WORD != 0 {
+            return Err(EINVAL);
+        }
+        if count == 0 {
+            return Ok(0);
+        }
+        let session = self.ctl.lock().session.clone().ok_or(EINVAL)?;
+        let mut eb = session.event_buffer.lock();
+        while !eb.is_ready() {
+            if session.reader_wait.wait_interruptible(&mut eb) {
+                return Err(EINTR);
+            }
+        }
+        eb.read_to_user(out, count / WORD)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Oprofile {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `queue` came from `alloc_workqueue` and is destroyed once; no session exists
+        // (the module cannot unload while `buffer` is open), so nothing enqueues any more and
+        // `destroy_workqueue` waits for a still-returning work item.
+        unsafe { kernel::bindings::destroy_workqueue(self.queue) };
+    }
+}
+
+/// Model identity for logs and the `cpu_type` file.
+pub(crate) struct ModelInfo {
+    cpu_type: &'static CStr,
+    describe: &'static str,
+}
+
+impl ModelInfo {
+    pub(crate) fn cpu_type(&self) -> &'static CStr {
+        self.cpu_type
+    }
+    pub(crate) fn describe(&self) -> &'static str {
+        self.describe
+    }
+}
+
+/// The published instance; see [`publish`].
+static OPROFILE: Atomic<*mut c_void> = Atomic::new(core::ptr::null_mut());
+
+/// Makes `o` reachable by the filesystem callbacks. Called once at module init.
+pub(crate) fn publish(o: &Pin<KBox<Oprofile>>) {
+    let p: *const Oprofile = &**o;
+    OPROFILE.store(p.cast_mut().cast(), Release);
+}
+
+/// Ends [`publish`]; called at module exit after the filesystem is unregistered.
+pub(crate) fn unpublish() {
+    OPROFILE.store(core::ptr::null_mut(), Release);
+}
+
+/// The published instance, or `ENODEV` outside the module's lifetime.
+pub(crate) fn get() -> Result<&'static Oprofile> {
+    let p = OPROFILE.load(Acquire).cast::<Oprofile>();
+    // SAFETY: A non-null pointer was published from a pinned, live `KBox<Oprofile>` that is only
+    // freed after `unpublish`, and filesystem callbacks cannot run after that (a mount or open
+    // file pins the module).
+    unsafe { p.as_ref() }.ok_or(ENODEV)
+}

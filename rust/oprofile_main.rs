@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! oprofile-rs: the OProfile kernel driver, in Rust.
+//!
+//! Crate root: declares the module and wires the model, the profiler state and oprofilefs.
+//! The sample's journey, one file per stage (legacy `drivers/oprofile/` layout):
+//!
+//! 1. [`model`]: where samples come from (`oprofile_operations`): [`model::timer`] (hrtimers).
+//! 2. [`cpu_buffer`]: per-CPU rings, written in interrupt context.
+//! 3. [`buffer_sync`]: process-context pass, samples to event words.
+//! 4. [`event_buffer`]: the word stream and the `buffer` file.
+//! 5. [`oprofilefs`]: the filesystem users mount on `/dev/oprofile`.
+//!
+//! [`oprof`] holds the setup/start/stop/shutdown state machine and the settings; [`stats`] the
+//! counters under `stats/`; [`common`] the pure logic also built by host `cargo test`.
+
+use kernel::prelude::*;
+
+// Shared with the host crate, which uses the decoder and helpers the module does not.
+#[allow(dead_code, unreachable_pub)]
+#[path = "common/mod.rs"]
+mod common;
+
+mod buffer_sync;
+mod cpu_buffer;
+mod event_buffer;
+mod model;
+mod oprof;
+mod oprofilefs;
+mod stats;
+
+module! {
+    type: OprofileModule,
+    name: "oprofile",
+    authors: ["oprofile-rs developers"],
+    description: "OProfile system profiler: oprofilefs, per-CPU sample buffers, legacy event buffer",
+    license: "GPL",
+    alias: ["fs-oprofilefs"],
+    params: {
+        timer: bool {
+            default: false,
+            description: "Use timer mode even where a hardware model exists (legacy oprofile.timer=1)",
+        },
+        timer_hz: u32 {
+            default: 1000,
+            description: "Timer-mode sampling rate per CPU in Hz (1..=100000, default 1000)",
+        },
+    },
+}
+
+/// The loaded module: the profiler instance, published for the filesystem callbacks, and the
+/// filesystem registration.
+///
+/// # Invariants
+///
+/// The instance published by [`oprof::publish`] is `*self.oprofile`, from before `fs` is
+/// registered until after it is unregistered.
+struct OprofileModule {
+    fs: Option<oprofilefs::Registration>,
+    oprofile: Pin<KBox<oprof::Oprofile>>,
+}
+
+impl kernel::Module for OprofileModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let hz = module_parameters::timer_hz.value();
+        let model = model::select(module_parameters::timer.value(), hz)?;
+        let oprofile = KBox::pin_init(oprof::Oprofile::new(model), GFP_KERNEL)?;
+        oprof::publish(&oprofile);
+        let fs = match oprofilefs::Registration::new() {
+            Ok(fs) => fs,
+            Err(e) => {
+                oprof::unpublish();
+                return Err(e);
+            }
+        };
+        pr_info!("oprofile: using {} mode, cpu_type '{}'\n", oprofile.model().describe(), oprofile.model().cpu_type().to_str().unwrap_or("?"));
+        Ok(OprofileModule { fs: Some(fs), oprofile })
+    }
+}
+
+impl Drop for OprofileModule {
+    fn drop(&mut self) {
+        // No superblock exists (a mount pins the module), so after unregistering no file
+        // operation can reach the instance; then it may be unpublished and freed.
+        drop(self.fs.take());
+        oprof::unpublish();
+        pr_info!("oprofile: unloaded ({} mode)\n", self.oprofile.model().describe());
+    }
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! oprofilefs: the filesystem mounted on `/dev/oprofile` (legacy
+//! `drivers/oprofile/oprofilefs.c`, `oprofile_files.c`, `oprofile_stats.c`).
+//!
+//! `oprofilefs_shim.c` registers the type (magic `0x6f70726f`, one superblock) and makes
+//! inodes; this file decides the tree and implements every file. A file's inode carries a
+//! [`Node`] (encoded as an integer in `i_private`), so no per-file allocation exists.
+//!
+//! | file | mode | read | write |
+//! |---|---|---|---|
+//! | `enable` | 0644 | `"0\n"`/`"1\n"` | non-zero: start (`EINVAL` if `buffer` not open); 0: stop |
+//! | `dump` | 0666 | – | anything: flush and wake the reader |
+//! | `buffer` | 0644 | event words, see `event_buffer` | – |
+//! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
+//! | `cpu_type` | 0644 | model name, no newline | – |
+//! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
+//! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
+//!
+//! Writes: offset must be 0 and at most 49 bytes (legacy `TMPBUFSIZE - 1`), else `EINVAL`;
+//! `EFAULT` on a bad user pointer. Writing a file without a write operation is `EINVAL` (VFS).
+
+use crate::common::parse;
+use crate::event_buffer::{self, WORD};
+use crate::oprof::{self, Setting};
+use crate::stats::{CPU_STATS, GLOBAL_STATS};
+use core::ffi::{c_int, c_ulong};
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
+use kernel::uaccess::{UserPtr, UserSlice};
+
+// Only pointers to these bindgen structs cross (some have zero-sized members, which the lint
+// flags); the C side defines them.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn oprofilefs_shim_register() -> c_int;
+    fn oprofilefs_shim_unregister();
+    fn oprofilefs_shim_create(
+        parent: *mut bindings::dentry,
+        name: *const c_char,
+        mode: bindings::umode_t,
+        fops: *const bindings::file_operations,
+        node: c_ulong,
+    ) -> *mut bindings::dentry;
+}
+
+/// Largest accepted write, in bytes (legacy `TMPBUFSIZE - 1`).
+const MAX_WRITE: usize = 49;
+
+/// What an oprofilefs file shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Node {
+    Enable,
+    Dump,
+    CpuType,
+    PointerSize,
+    Setting(Setting),
+    /// `stats/<name>`: index into [`GLOBAL_STATS`].
+    GlobalStat(u8),
+    /// `stats/cpu<cpu>/<name>`: index into [`CPU_STATS`].
+    CpuStat { cpu: u32, stat: u8 },
+}
+
+impl Node {
+    /// Encodes the node for `i_private`: kind in bits 0..8, stat index 8..16, CPU id above.
+    fn to_raw(self) -> c_ulong {
+        let (kind, stat, cpu): (c_ulong, c_ulong, c_ulong) = match self {
+            Node::Enable => (1, 0, 0),
+            Node::Dump => (2, 0, 0),
+            Node::CpuType => (3, 0, 0),
+            Node::PointerSize => (4, 0, 0),
+            Node::Setting(Setting::BufferSize) => (5, 0, 0),
+            Node::Setting(Setting::BufferWatershed) => (6, 0, 0),
+            Node::Setting(Setting::CpuBufferSize) => (7, 0, 0),
+            Node::Setting(Setting::BacktraceDepth) => (8, 0, 0),
+            Node::GlobalStat(i) => (9, i.into(), 0),
+            Node::CpuStat { cpu, stat } => (10, stat.into(), cpu.into()),
+        };
+        kind | stat << 8 | cpu << 16
+    }
+
+    fn from_raw(raw: c_ulong) -> Option<Node> {
+        let stat = ((raw >> 8) & 0xff) as u8;
+        Some(match raw & 0xff {
+            1 => Node::Enable,
+            2 => Node::Dump,
+            3 => Node::CpuType,
+            4 => Node::PointerSize,
+            5 => Node::Setting(Setting::BufferSize),
+            6 => Node::Setting(Setting::BufferWatershed),
+            7 => Node::Setting(Setting::CpuBufferSize),
+            8 => Node::Setting(Setting::BacktraceDepth),
+            9 => Node::GlobalStat(stat),
+            10 => Node::CpuStat { cpu: (raw >> 16) as u32, stat },
+            _ => return None,
+        })
+    }
+
+    /// The node of an open file (`simple_open` copied `i_private` to `private_data`).
+    ///
+    /// # Safety
+    ///
+    /// `file` must be a valid file opened through one of this module's attribute fops.
+    unsafe fn of_file(file: *mut bindings::file) -> Option<Node> {
+        // SAFETY: `file` is valid (our contract).
+        Node::from_raw(unsafe { (*file).private_data } as c_ulong)
+    }
+}
+
+/// A directory of a mounted oprofilefs, during `fill_super`.
+///
+/// # Invariants
+///
+/// `dentry` is a live directory dentry of the superblock being filled.
+pub(crate) struct Dir {
+    dentry: *mut bindings::dentry,
+}
+
+impl Dir {
+    fn create(&self, name: &CStr, mode: u16, fops: Option<&'static bindings::file_operations>, node: Option<Node>) -> Result<*mut bindings::dentry> {
+        // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
+        // `'static`; the shim copies the name.
+        let d = unsafe {
+            oprofilefs_shim_create(
+                self.dentry,
+                name.as_char_ptr(),
+                mode,
+                fops.map_or(core::ptr::null(), |f| f as *const _),
+                node.map_or(0, Node::to_raw),
+            )
+        };
+        kernel::error::from_err_ptr(d)
+    }
+
+    /// Creates the subdirectory `name` (mode 0755).
+    pub(crate) fn mkdir(&self, name: &CStr) -> Result<Dir> {
+        // INVARIANT: the shim returned a live directory dentry of the same superblock.
+        Ok(Dir { dentry: self.create(name, 0o755, None, None)? })
+    }
+
+    /// Creates an attribute file `name` showing `node`.
+    pub(crate) fn file(&self, name: &CStr, mode: u16, node: Node) -> Result {
+        let fops = match node {
+            Node::Dump => DUMP_FOPS,
+            Node::Enable | Node::Setting(_) => RW_FOPS,
+            _ => RO_FOPS,
+        };
+        self.create(name, mode, Some(fops), Some(node)).map(|_| ())
+    }
+}
+
+/// Builds the whole tree (legacy order: generic files, stats, then the model's files).
+fn fill_root(root: &Dir) -> Result {
+    let o = oprof::get()?;
+    o.reset_settings();
+    root.file(c"enable", 0o644, Node::Enable)?;
+    root.file(c"dump", 0o666, Node::Dump)?;
+    root.create(c"buffer", 0o644, Some(event_buffer::BUFFER_FOPS), None)?;
+    root.file(c"buffer_size", 0o644, Node::Setting(Setting::BufferSize))?;
+    root.file(c"buffer_watershed", 0o644, Node::Setting(Setting::BufferWatershed))?;
+    root.file(c"cpu_buffer_size", 0o644, Node::Setting(Setting::CpuBufferSize))?;
+    root.file(c"cpu_type", 0o644, Node::CpuType)?;
+    root.file(c"backtrace_depth", 0o644, Node::Setting(Setting::BacktraceDepth))?;
+    root.file(c"pointer_size", 0o644, Node::PointerSize)?;
+
+    let stats = root.mkdir(c"stats")?;
+    for cpu in 0..o.stats().cpu.len() {
+        let mut name = [0u8; 16];
+        let dir = stats.mkdir(cpu_dir_name(cpu as u32, &mut name)?)?;
+        for (i, (stat, _)) in CPU_STATS.iter().enumerate() {
+            dir.file(stat, 0o444, Node::CpuStat { cpu: cpu as u32, stat: i as u8 })?;
+        }
+    }
+    for (i, (stat, _)) in GLOBAL_STATS.iter().enumerate() {
+        stats.file(stat, 0o444, Node::GlobalStat(i as u8))?;
+    }
+    o.create_model_files(root)
+}
+
+/// Formats `cpu<N>` as a C string into `buf`.
+fn cpu_dir_name(cpu: u32, buf: &mut [u8; 16]) -> Result<&CStr> {
+    let mut digits = [0u8; 21];
+    let d = parse::format_ulong(cpu.into(), &mut digits);
+    let d = &d[..d.len() - 1]; // without the newline
+    let n = 3 + d.len();
+    buf[..3].copy_from_slice(b"cpu");
+    buf.get_mut(3..n).ok_or(EINVAL)?.copy_from_slice(d);
+    buf[n] = 0;
+    CStr::from_bytes_with_nul(&buf[..=n]).map_err(|_| EINVAL)
+}
+
+/// Called by the shim's `fill_super` with the new root directory.
+///
+/// # Safety
+///
+/// `root` must be the live root dentry of a superblock being filled.
+#[no_mangle]
+unsafe extern "C" fn oprofilefs_rust_fill_root(root: *mut bindings::dentry) -> c_int {
+    // INVARIANT: `root` is a live directory dentry of the superblock being filled.
+    match fill_root(&Dir { dentry: root }) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Reads `bytes` at `*ppos` into the user buffer (legacy `simple_read_from_buffer`).
+///
+/// # Safety
+///
+/// `buf` must be a user pointer of `count` bytes and `ppos` valid, as the VFS passes them.
+unsafe fn read_bytes(bytes: &[u8], buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    let mut w = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
+    // SAFETY: `ppos` is valid for the duration of the call (our contract).
+    match w.write_slice_file(bytes, unsafe { &mut *ppos }) {
+        Ok(n) => n as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `read` of attribute files.
+///
+/// # Safety
+///
+/// Called by the VFS for a file opened with these fops.
+unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    let (Some(node), Ok(o)) = (unsafe { Node::of_file(file) }, oprof::get()) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let mut num = [0u8; 21];
+    let bytes: &[u8] = match node {
+        Node::CpuType => o.model().cpu_type().to_bytes(),
+        Node::Dump => return EINVAL.to_errno() as isize,
+        Node::Enable => parse::format_ulong(o.is_started().into(), &mut num),
+        Node::PointerSize => parse::format_ulong(WORD as u64, &mut num),
+        Node::Setting(s) => parse::format_ulong(o.setting(s), &mut num),
+        Node::GlobalStat(i) => match GLOBAL_STATS.get(usize::from(i)) {
+            Some((_, get)) => parse::format_ulong(get(o.stats()).load(Relaxed) as u64, &mut num),
+            None => return EINVAL.to_errno() as isize,
+        },
+        Node::CpuStat { cpu, stat } => {
+            match (o.stats().cpu.get(cpu as usize), CPU_STATS.get(usize::from(stat))) {
+                (Some(c), Some((_, get))) => parse::format_ulong(get(c).load(Relaxed) as u64, &mut num),
+                _ => return EINVAL.to_errno() as isize,
+            }
+        }
+    };
+    // SAFETY: Forwarding the VFS's arguments.
+    unsafe { read_bytes(bytes, buf, count, ppos) }
+}
+
+/// `write` of `enable`, `dump` and the settings. Errors: see the module docs.
+///
+/// # Safety
+///
+/// Called by the VFS for a file opened with these fops.
+unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    let (Some(node), Ok(o)) = (unsafe { Node::of_file(file) }, oprof::get()) else {
+        return EINVAL.to_errno() as isize;
+    };
+    // SAFETY: `ppos` is valid (our contract).
+    if unsafe { *ppos } != 0 || count > MAX_WRITE {
+        return EINVAL.to_errno() as isize;
+    }
+    if count == 0 {
+        return 0;
+    }
+    let mut data = [0u8; MAX_WRITE];
+    let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
+    if let Err(e) = r.read_slice(&mut data[..count]) {
+        return e.to_errno() as isize;
+    }
+    let input = &data[..count];
+    let res = match node {
+        Node::Dump => {
+            o.dump();
+            Ok(())
+        }
+        Node::Enable => match parse::parse_ulong(input) {
+            Ok(0) => {
+                o.stop();
+                Ok(())
+            }
+            Ok(_) => o.start(),
+            Err(_) => Err(EINVAL),
+        },
+        Node::Setting(s) => o.set_setting(s, input),
+        _ => Err(EINVAL),
+    };
+    match res {
+        Ok(()) => count as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// Read-only attribute files (`cpu_type`, `pointer_size`, stats).
+const RO_FOPS: &bindings::file_operations = &bindings::file_operations {
+    open: Some(bindings::simple_open),
+    read: Some(attr_read),
+    llseek: Some(bindings::default_llseek),
+    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
+    ..unsafe { core::mem::zeroed() }
+};
+
+/// Read-write attribute files (`enable`, settings).
+const RW_FOPS: &bindings::file_operations = &bindings::file_operations {
+    open: Some(bindings::simple_open),
+    read: Some(attr_read),
+    write: Some(attr_write),
+    llseek: Some(bindings::default_llseek),
+    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
+    ..unsafe { core::mem::zeroed() }
+};
+
+/// `dump`: write only.
+const DUMP_FOPS: &bindings::file_operations = &bindings::file_operations {
+    open: Some(bindings::simple_open),
+    write: Some(attr_write),
+    llseek: Some(bindings::default_llseek),
+    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
+    ..unsafe { core::mem::zeroed() }
+};
+
+/// The registered filesystem type; unregistered on drop.
+pub(crate) struct Registration(());
+
+impl Registration {
+    /// Registers `oprofilefs`. Errors: `EBUSY` if the name is taken.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: FFI call; the shim's file_system_type is static.
+        kernel::error::to_result(unsafe { oprofilefs_shim_register() })?;
+        Ok(Registration(()))
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `new`.
+        unsafe { oprofilefs_shim_unregister() };
+    }
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C bridge for oprofilefs: only what the Rust `kernel` crate cannot reach.
+ *
+ * The kernel crate's bindings lack <linux/fs_context.h>, and get_irq_regs()/user_mode() are
+ * inlines, so this file registers the filesystem type, builds inodes/dentries on request, and
+ * reads the interrupted registers. Every decision (which files exist, what they do) is made in
+ * Rust: fill_super calls oprofilefs_rust_fill_root(), and each file's i_private is an opaque
+ * node id that the Rust file operations interpret.
+ *
+ * Follows legacy drivers/oprofile/oprofilefs.c and, for the current VFS API, fs/fuse/control.c.
+ */
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/module.h>
+#include <linux/dcache.h>
+#include <asm/irq_regs.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/workqueue.h>
+
+#define OPROFILEFS_MAGIC 0x6f70726f
+
+/* Implemented in Rust (oprofilefs.rs): creates the whole tree below @root. */
+int oprofilefs_rust_fill_root(struct dentry *root);
+
+static const struct super_operations oprofilefs_s_ops = {
+	.statfs		= simple_statfs,
+	.drop_inode	= inode_just_drop,
+};
+
+static struct inode *oprofilefs_get_inode(struct super_block *sb, umode_t mode)
+{
+	struct inode *inode = new_inode(sb);
+
+	if (inode) {
+		inode->i_ino = get_next_ino();
+		inode->i_mode = mode;
+		simple_inode_init_ts(inode);
+	}
+	return inode;
+}
+
+/*
+ * Creates @name below @parent. For a directory (@fops NULL) returns the new dentry, borrowed:
+ * valid while the superblock lives. For a file returns the dentry too, or an ERR_PTR.
+ */
+struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
+				      const struct file_operations *fops, unsigned long node)
+{
+	struct dentry *dentry;
+	struct inode *inode;
+	bool dir = fops == NULL;
+
+	dentry = d_alloc_name(parent, name);
+	if (!dentry)
+		return ERR_PTR(-ENOMEM);
+	inode = oprofilefs_get_inode(parent->d_sb, (dir ? S_IFDIR : S_IFREG) | mode);
+	if (!inode) {
+		dput(dentry);
+		return ERR_PTR(-ENOMEM);
+	}
+	if (dir) {
+		inode->i_op = &simple_dir_inode_operations;
+		inode->i_fop = &simple_dir_operations;
+		inc_nlink(inode);
+		inc_nlink(d_inode(parent));
+	} else {
+		inode->i_fop = fops;
+		inode->i_private = (void *)node;
+	}
+	d_make_persistent(dentry, inode);
+	dput(dentry);
+	return dentry;
+}
+
+static int oprofilefs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct inode *root_inode;
+
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_magic = OPROFILEFS_MAGIC;
+	sb->s_op = &oprofilefs_s_ops;
+	sb->s_time_gran = 1;
+
+	root_inode = oprofilefs_get_inode(sb, S_IFDIR | 0755);
+	if (!root_inode)
+		return -ENOMEM;
+	root_inode->i_op = &simple_dir_inode_operations;
+	root_inode->i_fop = &simple_dir_operations;
+	set_nlink(root_inode, 2);
+	sb->s_root = d_make_root(root_inode);
+	if (!sb->s_root)
+		return -ENOMEM;
+	return oprofilefs_rust_fill_root(sb->s_root);
+}
+
+static int oprofilefs_get_tree(struct fs_context *fc)
+{
+	return get_tree_single(fc, oprofilefs_fill_super);
+}
+
+static const struct fs_context_operations oprofilefs_context_ops = {
+	.get_tree	= oprofilefs_get_tree,
+};
+
+static int oprofilefs_init_fs_context(struct fs_context *fc)
+{
+	fc->ops = &oprofilefs_context_ops;
+	return 0;
+}
+
+static struct file_system_type oprofilefs_type = {
+	.owner		= THIS_MODULE,
+	.name		= "oprofilefs",
+	.init_fs_context = oprofilefs_init_fs_context,
+	.kill_sb	= kill_anon_super,
+};
+
+int oprofilefs_shim_register(void)
+{
+	return register_filesystem(&oprofilefs_type);
+}
+
+void oprofilefs_shim_unregister(void)
+{
+	unregister_filesystem(&oprofilefs_type);
+}
+
+/*
+ * PC of the interrupted context, for a sample taken in an interrupt handler (legacy
+ * oprofile_add_sample(get_irq_regs(), ...)). Returns 1 for kernel mode, 0 for user mode,
+ * -1 when there are no interrupt registers (not called from an interrupt).
+ */
+int oprofile_shim_irq_pc(unsigned long *pc)
+{
+	struct pt_regs *regs = get_irq_regs();
+
+	if (!regs)
+		return -1;
+	*pc = profile_pc(regs);
+	return user_mode(regs) ? 0 : 1;
+}
+
+
+/*
+ * The module's own workqueue for buffer_sync: destroy_workqueue() at unload waits for a running
+ * sync work item to return, which the Rust workqueue API (no cancel/flush) cannot express.
+ */
+struct workqueue_struct *oprofile_shim_alloc_wq(void)
+{
+	return alloc_workqueue("oprofile_sync", WQ_UNBOUND, 0);
+}

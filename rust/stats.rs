@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Counters shown under `stats/` (legacy `drivers/oprofile/oprofile_stats.c`).
+//!
+//! Per-CPU counters are written in interrupt context by their own CPU and read from process
+//! context, so they are relaxed atomics. All counters are reset on every `enable=1`.
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+/// Counters of one CPU, as `stats/cpuN/<name>` (mode 0444, `"%lu\n"`).
+pub(crate) struct CpuStats {
+    /// Samples taken on this CPU (delivered or lost).
+    pub(crate) sample_received: Atomic<usize>,
+    /// Samples dropped because this CPU's buffer was full.
+    pub(crate) sample_lost_overflow: Atomic<usize>,
+    /// Backtraces cut short (buffer full or bad PC).
+    pub(crate) backtrace_aborted: Atomic<usize>,
+    /// Samples without a valid PC (no interrupt registers).
+    pub(crate) sample_invalid_eip: Atomic<usize>,
+}
+
+/// Names and accessors of the per-CPU counters, in legacy order.
+pub(crate) const CPU_STATS: [(&CStr, fn(&CpuStats) -> &Atomic<usize>); 4] = [
+    (c"sample_received", |s| &s.sample_received),
+    (c"sample_lost_overflow", |s| &s.sample_lost_overflow),
+    (c"backtrace_aborted", |s| &s.backtrace_aborted),
+    (c"sample_invalid_eip", |s| &s.sample_invalid_eip),
+];
+
+/// All counters: one [`CpuStats`] per possible CPU (index = CPU id) and the global ones.
+pub(crate) struct Stats {
+    pub(crate) cpu: KVec<CpuStats>,
+    /// User samples of a task without mm.
+    pub(crate) sample_lost_no_mm: Atomic<usize>,
+    /// User samples whose PC lies in no mapping.
+    pub(crate) sample_lost_no_mapping: Atomic<usize>,
+    /// Samples dropped whole because the event buffer was full. Legacy counted dropped words;
+    /// we never split a record, so we count samples (see `common::sync`).
+    pub(crate) event_lost_overflow: Atomic<usize>,
+    /// Backtrace entries dropped for want of a mapping.
+    pub(crate) bt_lost_no_mapping: Atomic<usize>,
+}
+
+/// Names and accessors of the global counters, in legacy order.
+pub(crate) const GLOBAL_STATS: [(&CStr, fn(&Stats) -> &Atomic<usize>); 4] = [
+    (c"sample_lost_no_mm", |s| &s.sample_lost_no_mm),
+    (c"sample_lost_no_mapping", |s| &s.sample_lost_no_mapping),
+    (c"event_lost_overflow", |s| &s.event_lost_overflow),
+    (c"bt_lost_no_mapping", |s| &s.bt_lost_no_mapping),
+];
+
+impl CpuStats {
+    fn new() -> Self {
+        CpuStats {
+            sample_received: Atomic::new(0),
+            sample_lost_overflow: Atomic::new(0),
+            backtrace_aborted: Atomic::new(0),
+            sample_invalid_eip: Atomic::new(0),
+        }
+    }
+}
+
+impl Stats {
+    /// Counters for `nr_cpus` CPUs (ids `0..nr_cpus`), all zero. Errors: `ENOMEM`.
+    pub(crate) fn new(nr_cpus: u32) -> Result<Self> {
+        let mut cpu = KVec::with_capacity(nr_cpus as usize, GFP_KERNEL)?;
+        for _ in 0..nr_cpus {
+            cpu.push(CpuStats::new(), GFP_KERNEL)?;
+        }
+        Ok(Stats {
+            cpu,
+            sample_lost_no_mm: Atomic::new(0),
+            sample_lost_no_mapping: Atomic::new(0),
+            event_lost_overflow: Atomic::new(0),
+            bt_lost_no_mapping: Atomic::new(0),
+        })
+    }
+
+    /// Zeroes every counter (legacy `oprofile_reset_stats`, on `enable=1`).
+    pub(crate) fn reset(&self) {
+        for c in self.cpu.iter() {
+            for (_, get) in CPU_STATS {
+                get(c).store(0, Relaxed);
+            }
+        }
+        for (_, get) in GLOBAL_STATS {
+            get(self).store(0, Relaxed);
+        }
+    }
+}
+
+/// Adds one to `counter` (wrapping, as `atomic_inc`).
+#[inline]
+pub(crate) fn inc(counter: &Atomic<usize>) {
+    counter.add(1, Relaxed);
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Boots the guest kernel with an initramfs and runs one guest script.
+# Usage: qemu.sh BOARD INITRD SCRIPT LOG [TIMEOUT_S]
+#   BOARD: realview-pb-a8 (Cortex-A8, 1 CPU, no PMU IRQ) or virt-a15 (Cortex-A15, -smp 2, PMU
+#   node with PPI 7 added to QEMU's DTB).
+# The serial console goes to LOG; returns QEMU's status (124 on timeout).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+board=$1 initrd=$2 script=$3 log=$4 tmo=${5:-600}
+KOUT=${KOUT:-$(bash "$REPO/scripts/build-kernel.sh")}
+append="console=ttyAMA0 loglevel=4 panic=-1 opscript=$script"
+case "$board" in
+realview-pb-a8)
+    machine=(-M realview-pb-a8 -m 256)
+    dtb=$KOUT/arch/arm/boot/dts/arm/arm-realview-pba8.dtb ;;
+virt-a15)
+    machine=(-M virt -cpu cortex-a15 -smp 2 -m 256)
+    dtb=$CACHE/virt-a15-smp2-pmu.dtb
+    if [ ! -f "$dtb" ]; then
+        t=$(mktemp -d)
+        qemu-system-arm -M virt,dumpdtb="$t/virt.dtb" -cpu cortex-a15 -smp 2 -m 256 -display none 2>/dev/null
+        dtc -q -I dtb -O dts "$t/virt.dtb" > "$t/virt.dts"
+        # Fill QEMU's empty pmu node: the A15 PMU's overflow interrupt is PPI 7.
+        python3 - "$t/virt.dts" <<'PY'
+import re, sys
+p = sys.argv[1]; s = open(p).read()
+node = 'pmu {\n\t\tcompatible = "arm,cortex-a15-pmu";\n\t\tinterrupts = <0x01 0x07 0x104>;\n\t};'
+s, n = re.subn(r'pmu \{[^}]*\};', node, s, count=1)
+if n != 1:
+    sys.exit("no pmu node in QEMU's virt DTB")
+open(p, 'w').write(s)
+PY
+        dtc -q -I dts -O dtb -o "$dtb" "$t/virt.dts"
+        rm -rf "$t"
+    fi ;;
+*) die "unknown board '$board' (realview-pb-a8 or virt-a15)" ;;
+esac
+rc=0
+timeout "$tmo" qemu-system-arm "${machine[@]}" -kernel "$KOUT/arch/arm/boot/zImage" -dtb "$dtb" \
+    -initrd "$initrd" -append "$append" -display none -monitor none -audio none -serial "file:$log" \
+    -no-reboot </dev/null || rc=$?
+exit $rc

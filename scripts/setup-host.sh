@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Install every host package oprofile-rs needs, from Debian bookworm only.
+#
+# Idempotent: each step checks whether its result is already present.
+# Rules (see DEVELOPERS.md): bookworm + bookworm-backports for qemu; trixie-backports is added with
+# an apt pin of priority 1 and used ONLY for `apt-get download linux-source-7.3` (never install from
+# it: that once replaced libc on a test machine).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+need_root() { [ "$(id -u)" = 0 ] || die "run as root (apt-get install)"; }
+
+APT_PKGS=(rustc-web rust-web-src clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc cpio
+          libelf-dev libssl-dev kmod gcc-arm-linux-gnueabihf libc6-dev-armhf-cross device-tree-compiler xz-utils
+          python3 ca-certificates)
+
+sources_ok() {
+    grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&
+    grep -rqs 'trixie-backports' /etc/apt/sources.list.d/ &&
+    [ -f /etc/apt/preferences.d/oprofile-rs-trixie ] &&
+    dpkg --print-foreign-architectures | grep -qx armhf
+}
+
+add_sources() {
+    need_root
+    step "apt sources: bookworm-backports, trixie-backports (pin 1), armhf"
+    cat > /etc/apt/sources.list.d/oprofile-rs.sources <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Architectures: amd64
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: trixie-backports
+Components: main
+Architectures: amd64
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    # Priority 1: never chosen for installs, only reachable by explicit `apt-get download`.
+    cat > /etc/apt/preferences.d/oprofile-rs-trixie <<'PIN'
+Package: *
+Pin: release n=trixie-backports
+Pin-Priority: 1
+
+Package: *
+Pin: release n=trixie
+Pin-Priority: 1
+PIN
+    dpkg --add-architecture armhf
+    APT_UPDATED=0
+}
+
+APT_UPDATED=0
+# A mirror mid-sync makes single index files fail ("File has unexpected size"); retry, then go on
+# with what was fetched: a package that is really missing fails loudly at install/download time.
+apt_update() {
+    [ "$APT_UPDATED" = 1 ] && return 0
+    local i
+    for i in 1 2 3; do
+        step "apt-get update (try $i)"
+        if apt-get update -qq; then APT_UPDATED=1; return 0; fi
+        sleep 10
+    done
+    step "warning: apt-get update reported errors; continuing with the lists it fetched"
+    APT_UPDATED=1
+}
+
+missing_pkgs() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"
+    done
+}
+
+main() {
+    sources_ok || add_sources
+    local miss
+    miss=$(missing_pkgs "${APT_PKGS[@]}")
+    if [ -n "$miss" ]; then
+        need_root; apt_update
+        step "apt-get install $(echo $miss)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $miss
+    fi
+    if [ -z "$(missing_pkgs qemu-system-arm)" ] && qemu-system-arm --version | grep -q 'version 10'; then :; else
+        need_root; apt_update
+        step "apt-get install -t bookworm-backports qemu-system-arm"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            -t bookworm-backports qemu-system-arm
+    fi
+    # bindgen-cli: the kernel needs >= 0.71.1; bookworm ships 0.60.
+    if ! "$BINDGEN" --version 2>/dev/null | grep -q '0\.72\.1'; then
+        step "cargo install bindgen-cli 0.72.1"
+        cargo install --locked --root "$CACHE/bindgen" bindgen-cli@0.72.1
+    fi
+    # Guest userland: busybox-static for armhf, unpacked (not installed) into the cache.
+    if [ ! -x "$CACHE/busybox/bin/busybox" ]; then
+        apt_update
+        step "apt-get download busybox-static:armhf"
+        local d; d=$(mktemp -d)
+        (cd "$d" && apt-get download -qq busybox-static:armhf)
+        rm -rf "$CACHE/busybox"; mkdir -p "$CACHE/busybox"
+        dpkg-deb -x "$d"/busybox-static_*_armhf.deb "$d/x"
+        install -D -m 0755 "$d/x/bin/busybox" "$CACHE/busybox/bin/busybox"
+        rm -rf "$d"
+    fi
+    # Kernel source: linux-source-7.3 from trixie-backports, downloaded only.
+    if [ ! -f "$KSRC/Makefile" ]; then
+        apt_update
+        step "apt-get download linux-source-$KVER (trixie-backports, pinned 1)"
+        local d; d=$(mktemp -d)
+        (cd "$d" && apt-get download -qq -t trixie-backports "linux-source-$KVER")
+        dpkg-deb -x "$d"/linux-source-"$KVER"_*.deb "$d/x"
+        step "extracting linux-source-$KVER"
+        mkdir -p "$CACHE/src"; rm -rf "$KSRC.tmp"; mkdir -p "$KSRC.tmp"
+        tar -C "$KSRC.tmp" --strip-components=1 -xf "$d"/x/usr/src/linux-source-"$KVER".tar.*
+        mv "$KSRC.tmp" "$KSRC"
+        rm -rf "$d"
+    fi
+    step "host setup complete"
+}
+main "$@"

@@ -1,0 +1,103 @@
+# oprofilefs ABI: tree, modes, formats, defaults and every errno (reference §1-2).
+. /tests/lib.sh
+echo 1 > /proc/sys/kernel/printk
+check "insmod" insmod /oprofile.ko
+check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
+mkdir -p $OP
+check "mount -t oprofilefs nodev $OP" mount -t oprofilefs nodev $OP
+expect "filesystem magic" "6f70726f" stat -f -c %t $OP
+
+mode() { stat -c %a "$OP/$1"; }
+for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth pointer_size; do
+    expect "mode of $f" 644 mode $f
+done
+expect "mode of dump" 666 mode dump
+expect "mode of stats/" 755 mode stats
+for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping; do
+    expect "mode of stats/$s" 444 mode stats/$s
+done
+possible=$(cat /sys/devices/system/cpu/possible)
+last=${possible##*-}
+for cpu in $(seq 0 "$last"); do
+    for s in sample_received sample_lost_overflow backtrace_aborted sample_invalid_eip; do
+        expect "stats/cpu$cpu/$s exists, 0444" 444 mode stats/cpu$cpu/$s
+    done
+done
+check "no stats dir beyond possible CPUs" test ! -e "$OP/stats/cpu$((last + 1))"
+
+expect "cpu_type" timer cat $OP/cpu_type
+expect "cpu_type has no newline" 5 sh -c "cat $OP/cpu_type | wc -c"
+expect "pointer_size" 4 cat $OP/pointer_size
+expect "buffer_size default" 131072 cat $OP/buffer_size
+expect "buffer_watershed default" 32768 cat $OP/buffer_watershed
+expect "cpu_buffer_size default" 8192 cat $OP/cpu_buffer_size
+expect "backtrace_depth default" 0 cat $OP/backtrace_depth
+expect "enable reads 0" 0 cat $OP/enable
+expect "ulong read format" "131072" sh -c "cat $OP/buffer_size | od -c | head -1 | tr -s ' ' | cut -d' ' -f2-8 | tr -d ' '"
+expect "partial read at offset" "072" sh -c "dd if=$OP/buffer_size bs=1 skip=3 count=3 2>/dev/null"
+
+# Numeric writes: decimal or 0x-hex with optional newline; everything else EINVAL, nothing changed.
+expect "write decimal" ok optool write $OP/buffer_size 65536
+expect "read back" 65536 cat $OP/buffer_size
+expect "write hex" ok optool write $OP/buffer_size 0x20000
+expect "hex read back" 131072 cat $OP/buffer_size
+expect "write without newline" ok optool write --raw $OP/cpu_buffer_size 4096
+expect "read back" 4096 cat $OP/cpu_buffer_size
+for bad in junk -1 12abc "1 2" 0x 99999999999999999999999 0x1ffffffffffffffff 1.5; do
+    expect "junk '$bad' -> EINVAL" "ERR EINVAL" optool write $OP/buffer_size "$bad"
+done
+expect "oversize buffer_size -> EINVAL" "ERR EINVAL" optool write $OP/buffer_size 16777217
+expect "undersize buffer_size -> EINVAL" "ERR EINVAL" optool write $OP/buffer_size 10
+expect "oversize cpu_buffer_size -> EINVAL" "ERR EINVAL" optool write $OP/cpu_buffer_size 2000000
+expect "zero cpu_buffer_size -> EINVAL" "ERR EINVAL" optool write $OP/cpu_buffer_size 0
+expect "write longer than 49 bytes -> EINVAL" "ERR EINVAL" optool write $OP/buffer_size 00000000000000000000000000000000000000000000000001
+expect "settings intact after errors" "131072 4096" sh -c "echo \$(cat $OP/buffer_size) \$(cat $OP/cpu_buffer_size)"
+expect "backtrace_depth>0 without backtrace support -> EINVAL" "ERR EINVAL" optool write $OP/backtrace_depth 4
+expect "backtrace_depth=0 accepted (opcontrol writes it)" ok optool write $OP/backtrace_depth 0
+expect "write cpu_type -> EINVAL" "ERR EINVAL" optool write $OP/cpu_type arm/armv7
+expect "write pointer_size -> EINVAL" "ERR EINVAL" optool write $OP/pointer_size 8
+expect "write stats file -> EINVAL" "ERR EINVAL" optool write $OP/stats/event_lost_overflow 0
+expect "read dump -> EINVAL" "ERR EINVAL" sh -c "optool read $OP/dump | head -1"
+expect "enable without open buffer -> EINVAL" "ERR EINVAL" optool write $OP/enable 1
+expect "enable junk -> EINVAL" "ERR EINVAL" optool write $OP/enable yes
+
+# buffer open/read
+expect "watershed >= size -> EINVAL at open" "ERR EINVAL" sh -c "optool write $OP/buffer_watershed 131072 >/dev/null; optool bufread 4"
+expect "failed open left settings" 131072 cat $OP/buffer_watershed
+optool write $OP/buffer_watershed 32768 >/dev/null
+expect "read count not a word multiple -> EINVAL" "ERR EINVAL" optool bufread 6
+expect "blocked read + signal -> EINTR" "ERR EINTR" optool bufread 4096 1
+expect "second open -> EBUSY" "ERR EBUSY" optool open2 $OP/buffer
+expect "non-root open -> EPERM" "ERR EPERM" optool as 1000 optool bufread 4
+expect "non-root settings write -> EACCES" "ERR EACCES" optool as 1000 optool write $OP/buffer_size 4096
+expect "buffer usable after errors" "ERR EINTR" optool bufread 4096 1
+# dump wakes a reader of an empty buffer, which gets 0 bytes
+( optool bufread 4096 > /tmp/dumpread ) &
+sleep 1; echo 1 > $OP/dump; wait
+expect "dump wakes an empty reader" "ok 0" cat /tmp/dumpread
+
+# while running
+expect "settings write while running -> EBUSY" "ERR EBUSY" sh -c "optool capture /tmp/b optool write $OP/buffer_size 65536 | head -1"
+expect "enable reads 1 while running" 1 sh -c "optool capture /tmp/b cat $OP/enable | head -1"
+expect "settings unchanged by EBUSY" 131072 cat $OP/buffer_size
+expect "enable=1 twice is fine" ok sh -c "optool capture /tmp/b optool write $OP/enable 1 | head -1"
+expect "enable reads 0 after stop" 0 cat $OP/enable
+# stats reset on every enable
+optool capture /tmp/b sleep 1 >/dev/null
+before=$(cat $OP/stats/cpu0/sample_received)
+early=$(optool capture /tmp/b cat $OP/stats/cpu0/sample_received | head -1)
+check "stats reset on enable ($before then $early)" test "$before" -gt 50 -a "$early" -lt "$before"
+
+# lifetime: rmmod while mounted fails cleanly; lazy umount with an open buffer; then unload
+check "rmmod while mounted fails" sh -c "! rmmod oprofile 2>/dev/null"
+( optool capture /tmp/b sleep 2 > /tmp/cap ) &
+sleep 1
+check "lazy umount while profiling" umount -l $OP
+wait
+expect "capture finished after lazy umount" ok sh -c "cut -d' ' -f1 /tmp/cap"
+check "rmmod after close" rmmod oprofile
+check "module gone" sh -c "! grep -q '^oprofile ' /proc/modules"
+check "insmod timer_hz=0 fails" sh -c "! insmod /oprofile.ko timer_hz=0 2>/dev/null"
+check "insmod timer_hz=5000 works" insmod /oprofile.ko timer_hz=5000
+check "rmmod" rmmod oprofile
+summary

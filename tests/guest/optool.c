@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * optool: guest-side helper for oprofile-rs tests and `make run` (static armhf binary).
+ *
+ *   optool write FILE VALUE        write VALUE (as given, plus "\n" unless --raw) in one write
+ *   optool write --raw FILE VALUE  write exactly VALUE
+ *   optool read FILE [COUNT]       one read of COUNT bytes (default 4096), print the data
+ *   optool open2 FILE              open FILE twice; report the second open
+ *   optool bufread COUNT [ALARM]   open the buffer, one read of COUNT bytes (ALARM s alarm)
+ *   optool as UID CMD...           setuid(UID) then exec CMD
+ *   optool capture OUT CMD...      like oprofiled: open buffer, enable=1, run CMD while reading
+ *                                  the buffer into OUT, then enable=0, read the rest, close
+ *
+ * Results are printed as "ok", "ok N" (bytes) or "ERR <ERRNO NAME>"; exit status 0/1.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OPDIR "/dev/oprofile/"
+
+static const char *errname(int e)
+{
+	switch (e) {
+	case EINVAL: return "EINVAL";
+	case EBUSY: return "EBUSY";
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case EINTR: return "EINTR";
+	case EFAULT: return "EFAULT";
+	case ENOMEM: return "ENOMEM";
+	case ENOENT: return "ENOENT";
+	case ESPIPE: return "ESPIPE";
+	case ENODEV: return "ENODEV";
+	default: return "E?";
+	}
+}
+
+static int report(long r)
+{
+	if (r < 0) {
+		printf("ERR %s\n", errname(errno));
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static void on_signal(int sig) { (void)sig; }
+
+static void no_restart(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: blocking reads return EINTR */
+	sigaction(sig, &sa, NULL);
+}
+
+static int write_file(const char *path, const char *val, int raw)
+{
+	char buf[4096];
+	int fd = open(path, O_WRONLY);
+	ssize_t r;
+
+	if (fd < 0)
+		return report(-1);
+	snprintf(buf, sizeof(buf), raw ? "%s" : "%s\n", val);
+	r = write(fd, buf, strlen(buf));
+	if (r >= 0 && (size_t)r != strlen(buf)) {
+		printf("ERR short write %zd\n", r);
+		return 1;
+	}
+	return report(r < 0 ? -1 : (close(fd), 0));
+}
+
+static int enable(const char *v)
+{
+	int fd = open(OPDIR "enable", O_WRONLY);
+	int r = fd < 0 ? -1 : (int)write(fd, v, strlen(v));
+
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? -1 : 0;
+}
+
+static long buffer_bytes(void)
+{
+	FILE *f = fopen(OPDIR "buffer_size", "r");
+	long words = 0;
+
+	if (!f || fscanf(f, "%ld", &words) != 1)
+		words = 131072;
+	if (f)
+		fclose(f);
+	return words * (long)sizeof(long);
+}
+
+static int capture(const char *out, char **cmd)
+{
+	long size = buffer_bytes();
+	char *buf = malloc(size);
+	int fd, ofd, status = 0, done = 0;
+	long total = 0;
+	ssize_t n;
+	pid_t child;
+
+	if (!buf)
+		return 1;
+	fd = open(OPDIR "buffer", O_RDONLY);
+	if (fd < 0)
+		return report(-1);
+	ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (ofd < 0)
+		return report(-1);
+	no_restart(SIGCHLD);
+	if (enable("1\n")) {
+		printf("ERR enable: %s\n", errname(errno));
+		return 1;
+	}
+	child = fork();
+	if (child == 0) {
+		execvp(cmd[0], cmd);
+		perror(cmd[0]);
+		_exit(127);
+	}
+	while (!done) {
+		n = read(fd, buf, size);
+		if (n > 0) {
+			if (write(ofd, buf, n) != n)
+				return report(-1);
+			total += n;
+		} else if (n < 0 && errno != EINTR) {
+			return report(-1);
+		}
+		if (waitpid(child, &status, WNOHANG) == child)
+			done = 1;
+	}
+	if (enable("0\n"))
+		return report(-1);
+	/* Stop flushed everything and marked the buffer ready: one read takes the rest. */
+	n = read(fd, buf, size);
+	if (n < 0)
+		return report(-1);
+	if (n > 0 && write(ofd, buf, n) != n)
+		return report(-1);
+	total += n;
+	close(ofd);
+	close(fd);
+	printf("ok %ld bytes, workload status %d\n", total, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "write") && strcmp(argv[2], "--raw"))
+		return write_file(argv[2], argv[3], 0);
+	if (argc >= 5 && !strcmp(argv[1], "write"))
+		return write_file(argv[3], argv[4], 1);
+	if (argc >= 3 && !strcmp(argv[1], "read")) {
+		size_t count = argc > 3 ? strtoul(argv[3], NULL, 0) : 4096;
+		char *buf = malloc(count + 1);
+		int fd = open(argv[2], O_RDONLY);
+		ssize_t n;
+
+		if (fd < 0)
+			return report(-1);
+		n = read(fd, buf, count);
+		if (n < 0)
+			return report(-1);
+		fwrite(buf, 1, n, stdout);
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "open2")) {
+		int a = open(argv[2], O_RDONLY), b;
+
+		if (a < 0)
+			return report(-1);
+		b = open(argv[2], O_RDONLY);
+		return report(b);
+	}
+	if (argc >= 3 && !strcmp(argv[1], "bufread")) {
+		size_t count = strtoul(argv[2], NULL, 0);
+		char *buf = malloc(count + 1);
+		int fd = open(OPDIR "buffer", O_RDONLY);
+		ssize_t n;
+
+		if (fd < 0)
+			return report(-1);
+		if (argc > 3) {
+			no_restart(SIGALRM);
+			alarm(atoi(argv[3]));
+		}
+		n = read(fd, buf, count);
+		if (n < 0)
+			return report(-1);
+		printf("ok %zd\n", n);
+		return 0;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "as")) {
+		if (setuid(atoi(argv[2])))
+			return report(-1);
+		execvp(argv[3], argv + 3);
+		return report(-1);
+	}
+	if (argc >= 4 && !strcmp(argv[1], "capture"))
+		return capture(argv[2], argv + 3);
+	fprintf(stderr, "usage: see the comment at the top of optool.c\n");
+	return 2;
+}

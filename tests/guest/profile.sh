@@ -1,0 +1,19 @@
+# Profiles a kernel-bound and a user-bound workload; prints stats and the raw stream (base64)
+# for the host to decode and check.
+. /tests/lib.sh
+echo 1 > /proc/sys/kernel/printk
+check "load" load
+dd if=/dev/urandom of=/tmp/data bs=1M count=4 2>/dev/null
+n=$(nproc)
+# One kernel-bound dd per CPU, then busybox sha256sum and gzip over the file.
+work="i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=20000 2>/dev/null & i=\$((i+1)); done; wait; sha256sum /tmp/data >/dev/null; gzip -c /tmp/data >/dev/null"
+expect "capture" ok sh -c "optool capture /tmp/buf sh -c '$work' | cut -d' ' -f1"
+for f in $OP/stats/cpu*/* $OP/stats/sample_lost_no_mm $OP/stats/sample_lost_no_mapping $OP/stats/event_lost_overflow $OP/stats/bt_lost_no_mapping; do
+    [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
+done
+echo "STAT bytes $(stat -c %s /tmp/buf)"
+echo "== opbuf begin"
+base64 /tmp/buf
+echo "== opbuf end"
+check "unload" unload
+summary
