@@ -19,10 +19,9 @@
 #include <linux/sched.h>
 #include <linux/workqueue.h>
 
-#define OPROFILEFS_MAGIC 0x6f70726f
+#include "oprofilefs_shim.h"
 
-/* Implemented in Rust (oprofilefs.rs): creates the whole tree below @root. */
-int oprofilefs_rust_fill_root(struct dentry *root);
+#define OPROFILEFS_MAGIC 0x6f70726f
 
 static const struct super_operations oprofilefs_s_ops = {
 	.statfs		= simple_statfs,

@@ -33,7 +33,7 @@ expect "buffer_watershed default" 32768 cat $OP/buffer_watershed
 expect "cpu_buffer_size default" 8192 cat $OP/cpu_buffer_size
 expect "backtrace_depth default" 0 cat $OP/backtrace_depth
 expect "enable reads 0" 0 cat $OP/enable
-expect "ulong read format" "131072" sh -c "cat $OP/buffer_size | od -c | head -1 | tr -s ' ' | cut -d' ' -f2-8 | tr -d ' '"
+expect "ulong read format" '131072\n' sh -c "cat $OP/buffer_size | od -c | head -1 | tr -s ' ' | cut -d' ' -f2-8 | tr -d ' '"
 expect "partial read at offset" "072" sh -c "dd if=$OP/buffer_size bs=1 skip=3 count=3 2>/dev/null"
 
 # Numeric writes: decimal or 0x-hex with optional newline; everything else EINVAL, nothing changed.

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +120,17 @@ static int capture(const char *out, char **cmd)
 	if (ofd < 0)
 		return report(-1);
 	no_restart(SIGCHLD);
+	/*
+	 * SIGCHLD may arrive while we are not inside read(); a 200 ms interval timer interrupts the
+	 * blocking read too, so the child's exit is noticed promptly either way.
+	 */
+	no_restart(SIGALRM);
+	{
+		struct itimerval it = { { 0, 200000 }, { 0, 200000 } };
+
+		if (setitimer(ITIMER_REAL, &it, NULL))
+			return report(-1);
+	}
 	if (enable("1\n")) {
 		printf("ERR enable: %s\n", errname(errno));
 		return 1;
@@ -140,6 +152,11 @@ static int capture(const char *out, char **cmd)
 		}
 		if (waitpid(child, &status, WNOHANG) == child)
 			done = 1;
+	}
+	{
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+
+		setitimer(ITIMER_REAL, &off, NULL);
 	}
 	if (enable("0\n"))
 		return report(-1);
@@ -194,8 +211,13 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			return report(-1);
 		if (argc > 3) {
+			struct itimerval it = { { 0, 0 }, { atoi(argv[3]), 0 } };
+
 			no_restart(SIGALRM);
-			alarm(atoi(argv[3]));
+			if (setitimer(ITIMER_REAL, &it, NULL)) {
+				printf("ERR setitimer %s\n", errname(errno));
+				return 1;
+			}
 		}
 		n = read(fd, buf, count);
 		if (n < 0)

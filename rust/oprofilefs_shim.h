@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The C bridge of oprofile-rs (oprofilefs_shim.c), as declared on the Rust side in
+ * oprofilefs.rs, oprof.rs and model/timer.rs.
+ */
+#ifndef OPROFILEFS_SHIM_H
+#define OPROFILEFS_SHIM_H
+
+#include <linux/fs.h>
+#include <linux/workqueue.h>
+
+/* Rust: builds the tree below the new root at mount time. */
+int oprofilefs_rust_fill_root(struct dentry *root);
+
+int oprofilefs_shim_register(void);
+void oprofilefs_shim_unregister(void);
+struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
+				      const struct file_operations *fops, unsigned long node);
+int oprofile_shim_irq_pc(unsigned long *pc);
+struct workqueue_struct *oprofile_shim_alloc_wq(void);
+
+#endif

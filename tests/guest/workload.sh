@@ -1,0 +1,23 @@
+# `make run`: the user's flow, echoed as it runs, around a real workload.
+. /tests/lib.sh
+echo 1 > /proc/sys/kernel/printk
+run() { echo "# $*"; "$@"; }
+run insmod /oprofile.ko
+run mkdir -p /dev/oprofile
+run mount -t oprofilefs nodev /dev/oprofile
+echo "# cat /dev/oprofile/cpu_type  ->  $(cat /dev/oprofile/cpu_type)"
+run sh -c 'echo 131072 > /dev/oprofile/buffer_size'
+run sh -c 'echo 16384 > /dev/oprofile/cpu_buffer_size'
+run sh -c 'dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null'
+n=$(nproc)
+work="sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
+echo "# optool capture /tmp/buf sh -c '<workload>'   (opens buffer, echo 1 > enable, runs, echo 0 > enable, reads)"
+optool capture /tmp/buf sh -c "$work"
+for f in /dev/oprofile/stats/cpu*/sample_received /dev/oprofile/stats/cpu*/sample_lost_overflow /dev/oprofile/stats/event_lost_overflow; do
+    echo "STAT ${f#/dev/oprofile/stats/} $(cat $f)"
+done
+echo "== opbuf begin"
+base64 /tmp/buf
+echo "== opbuf end"
+run umount /dev/oprofile
+run rmmod oprofile

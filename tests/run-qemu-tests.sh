@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# QEMU integration tests: boots each board with each guest script and checks the results.
+#
+# Boards: realview-pb-a8 (Cortex-A8, 1 CPU) and virt-a15 (Cortex-A15, 2 CPUs). Guest scripts:
+# abi.sh (tree, modes, errnos), profile.sh (real workload, stream checked on the host),
+# cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
+# without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
+# Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
+set -uo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+OUT=$REPO/build/tests
+mkdir -p "$OUT"
+KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
+export KOUT
+KO=$REPO/oprofile.ko
+OPROF=$REPO/target/release/oprof
+[ -x "$OPROF" ] || die "host tool missing: run 'make host'"
+bash "$REPO/scripts/initramfs.sh" "$OUT/initramfs.cpio.gz" "$KO" || die "initramfs build failed"
+
+pass=0 fail=0
+ok()     { pass=$((pass + 1)); echo "ok - $*"; }
+not_ok() { fail=$((fail + 1)); echo "not ok - $*"; }
+
+SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lockup|hung_task|blocked for more than|rcu.*stall|UBSAN|KASAN|kernel BUG|list_del corruption|refcount_t:|sleeping function called from invalid context|scheduling while atomic|Rust panic|panicked at'
+
+check_log() { # NAME LOG
+    local name=$1 log=$2
+    grep -q '^== guest done' "$log" || { not_ok "$name: guest did not finish (see $log)"; return; }
+    local summary; summary=$(grep -a '^guest: ' "$log" | tail -1)
+    if grep -aq '^not ok' "$log"; then
+        not_ok "$name: $(grep -ac '^not ok' "$log") guest checks failed (see $log):"
+        grep -a '^not ok' "$log" | sed 's/^/    /' | head -20
+    else
+        ok "$name: guest checks ($summary)"
+    fi
+    if grep -aEq "$SPLAT" "$log"; then
+        not_ok "$name: kernel splat in guest log:"; grep -aE "$SPLAT" "$log" | head -5 | sed 's/^/    /'
+    else
+        ok "$name: no kernel splat"
+    fi
+}
+
+check_profile() { # NAME LOG CPUS
+    local name=$1 log=$2 cpus=$3 buf=$OUT/$1.buf
+    sed -n '/^== opbuf begin/,/^== opbuf end/p' "$log" | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$buf" ||
+        { not_ok "$name: no sample stream in log"; return; }
+    "$OPROF" report "$buf" --vmlinux "$KOUT/vmlinux" --json > "$OUT/$name.json" 2> "$OUT/$name.err" ||
+        { not_ok "$name: oprof report failed: $(cat "$OUT/$name.err")"; return; }
+    "$OPROF" decode "$buf" > "$OUT/$name.decode" || { not_ok "$name: oprof decode failed"; return; }
+    python3 - "$OUT/$name.json" "$log" "$OUT/$name.decode" "$cpus" <<'PY'
+import json, re, sys
+rep = json.load(open(sys.argv[1])); log = open(sys.argv[2], errors="replace").read()
+decode = open(sys.argv[3]).read(); cpus = int(sys.argv[4])
+stats = {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
+res = []
+def check(ok, msg): res.append(("ok - " if ok else "not ok - ") + msg)
+received = sum(v for k, v in stats.items() if k.endswith("/sample_received"))
+lost = sum(v for k, v in stats.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
+lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+check(rep["total"] >= 200, f"profile: {rep['total']} samples delivered (>= 200)")
+check(received == rep["total"] + lost,
+      f"profile: sample_received {received} == delivered {rep['total']} + lost {lost}")
+check(rep["no_context"] == 0, f"profile: every sample has a mode/context ({rep['no_context']} without)")
+kernel_rows = [r for r in rep["rows"] if r["image"] == "vmlinux"]
+top = [r["symbol"] for r in kernel_rows[:5]]
+hot = re.compile(r"clear_user|memzero|memset|copy_to_user|copy_from_user|memcpy|read_zero|iov_iter|zero")
+check(any(hot.search(s) for s in top), f"profile: a zero/copy routine among the hottest kernel symbols {top}")
+check(rep["kernel"] > rep["total"] // 4, f"profile: kernel-bound workload gives kernel samples ({rep['kernel']}/{rep['total']})")
+check(rep["user"] > 0, f"profile: user-mode samples present ({rep['user']})")
+seen = {int(c) for c in re.findall(r"CpuSwitch \{ cpu: 0x([0-9a-f]+)", decode)}
+check(seen >= set(range(cpus)), f"profile: CPU_SWITCH records for CPUs {sorted(seen)} (want 0..{cpus - 1})")
+for c in range(cpus):
+    v = stats.get(f"cpu{c}/sample_received", 0)
+    check(v > 0, f"profile: stats/cpu{c}/sample_received = {v} > 0")
+print("\n".join(res))
+PY
+}
+
+run_board() { # BOARD CPUS
+    local board=$1 cpus=$2 s log rc
+    for s in abi profile cycles; do
+        log=$OUT/$board-$s.log
+        step "qemu $board: $s.sh"
+        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" 900 || rc=$?
+        [ $rc = 0 ] || not_ok "$board $s: qemu exited with $rc"
+        check_log "$board $s" "$log"
+        if [ $s = profile ]; then
+            while IFS= read -r line; do
+                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
+            done < <(check_profile "$board-profile" "$log" "$cpus")
+        fi
+    done
+}
+
+run_board realview-pb-a8 1
+run_board virt-a15 2
+echo "qemu: $pass passed, $fail failed"
+[ $fail = 0 ]
