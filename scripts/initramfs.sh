@@ -9,6 +9,7 @@ out=$1 ko=$2
 [ -f "$ko" ] || die "module not built: $ko"
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+chmod 0755 "$root"   # mktemp -d makes it 0700: the guest "/" must be traversable by non-root
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root}
 install -m 0755 "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
 arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -o "$root/bin/optool" "$REPO/tests/guest/optool.c"

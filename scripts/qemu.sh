@@ -18,7 +18,7 @@ virt-a15)
     dtb=$CACHE/virt-a15-smp2-pmu.dtb
     if [ ! -f "$dtb" ]; then
         t=$(mktemp -d)
-        qemu-system-arm -M virt,dumpdtb="$t/virt.dtb" -cpu cortex-a15 -smp 2 -m 256 -display none 2>/dev/null
+        qemu-system-arm -M virt,dumpdtb="$t/virt.dtb" -cpu cortex-a15 -smp 2 -m 256 -display none -nic none
         dtc -q -I dtb -O dts "$t/virt.dtb" > "$t/virt.dts"
         # Fill QEMU's empty pmu node: the A15 PMU's overflow interrupt is PPI 7.
         python3 - "$t/virt.dts" <<'PY'
@@ -37,6 +37,6 @@ PY
 esac
 rc=0
 timeout "$tmo" qemu-system-arm "${machine[@]}" -kernel "$KOUT/arch/arm/boot/zImage" -dtb "$dtb" \
-    -initrd "$initrd" -append "$append" -display none -monitor none -audio none -serial "file:$log" \
+    -initrd "$initrd" -append "$append" -display none -monitor none -audio none -nic none -serial "file:$log" \
     -no-reboot </dev/null || rc=$?
 exit $rc

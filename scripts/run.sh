@@ -12,7 +12,7 @@ step "booting QEMU $board (guest log: $out/guest.log)"
 bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" workload.sh "$out/guest.log" 600 ||
     die "QEMU failed (see $out/guest.log)"
 grep -a '^# \|^ok \|^ERR\|STAT\|sha256\|data.gz' "$out/guest.log" | sed 's/^/  guest| /'
-sed -n '/^== opbuf begin/,/^== opbuf end/p' "$out/guest.log" | grep -aE '^[A-Za-z0-9+/=]+$' |
+sed -n '/^== opbuf begin/,/^== opbuf end/p' "$out/guest.log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' |
     base64 -d > "$out/buffer.bin"
 [ -s "$out/buffer.bin" ] || die "no samples came back from the guest (see $out/guest.log)"
 step "report ($(stat -c %s "$out/buffer.bin") bytes of samples: $out/buffer.bin)"

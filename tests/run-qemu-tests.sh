@@ -42,14 +42,14 @@ check_log() { # NAME LOG
 
 check_profile() { # NAME LOG CPUS
     local name=$1 log=$2 cpus=$3 buf=$OUT/$1.buf
-    sed -n '/^== opbuf begin/,/^== opbuf end/p' "$log" | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$buf" ||
+    sed -n '/^== opbuf begin/,/^== opbuf end/p' "$log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$buf" ||
         { not_ok "$name: no sample stream in log"; return; }
     "$OPROF" report "$buf" --vmlinux "$KOUT/vmlinux" --json > "$OUT/$name.json" 2> "$OUT/$name.err" ||
         { not_ok "$name: oprof report failed: $(cat "$OUT/$name.err")"; return; }
     "$OPROF" decode "$buf" > "$OUT/$name.decode" || { not_ok "$name: oprof decode failed"; return; }
     python3 - "$OUT/$name.json" "$log" "$OUT/$name.decode" "$cpus" <<'PY'
 import json, re, sys
-rep = json.load(open(sys.argv[1])); log = open(sys.argv[2], errors="replace").read()
+rep = json.load(open(sys.argv[1])); log = open(sys.argv[2], errors="replace").read().replace("\r", "")
 decode = open(sys.argv[3]).read(); cpus = int(sys.argv[4])
 stats = {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
 res = []
@@ -67,7 +67,7 @@ hot = re.compile(r"clear_user|memzero|memset|copy_to_user|copy_from_user|memcpy|
 check(any(hot.search(s) for s in top), f"profile: a zero/copy routine among the hottest kernel symbols {top}")
 check(rep["kernel"] > rep["total"] // 4, f"profile: kernel-bound workload gives kernel samples ({rep['kernel']}/{rep['total']})")
 check(rep["user"] > 0, f"profile: user-mode samples present ({rep['user']})")
-seen = {int(c) for c in re.findall(r"CpuSwitch \{ cpu: 0x([0-9a-f]+)", decode)}
+seen = {int(c, 16) for c in re.findall(r"CpuSwitch \{ cpu: (?:0x)?([0-9a-f]+)", decode)}
 check(seen >= set(range(cpus)), f"profile: CPU_SWITCH records for CPUs {sorted(seen)} (want 0..{cpus - 1})")
 for c in range(cpus):
     v = stats.get(f"cpu{c}/sample_received", 0)

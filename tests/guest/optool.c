@@ -80,14 +80,17 @@ static int write_file(const char *path, const char *val, int raw)
 	return report(r < 0 ? -1 : (close(fd), 0));
 }
 
+/* One descriptor for the whole capture, so a lazy umount meanwhile does not stop us. */
+static int enable_fd = -1;
+
 static int enable(const char *v)
 {
-	int fd = open(OPDIR "enable", O_WRONLY);
-	int r = fd < 0 ? -1 : (int)write(fd, v, strlen(v));
-
-	if (fd >= 0)
-		close(fd);
-	return r < 0 ? -1 : 0;
+	if (enable_fd < 0)
+		enable_fd = open(OPDIR "enable", O_WRONLY);
+	if (enable_fd < 0)
+		return -1;
+	/* oprofilefs takes writes at offset 0 only. */
+	return pwrite(enable_fd, v, strlen(v), 0) < 0 ? -1 : 0;
 }
 
 static long buffer_bytes(void)
