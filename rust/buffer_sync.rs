@@ -13,6 +13,7 @@
 
 use crate::common::event::NO_COOKIE;
 use crate::common::sync::{CpuSample, Location, Outcome, SyncPass};
+use crate::model::Poll;
 use crate::oprof::Session;
 use crate::stats;
 use kernel::prelude::*;
@@ -52,7 +53,8 @@ pub(crate) fn sync_all(session: &Session) {
     }
 }
 
-/// The periodic sync while profiling: a self-rearming delayed work item.
+/// The periodic sync while profiling: a self-rearming delayed work item, which also runs the
+/// model's poller (counter folding) after each pass.
 ///
 /// # Invariants
 ///
@@ -61,6 +63,7 @@ pub(crate) fn sync_all(session: &Session) {
 pub(crate) struct SyncWork {
     session: Arc<Session>,
     queue: &'static Queue,
+    poller: Option<Arc<dyn Poll>>,
     running: Atomic<bool>,
     #[pin]
     stopped: Completion,
@@ -73,12 +76,18 @@ impl_has_delayed_work! {
 }
 
 impl SyncWork {
-    /// Starts syncing `session` every [`SYNC_INTERVAL_MS`] on `queue`. Errors: `ENOMEM`.
-    pub(crate) fn start(session: Arc<Session>, queue: &'static Queue) -> Result<Arc<Self>> {
+    /// Starts syncing `session` (and polling `poller`) every [`SYNC_INTERVAL_MS`] on `queue`.
+    /// Errors: `ENOMEM`.
+    pub(crate) fn start(
+        session: Arc<Session>,
+        queue: &'static Queue,
+        poller: Option<Arc<dyn Poll>>,
+    ) -> Result<Arc<Self>> {
         let this = Arc::pin_init(
             pin_init!(SyncWork {
                 session,
                 queue,
+                poller,
                 running: Atomic::new(true),
                 stopped <- Completion::new(),
                 work <- new_delayed_work!("oprofile::SyncWork::work"),
@@ -111,6 +120,9 @@ impl workqueue::WorkItem for SyncWork {
     fn run(this: Arc<SyncWork>) {
         if this.running.load(Relaxed) {
             sync_all(&this.session);
+            if let Some(p) = &this.poller {
+                p.poll();
+            }
         }
         if this.running.load(Relaxed) {
             Self::arm(this);

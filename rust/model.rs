@@ -2,15 +2,16 @@
 
 //! Sample sources (legacy `struct oprofile_operations`).
 //!
-//! A model is chosen once at module init. Every method except [`Model::cpu_type`] and
-//! [`Model::describe`] is called with the profiler's control mutex held, in process context,
-//! in the legacy order: `create_files` at mount, `setup` at `buffer` open, `start`/`stop` on
+//! A model is chosen once at module init ([`select`]). Every method except [`Model::cpu_type`],
+//! [`Model::describe`] and [`Model::num_counters`] is called with the profiler's control mutex
+//! held, in process context, in the legacy order: `setup` at `buffer` open, `start`/`stop` on
 //! `enable`, `shutdown` at `buffer` close.
 
+pub(crate) mod perf;
 pub(crate) mod timer;
 
+use crate::common::counter::CounterConfig;
 use crate::oprof::Session;
-use crate::oprofilefs::Dir;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -20,12 +21,14 @@ pub(crate) trait Model: Send + Sync {
     fn cpu_type(&self) -> &'static CStr;
     /// Human-readable name for the kernel log.
     fn describe(&self) -> &'static str;
-    /// Adds the model's files (e.g. counter directories) at mount time.
-    fn create_files(&self, _root: &Dir) -> Result {
-        Ok(())
+    /// Number of counter directories `0/ .. N-1/` (0: none, as in timer mode).
+    fn num_counters(&self) -> usize {
+        0
     }
-    /// Validates and prepares the configuration at `buffer` open; an error fails the open.
-    fn setup(&mut self) -> Result {
+    /// Validates and takes the counter configuration at `buffer` open (`counters` has
+    /// [`Model::num_counters`] entries). Errors: `EINVAL` for a configuration the model cannot
+    /// run, with the reason in the kernel log; an error fails the open.
+    fn setup(&mut self, _counters: &[CounterConfig]) -> Result {
         Ok(())
     }
     /// Undoes `setup` at `buffer` close.
@@ -34,17 +37,51 @@ pub(crate) trait Model: Send + Sync {
     fn start(&mut self, session: &Arc<Session>) -> Result;
     /// Stops delivering samples; when it returns no sample handler is running.
     fn stop(&mut self);
+    /// Work to do periodically while running (from the `buffer_sync` work, process context),
+    /// e.g. folding 32-bit hardware counters before they wrap. Asked right after `start`.
+    fn poller(&self) -> Option<Arc<dyn Poll>> {
+        None
+    }
+    /// Events counter `counter` counted on all CPUs in the current profiling period (live while
+    /// running) or the last one; `None` if the counter does not exist or never ran.
+    fn counter_total(&self, _counter: usize) -> Option<u64> {
+        None
+    }
     /// Whether `backtrace_depth` > 0 is supported.
     fn has_backtrace(&self) -> bool {
         false
     }
 }
 
-/// Chooses the model at init: timer mode (`timer=1`, or no hardware model; hardware models
-/// come with the PMU support). Errors: `EINVAL` for a bad `timer_hz`; `ENOMEM`.
+/// Periodic work of a running model, see [`Model::poller`].
+pub(crate) trait Poll: Send + Sync {
+    /// Called about every `buffer_sync::SYNC_INTERVAL_MS` while profiling, in process context.
+    fn poll(&self);
+}
+
+/// Chooses the model at init, as legacy `oprofile_arch_init` + `timer_init`: the perf-counter
+/// model for the PMU the kernel reports, or timer mode with `timer=1` or when no PMU model
+/// fits. Logs the choice and why. Errors: `EINVAL` for a bad `timer_hz`; `ENOMEM`.
 pub(crate) fn select(force_timer: bool, timer_hz: u32) -> Result<KBox<dyn Model>> {
-    let why = if force_timer { "timer=1" } else { "no hardware model" };
+    if !force_timer {
+        match perf::PerfModel::probe() {
+            Ok(m) => {
+                pr_info!(
+                    "hardware events on perf PMU {}: cpu_type {}, {} counters\n",
+                    m.pmu_name(),
+                    m.describe(),
+                    m.num_counters()
+                );
+                return Ok(KBox::new(m, GFP_KERNEL)?);
+            }
+            Err(why) => pr_info!("no hardware model ({}); using timer mode\n", why),
+        }
+    }
     let m = timer::TimerModel::new(timer_hz)?;
-    pr_info!("oprofile: timer mode at {} Hz per CPU ({})\n", timer_hz, why);
+    pr_info!(
+        "timer mode at {} Hz per CPU ({})\n",
+        timer_hz,
+        if force_timer { "timer=1" } else { "no hardware model" }
+    );
     Ok(KBox::new(m, GFP_KERNEL)?)
 }

@@ -9,6 +9,7 @@
 //! `start_mutex`/`oprofilefs_lock`); the sample path never takes it.
 
 use crate::buffer_sync::{self, SyncWork};
+use crate::common::counter::{CounterConfig, Field};
 use crate::common::parse::{self, ParseError};
 use crate::cpu_buffer::CpuBuffer;
 use crate::event_buffer::{EventBuffer, WORD};
@@ -18,6 +19,7 @@ use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 use kernel::workqueue::Queue;
 
@@ -103,23 +105,36 @@ impl Session {
     /// Takes a sample of the interrupted context on the current CPU (legacy
     /// `oprofile_add_sample(get_irq_regs(), event)`). Interrupt context only.
     pub(crate) fn add_irq_sample(&self, event: u32) {
+        let mut pc = 0usize;
+        // SAFETY: `pc` is a valid out-pointer; the shim only reads the interrupt registers.
+        let mode = unsafe { oprofile_shim_irq_pc(&mut pc) };
+        self.add_sample((mode >= 0).then_some(pc), mode == 1, event);
+    }
+
+    /// Logs a sample at `pc` (`None`: no valid PC) in kernel or user mode of the current task on
+    /// the current CPU, for counter `event` (legacy `oprofile_add_ext_sample`). Interrupt
+    /// context, or any context where this CPU cannot be re-entered by another sample.
+    pub(crate) fn add_sample(&self, pc: Option<usize>, kernel: bool, event: u32) {
         let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
         let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
             return;
         };
-        let mut pc = 0usize;
-        // SAFETY: `pc` is a valid out-pointer; the shim only reads the interrupt registers.
-        let mode = unsafe { oprofile_shim_irq_pc(&mut pc) };
         let task = kernel::current!();
-        buf.log_sample(stats, (mode >= 0).then_some(pc), mode == 1, event, task.pid(), task.tgid());
+        buf.log_sample(stats, pc, kernel, event, task.pid(), task.tgid());
     }
 }
 
 struct Control {
     model: KBox<dyn Model>,
     settings: Settings,
+    /// Counter directories `0/ .. N-1/` (empty in timer mode). Kept across mounts, as legacy.
+    counters: KVec<CounterConfig>,
     session: Option<Arc<Session>>,
     sync: Option<Arc<SyncWork>>,
+    /// Start of the running profiling period.
+    period_start: Option<Instant<Monotonic>>,
+    /// Length of the last finished profiling period, in ns.
+    period_ns: u64,
 }
 
 /// The profiler instance (one per loaded module).
@@ -162,7 +177,24 @@ impl Oprofile {
                 }
                 q
             },
-            ctl <- new_mutex!(Control { model, settings: Settings::DEFAULT, session: None, sync: None }, "oprofile::ctl"),
+            ctl <- new_mutex!(
+                Control {
+                    counters: {
+                        let mut v = KVec::with_capacity(model.num_counters(), GFP_KERNEL)?;
+                        for _ in 0..model.num_counters() {
+                            v.push(CounterConfig::DEFAULT, GFP_KERNEL)?;
+                        }
+                        v
+                    },
+                    model,
+                    settings: Settings::DEFAULT,
+                    session: None,
+                    sync: None,
+                    period_start: None,
+                    period_ns: 0,
+                },
+                "oprofile::ctl"
+            ),
         }? Error)
     }
 
@@ -175,6 +207,49 @@ impl Oprofile {
         &self.stats
     }
 
+    /// Number of counter directories.
+    pub(crate) fn num_counters(&self) -> usize {
+        self.ctl.lock().counters.len()
+    }
+
+    /// Reads file `field` of counter directory `counter`. Errors: `EINVAL` for a bad counter.
+    pub(crate) fn counter(&self, counter: usize, field: Field) -> Result<u64> {
+        self.ctl.lock().counters.get(counter).map(|c| field.get(c)).ok_or(EINVAL)
+    }
+
+    /// Writes file `field` of counter directory `counter` from the bytes a user wrote.
+    ///
+    /// Errors: `EINVAL` for junk, a bad counter or a value outside [`Field::range`] (events and
+    /// counts are checked against the model's table at the next `buffer` open); `EBUSY` while
+    /// running. On error nothing changes.
+    pub(crate) fn set_counter(&self, counter: usize, field: Field, input: &[u8]) -> Result {
+        let (min, max) = field.range();
+        let v = parse::parse_ulong_in(input, min, max).map_err(|_| EINVAL)?;
+        let mut ctl = self.ctl.lock();
+        if self.is_started() {
+            return Err(EBUSY);
+        }
+        let c = ctl.counters.get_mut(counter).ok_or(EINVAL)?;
+        field.set(c, v);
+        Ok(())
+    }
+
+    /// `N/total`: events counter `counter` counted on all CPUs during the current profiling
+    /// period (live) or the last one; 0 before the first.
+    pub(crate) fn counter_total(&self, counter: usize) -> u64 {
+        self.ctl.lock().model.counter_total(counter).unwrap_or(0)
+    }
+
+    /// `stats/period_ns`: length of the current profiling period so far, or of the last one,
+    /// in ns; 0 before the first.
+    pub(crate) fn period_ns(&self) -> u64 {
+        let ctl = self.ctl.lock();
+        match &ctl.period_start {
+            Some(t) => u64::try_from(t.elapsed().as_nanos()).unwrap_or(0),
+            None => ctl.period_ns,
+        }
+    }
+
     pub(crate) fn is_started(&self) -> bool {
         self.started.load(Relaxed)
     }
@@ -183,11 +258,6 @@ impl Oprofile {
         // SAFETY: `queue` is live until `self` is dropped, which happens after every work item
         // was stopped (type invariants; `drop` destroys it after the last session ended).
         unsafe { Queue::from_raw(self.queue) }
-    }
-
-    /// Creates the model's files (counter directories) at mount time.
-    pub(crate) fn create_model_files(&self, root: &crate::oprofilefs::Dir) -> Result {
-        self.ctl.lock().model.create_files(root)
     }
 
     /// Restores the legacy defaults (every mount re-initialises them, as legacy 3.x+ did),
@@ -226,7 +296,7 @@ impl Oprofile {
             }
         };
         let v = parse::parse_ulong_in(input, range.0, range.1).map_err(|e: ParseError| {
-            pr_debug!("oprofile: rejected value for {:?}: {:?}\n", which, e);
+            pr_debug!("rejected value for {:?}: {:?}\n", which, e);
             EINVAL
         })?;
         if self.is_started() {
@@ -253,7 +323,8 @@ impl Oprofile {
         let r = (|| {
             let mut ctl = self.ctl.lock();
             let session = Session::new(self.stats.clone(), &ctl.settings)?;
-            ctl.model.setup()?;
+            let Control { model, counters, .. } = &mut *ctl;
+            model.setup(counters)?;
             ctl.session = Some(session);
             Ok(())
         })();
@@ -285,12 +356,16 @@ impl Oprofile {
             return Ok(());
         }
         self.stats.reset();
-        let sync = SyncWork::start(session.clone(), self.queue())?;
-        if let Err(e) = ctl.model.start(&session) {
-            sync.stop();
-            return Err(e);
-        }
+        ctl.model.start(&session)?;
+        let sync = match SyncWork::start(session.clone(), self.queue(), ctl.model.poller()) {
+            Ok(sync) => sync,
+            Err(e) => {
+                ctl.model.stop();
+                return Err(e);
+            }
+        };
         ctl.sync = Some(sync);
+        ctl.period_start = Some(Instant::now());
         self.started.store(true, Relaxed);
         Ok(())
     }
@@ -306,8 +381,14 @@ impl Oprofile {
         let Some(sync) = ctl.sync.take() else {
             return;
         };
-        ctl.model.stop();
+        // The periodic work first: it may poll the model, which `stop` tears down. Samples
+        // taken meanwhile wait in the CPU buffers for the final sync below.
         sync.stop();
+        drop(sync);
+        ctl.model.stop();
+        if let Some(t) = ctl.period_start.take() {
+            ctl.period_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(0);
+        }
         self.started.store(false, Relaxed);
         if let Some(session) = &ctl.session {
             buffer_sync::sync_all(session);

@@ -5,7 +5,8 @@
 //! Crate root: declares the module and wires the model, the profiler state and oprofilefs.
 //! The sample's journey, one file per stage (legacy `drivers/oprofile/` layout):
 //!
-//! 1. [`model`]: where samples come from (`oprofile_operations`): [`model::timer`] (hrtimers).
+//! 1. [`model`]: where samples come from (`oprofile_operations`): [`model::perf`] (hardware
+//!    events through perf counters) or [`model::timer`] (hrtimers).
 //! 2. [`cpu_buffer`]: per-CPU rings, written in interrupt context.
 //! 3. [`buffer_sync`]: process-context pass, samples to event words.
 //! 4. [`event_buffer`]: the word stream and the `buffer` file.
@@ -39,7 +40,7 @@ module! {
     params: {
         timer: bool {
             default: false,
-            description: "Use timer mode even where a hardware model exists (legacy oprofile.timer=1)",
+            description: "Use timer mode even where a hardware (perf PMU) model exists (legacy oprofile.timer=1)",
         },
         timer_hz: u32 {
             default: 1000,
@@ -73,7 +74,7 @@ impl kernel::Module for OprofileModule {
                 return Err(e);
             }
         };
-        pr_info!("oprofile: using {} mode, cpu_type '{}'\n", oprofile.model().describe(), oprofile.model().cpu_type().to_str().unwrap_or("?"));
+        pr_info!("using {} mode, cpu_type '{}'\n", oprofile.model().describe(), oprofile.model().cpu_type().to_str().unwrap_or("?"));
         Ok(OprofileModule { fs: Some(fs), oprofile })
     }
 }
@@ -84,6 +85,6 @@ impl Drop for OprofileModule {
         // operation can reach the instance; then it may be unpublished and freed.
         drop(self.fs.take());
         oprof::unpublish();
-        pr_info!("oprofile: unloaded ({} mode)\n", self.oprofile.model().describe());
+        pr_info!("unloaded ({} mode)\n", self.oprofile.model().describe());
     }
 }

@@ -16,10 +16,17 @@
 //! | `cpu_type` | 0644 | model name, no newline | – |
 //! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
 //! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
+//! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
+//! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
+//! | `N/total` | 0444 | events counted by counter N in the current or last period | – |
+//!
+//! Counter directories `0/ .. N-1/` exist only with a hardware model (see `model::perf`); their
+//! values are checked against the model's event table at `buffer` open.
 //!
 //! Writes: offset must be 0 and at most 49 bytes (legacy `TMPBUFSIZE - 1`), else `EINVAL`;
 //! `EFAULT` on a bad user pointer. Writing a file without a write operation is `EINVAL` (VFS).
 
+use crate::common::counter::Field;
 use crate::common::parse;
 use crate::event_buffer::{self, WORD};
 use crate::oprof::{self, Setting};
@@ -60,10 +67,17 @@ pub(crate) enum Node {
     GlobalStat(u8),
     /// `stats/cpu<cpu>/<name>`: index into [`CPU_STATS`].
     CpuStat { cpu: u32, stat: u8 },
+    /// `<counter>/<field>`.
+    Counter { counter: u32, field: Field },
+    /// `<counter>/total`.
+    CounterTotal(u32),
+    /// `stats/period_ns`.
+    PeriodNs,
 }
 
 impl Node {
-    /// Encodes the node for `i_private`: kind in bits 0..8, stat index 8..16, CPU id above.
+    /// Encodes the node for `i_private`: kind in bits 0..8, stat or field index 8..16, CPU id
+    /// or counter number above.
     fn to_raw(self) -> c_ulong {
         let (kind, stat, cpu): (c_ulong, c_ulong, c_ulong) = match self {
             Node::Enable => (1, 0, 0),
@@ -76,6 +90,12 @@ impl Node {
             Node::Setting(Setting::BacktraceDepth) => (8, 0, 0),
             Node::GlobalStat(i) => (9, i.into(), 0),
             Node::CpuStat { cpu, stat } => (10, stat.into(), cpu.into()),
+            Node::Counter { counter, field } => {
+                let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
+                (11, i as c_ulong, counter.into())
+            }
+            Node::CounterTotal(counter) => (12, 0, counter.into()),
+            Node::PeriodNs => (13, 0, 0),
         };
         kind | stat << 8 | cpu << 16
     }
@@ -93,6 +113,9 @@ impl Node {
             8 => Node::Setting(Setting::BacktraceDepth),
             9 => Node::GlobalStat(stat),
             10 => Node::CpuStat { cpu: (raw >> 16) as u32, stat },
+            11 => Node::Counter { counter: (raw >> 16) as u32, field: *Field::ALL.get(usize::from(stat))? },
+            12 => Node::CounterTotal((raw >> 16) as u32),
+            13 => Node::PeriodNs,
             _ => return None,
         })
     }
@@ -143,7 +166,7 @@ impl Dir {
     pub(crate) fn file(&self, name: &CStr, mode: u16, node: Node) -> Result {
         let fops = match node {
             Node::Dump => DUMP_FOPS,
-            Node::Enable | Node::Setting(_) => RW_FOPS,
+            Node::Enable | Node::Setting(_) | Node::Counter { .. } => RW_FOPS,
             _ => RO_FOPS,
         };
         self.create(name, mode, Some(fops), Some(node)).map(|_| ())
@@ -167,7 +190,7 @@ fn fill_root(root: &Dir) -> Result {
     let stats = root.mkdir(c"stats")?;
     for cpu in 0..o.stats().cpu.len() {
         let mut name = [0u8; 16];
-        let dir = stats.mkdir(cpu_dir_name(cpu as u32, &mut name)?)?;
+        let dir = stats.mkdir(numbered_name(b"cpu", cpu as u32, &mut name)?)?;
         for (i, (stat, _)) in CPU_STATS.iter().enumerate() {
             dir.file(stat, 0o444, Node::CpuStat { cpu: cpu as u32, stat: i as u8 })?;
         }
@@ -175,19 +198,37 @@ fn fill_root(root: &Dir) -> Result {
     for (i, (stat, _)) in GLOBAL_STATS.iter().enumerate() {
         stats.file(stat, 0o444, Node::GlobalStat(i as u8))?;
     }
-    o.create_model_files(root)
+    stats.file(c"period_ns", 0o444, Node::PeriodNs)?;
+
+    // Counter directories (legacy `oprofile_perf_create_files`).
+    for counter in 0..o.num_counters() as u32 {
+        let mut name = [0u8; 16];
+        let dir = root.mkdir(numbered_name(b"", counter, &mut name)?)?;
+        for field in Field::ALL {
+            let mut fname = [0u8; 16];
+            dir.file(numbered_name(field.name().as_bytes(), u32::MAX, &mut fname)?, 0o644, Node::Counter { counter, field })?;
+        }
+        dir.file(c"total", 0o444, Node::CounterTotal(counter))?;
+    }
+    Ok(())
 }
 
-/// Formats `cpu<N>` as a C string into `buf`.
-fn cpu_dir_name(cpu: u32, buf: &mut [u8; 16]) -> Result<&CStr> {
+/// Formats `<prefix><n>` (`n` = `u32::MAX`: the prefix alone) as a C string into `buf`.
+/// Errors: `EINVAL` if it does not fit.
+fn numbered_name<'a>(prefix: &[u8], n: u32, buf: &'a mut [u8; 16]) -> Result<&'a CStr> {
     let mut digits = [0u8; 21];
-    let d = parse::format_ulong(cpu.into(), &mut digits);
-    let d = &d[..d.len() - 1]; // without the newline
-    let n = 3 + d.len();
-    buf[..3].copy_from_slice(b"cpu");
-    buf.get_mut(3..n).ok_or(EINVAL)?.copy_from_slice(d);
-    buf[n] = 0;
-    CStr::from_bytes_with_nul(&buf[..=n]).map_err(|_| EINVAL)
+    let d: &[u8] = if n == u32::MAX {
+        &[]
+    } else {
+        let d = parse::format_ulong(n.into(), &mut digits);
+        &d[..d.len() - 1] // without the newline
+    };
+    let p = prefix.len();
+    let end = p + d.len();
+    buf.get_mut(..p).ok_or(EINVAL)?.copy_from_slice(prefix);
+    buf.get_mut(p..end).ok_or(EINVAL)?.copy_from_slice(d);
+    *buf.get_mut(end).ok_or(EINVAL)? = 0;
+    CStr::from_bytes_with_nul(&buf[..=end]).map_err(|_| EINVAL)
 }
 
 /// Called by the shim's `fill_super` with the new root directory.
@@ -244,6 +285,12 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
                 _ => return EINVAL.to_errno() as isize,
             }
         }
+        Node::Counter { counter, field } => match o.counter(counter as usize, field) {
+            Ok(v) => parse::format_ulong(v, &mut num),
+            Err(e) => return e.to_errno() as isize,
+        },
+        Node::CounterTotal(counter) => parse::format_ulong(o.counter_total(counter as usize), &mut num),
+        Node::PeriodNs => parse::format_ulong(o.period_ns(), &mut num),
     };
     // SAFETY: Forwarding the VFS's arguments.
     unsafe { read_bytes(bytes, buf, count, ppos) }
@@ -285,6 +332,7 @@ unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, c
             Err(_) => Err(EINVAL),
         },
         Node::Setting(s) => o.set_setting(s, input),
+        Node::Counter { counter, field } => o.set_counter(counter as usize, field, input),
         _ => Err(EINVAL),
     };
     match res {

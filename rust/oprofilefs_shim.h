@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The C bridge of oprofile-rs (oprofilefs_shim.c), as declared on the Rust side in
- * oprofilefs.rs, oprof.rs and model/timer.rs.
+ * The filesystem/IRQ-register/workqueue bridge of oprofile-rs (oprofilefs_shim.c), as declared
+ * on the Rust side in oprofilefs.rs and oprof.rs.
  */
 #ifndef OPROFILEFS_SHIM_H
 #define OPROFILEFS_SHIM_H

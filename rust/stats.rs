@@ -40,14 +40,24 @@ pub(crate) struct Stats {
     pub(crate) event_lost_overflow: Atomic<usize>,
     /// Backtrace entries dropped for want of a mapping.
     pub(crate) bt_lost_no_mapping: Atomic<usize>,
+    /// Counter overflows the PMU did not signal with an interrupt (sampling periods that
+    /// elapsed without a sample), estimated from the counts; hardware models only.
+    pub(crate) sample_lost_no_irq: Atomic<usize>,
+    /// Sampling periods skipped because an overflow interrupt came more than a period late.
+    pub(crate) sample_lost_overrun: Atomic<usize>,
+    /// Times perf throttled a sampling counter (no samples from it until the next tick).
+    pub(crate) event_throttled: Atomic<usize>,
 }
 
-/// Names and accessors of the global counters, in legacy order.
-pub(crate) const GLOBAL_STATS: [(&CStr, fn(&Stats) -> &Atomic<usize>); 4] = [
+/// Names and accessors of the global counters, in legacy order; the last three are ours.
+pub(crate) const GLOBAL_STATS: [(&CStr, fn(&Stats) -> &Atomic<usize>); 7] = [
     (c"sample_lost_no_mm", |s| &s.sample_lost_no_mm),
     (c"sample_lost_no_mapping", |s| &s.sample_lost_no_mapping),
     (c"event_lost_overflow", |s| &s.event_lost_overflow),
     (c"bt_lost_no_mapping", |s| &s.bt_lost_no_mapping),
+    (c"sample_lost_no_irq", |s| &s.sample_lost_no_irq),
+    (c"sample_lost_overrun", |s| &s.sample_lost_overrun),
+    (c"event_throttled", |s| &s.event_throttled),
 ];
 
 impl CpuStats {
@@ -74,6 +84,9 @@ impl Stats {
             sample_lost_no_mapping: Atomic::new(0),
             event_lost_overflow: Atomic::new(0),
             bt_lost_no_mapping: Atomic::new(0),
+            sample_lost_no_irq: Atomic::new(0),
+            sample_lost_overrun: Atomic::new(0),
+            event_throttled: Atomic::new(0),
         })
     }
 

@@ -6,12 +6,16 @@
 //! `oprofile.ko`, and the host crate `oprofile-common` compiles the very same files (through
 //! `#[path]`) so `cargo test` exercises the code the kernel runs.
 //!
+//! - [`counter`]: counter directory values, their validation, the no-interrupt loss estimate.
 //! - [`event`]: the legacy event-buffer word format (`ESCAPE_CODE` records) and its decoder.
+//! - [`events`]: the PMU models' hardware event tables (`cpu_type`, events, counters, minimums).
 //! - [`parse`]: strict parsing of numbers written to oprofilefs files.
 //! - [`ring`]: index math of the per-CPU sample rings.
 //! - [`sync`]: the `buffer_sync` state machine that turns CPU-buffer samples into event words.
 
+pub mod counter;
 pub mod event;
+pub mod events;
 pub mod parse;
 pub mod ring;
 pub mod sync;

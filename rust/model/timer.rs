@@ -78,7 +78,7 @@ impl TimerModel {
     /// A model sampling at `hz` per CPU. Errors: `EINVAL` outside [`TIMER_HZ_RANGE`].
     pub(crate) fn new(hz: u32) -> Result<Self> {
         if hz < TIMER_HZ_RANGE.0 || hz > TIMER_HZ_RANGE.1 {
-            pr_err!("oprofile: timer_hz={} out of range {}..={}\n", hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
+            pr_err!("timer_hz={} out of range {}..={}\n", hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
             return Err(EINVAL);
         }
         Ok(TimerModel { period: Delta::from_nanos(i64::from(1_000_000_000u32 / hz)), running: KVec::new() })

@@ -1,7 +1,7 @@
 # oprofilefs ABI: tree, modes, formats, defaults and every errno (reference §1-2).
 . /tests/lib.sh
 echo 1 > /proc/sys/kernel/printk
-check "insmod" insmod /oprofile.ko
+check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
 mkdir -p $OP
 check "mount -t oprofilefs nodev $OP" mount -t oprofilefs nodev $OP
@@ -97,7 +97,7 @@ wait
 expect "capture finished after lazy umount" ok sh -c "cut -d' ' -f1 /tmp/cap"
 check "rmmod after close" rmmod oprofile
 check "module gone" sh -c "! grep -q '^oprofile ' /proc/modules"
-check "insmod timer_hz=0 fails" sh -c "! insmod /oprofile.ko timer_hz=0 2>/dev/null"
-check "insmod timer_hz=5000 works" insmod /oprofile.ko timer_hz=5000
+check "insmod timer=1 timer_hz=0 fails" sh -c "! insmod /oprofile.ko timer=1 timer_hz=0 2>/dev/null"
+check "insmod timer=1 timer_hz=5000 works" insmod /oprofile.ko timer=1 timer_hz=5000
 check "rmmod" rmmod oprofile
 summary

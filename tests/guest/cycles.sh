@@ -3,7 +3,7 @@
 echo 1 > /proc/sys/kernel/printk
 i=0 bad=0
 while [ $i -lt 50 ]; do
-    load || bad=$((bad + 1))
+    load timer=1 || bad=$((bad + 1))
     case $((i % 3)) in
     0) optool capture /tmp/b true >/dev/null || bad=$((bad + 1)) ;;
     1) optool bufread 4096 1 >/dev/null ;;                        # open, interrupted read, close

@@ -10,6 +10,7 @@
  *   optool as UID CMD...           setuid(UID) then exec CMD
  *   optool capture OUT CMD...      like oprofiled: open buffer, enable=1, run CMD while reading
  *                                  the buffer into OUT, then enable=0, read the rest, close
+ *   optool spin MS                 busy-loop in user space for MS milliseconds (wall clock)
  *
  * Results are printed as "ok", "ok N" (bytes) or "ERR <ERRNO NAME>"; exit status 0/1.
  */
@@ -78,6 +79,25 @@ static int write_file(const char *path, const char *val, int raw)
 		return 1;
 	}
 	return report(r < 0 ? -1 : (close(fd), 0));
+}
+
+/* A cycle-heavy user-space loop (counting-mode and sampling tests). */
+static volatile unsigned long spin_sink;
+
+static int spin(long ms)
+{
+	struct timeval start, now;
+	unsigned long x = 1;
+
+	gettimeofday(&start, NULL);
+	do {
+		for (int i = 0; i < 100000; i++)
+			x = x * 6364136223846793005UL + 1442695040888963407UL;
+		spin_sink = x;
+		gettimeofday(&now, NULL);
+	} while ((now.tv_sec - start.tv_sec) * 1000L + (now.tv_usec - start.tv_usec) / 1000 < ms);
+	printf("ok\n");
+	return 0;
 }
 
 /* One descriptor for the whole capture, so a lazy umount meanwhile does not stop us. */
@@ -236,6 +256,8 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 4 && !strcmp(argv[1], "capture"))
 		return capture(argv[2], argv + 3);
+	if (argc >= 3 && !strcmp(argv[1], "spin"))
+		return spin(atol(argv[2]));
 	fprintf(stderr, "usage: see the comment at the top of optool.c\n");
 	return 2;
 }

@@ -2,7 +2,7 @@
 # for the host to decode and check.
 . /tests/lib.sh
 echo 1 > /proc/sys/kernel/printk
-check "load" load
+check "load (timer mode)" load timer=1
 dd if=/dev/urandom of=/tmp/data bs=1M count=4 2>/dev/null
 n=$(nproc)
 # One kernel-bound dd per CPU, then busybox sha256sum and gzip over the file.

@@ -1,8 +1,11 @@
 //! `oprof`: the oprofile-rs host tool.
 //!
 //! - `oprof decode BUFFER`: print every record of a captured `/dev/oprofile/buffer` stream.
-//! - `oprof report BUFFER --vmlinux VMLINUX`: samples per image and symbol, like `opreport -l`.
+//! - `oprof report BUFFER --vmlinux VMLINUX`: samples per image and symbol, like `opreport -l`,
+//!   with a column pair per counter when several counters sampled (`--counter`).
+//! - `oprof events [--cpu-type T]`: the hardware events of a CPU type, like `ophelp`.
 
+mod events;
 mod report;
 mod stream;
 mod symbols;
@@ -44,6 +47,22 @@ enum Cmd {
         /// Show at most this many rows (0: all).
         #[arg(long, short = 'n', default_value_t = 0)]
         limit: usize,
+        /// What a counter counted, `COUNTER:EVENT[:COUNT]` (event by name or number), as written
+        /// to /dev/oprofile/COUNTER/{event,count}; repeat per counter. Names columns.
+        #[arg(long = "counter", value_name = "N:EVENT[:COUNT]")]
+        counters: Vec<String>,
+        /// CPU type the counters' events belong to (checks and names `--counter` events).
+        #[arg(long)]
+        cpu_type: Option<String>,
+    },
+    /// List the hardware events of a CPU type, like ophelp.
+    Events {
+        /// CPU type, e.g. arm/armv7 (default: /dev/oprofile/cpu_type of this machine).
+        #[arg(long)]
+        cpu_type: Option<String>,
+        /// List the known CPU types instead.
+        #[arg(long)]
+        list_types: bool,
     },
 }
 
@@ -65,13 +84,28 @@ fn run(cli: Cli) -> Result<()> {
             .with_context(|| format!("decoding {}", buffer.display()))?;
             print!("{out}");
         }
-        Cmd::Report { buffer, vmlinux, word_size, json, limit } => {
+        Cmd::Events { cpu_type, list_types } => {
+            if list_types {
+                print!("{}", events::list_types());
+            } else {
+                print!("{}", events::render(events::model(cpu_type.as_deref())?));
+            }
+        }
+        Cmd::Report { buffer, vmlinux, word_size, json, limit, counters, cpu_type } => {
+            let model = match &cpu_type {
+                Some(t) => events::model(Some(t))?,
+                None => None,
+            };
+            let counters = counters
+                .iter()
+                .map(|c| report::Counter::parse(c, model))
+                .collect::<Result<Vec<_>>>()?;
             let st = stream::Stream::read(&buffer, word_size)?;
             let syms = vmlinux.as_deref().map(symbols::SymbolTable::from_elf).transpose()?;
             if let (Some(t), Some(p)) = (&syms, &vmlinux) {
                 anyhow::ensure!(!t.is_empty(), "{}: no function symbols (stripped?)", p.display());
             }
-            let r = report::build(&st, syms.as_ref())
+            let r = report::build(&st, syms.as_ref(), &counters)
                 .with_context(|| format!("decoding {}", buffer.display()))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);

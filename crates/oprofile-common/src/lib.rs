@@ -5,8 +5,12 @@
 // The kernel has no `std`; tests may use it.
 #![cfg_attr(not(test), no_std)]
 
+#[path = "../../../rust/common/counter.rs"]
+pub mod counter;
 #[path = "../../../rust/common/event.rs"]
 pub mod event;
+#[path = "../../../rust/common/events.rs"]
+pub mod events;
 #[path = "../../../rust/common/parse.rs"]
 pub mod parse;
 #[path = "../../../rust/common/ring.rs"]

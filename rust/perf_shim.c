@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C bridge for the perf-counter model (model/perf.rs): the kernel crate's bindings lack
+ * <linux/perf_event.h>, so this file builds perf_event_attr, creates/reads/releases in-kernel
+ * counters and forwards overflows to Rust. It decides nothing.
+ *
+ * Follows legacy drivers/oprofile/oprofile_perf.c (pinned per-CPU PERF_TYPE_RAW counters,
+ * config = event, sample_period = count, overflow -> sample with event = counter index).
+ */
+#include <linux/bitmap.h>
+#include <linux/cpumask.h>
+#include <linux/err.h>
+#include <linux/perf_event.h>
+#include <linux/ptrace.h>
+#include <linux/string.h>
+#ifdef CONFIG_ARM_PMU
+#include <linux/perf/arm_pmu.h>
+#endif
+
+#include "perf_shim.h"
+
+/* Legacy perf core: hwc->interrupts == MAX_INTERRUPTS while an event is throttled. */
+#define OPROFILE_MAX_INTERRUPTS (~0ULL)
+
+int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info)
+{
+	struct perf_event_attr attr = {
+		.type		= PERF_TYPE_HARDWARE,
+		.config		= PERF_COUNT_HW_CPU_CYCLES,
+		.size		= sizeof(attr),
+		.pinned		= 1,
+		.disabled	= 1,
+	};
+	struct perf_event *event;
+	struct pmu *pmu;
+
+	memset(info, 0, sizeof(*info));
+	info->num_counters = -1;
+	event = perf_event_create_kernel_counter(&attr, cpumask_first(cpu_online_mask), NULL,
+						 NULL, NULL);
+	if (IS_ERR(event))
+		return PTR_ERR(event);
+	pmu = event->pmu;
+	strscpy(info->name, pmu->name ? pmu->name : "", sizeof(info->name));
+	info->no_exclude = !!(pmu->capabilities & PERF_PMU_CAP_NO_EXCLUDE);
+	info->no_interrupt = !!(pmu->capabilities & PERF_PMU_CAP_NO_INTERRUPT);
+#ifdef CONFIG_ARM_PMU
+	/* Only the arm_pmu drivers register "armv6_*"/"armv7_*" PMUs. */
+	if (!strncmp(info->name, "armv7_", 6) || !strncmp(info->name, "armv6_", 6))
+		info->num_counters = bitmap_weight(to_arm_pmu(pmu)->cntr_mask, ARMPMU_MAX_HWEVENTS);
+#endif
+	perf_event_release_kernel(event);
+	return 0;
+}
+
+static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_data *data,
+				   struct pt_regs *regs)
+{
+	bool throttled = event->hw.interrupts == OPROFILE_MAX_INTERRUPTS;
+
+	if (!regs)
+		return;
+	oprofile_rust_perf_overflow(event->overflow_handler_context, profile_pc(regs),
+				    !user_mode(regs), throttled);
+}
+
+void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
+				bool exclude_user, void *context)
+{
+	struct perf_event_attr attr = {
+		.type		= PERF_TYPE_RAW,
+		.size		= sizeof(attr),
+		.config		= event,
+		.sample_period	= period,
+		.pinned		= 1,
+		.exclude_kernel	= exclude_kernel,
+		.exclude_user	= exclude_user,
+	};
+
+	if (cpu < 0 || cpu >= nr_cpu_ids || !cpu_online(cpu))
+		return ERR_PTR(-ENODEV);
+	return perf_event_create_kernel_counter(&attr, cpu, NULL,
+						period ? oprofile_shim_overflow : NULL,
+						period ? context : NULL);
+}
+
+bool oprofile_shim_cpu_online(int cpu)
+{
+	return cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu);
+}
+
+u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running)
+{
+	return perf_event_read_value(event, enabled, running);
+}
+
+void oprofile_shim_perf_disable(void *event)
+{
+	perf_event_disable(event);
+}
+
+void oprofile_shim_perf_release(void *event)
+{
+	perf_event_release_kernel(event);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The perf bridge of oprofile-rs (perf_shim.c), as declared on the Rust side in model/perf.rs.
+ * Events cross as opaque pointers (struct perf_event *).
+ */
+#ifndef OPROFILE_PERF_SHIM_H
+#define OPROFILE_PERF_SHIM_H
+
+#include <linux/types.h>
+
+/* What the kernel's perf PMU for CPU cycles is (filled by oprofile_shim_pmu_probe). */
+struct oprofile_pmu_info {
+	char name[32];		/* perf PMU name, e.g. "armv7_cortex_a8" */
+	int num_counters;	/* arm_pmu counters incl. CCNT, or -1 if unknown */
+	bool no_exclude;	/* PERF_PMU_CAP_NO_EXCLUDE: cannot filter kernel/user */
+	bool no_interrupt;	/* PERF_PMU_CAP_NO_INTERRUPT: no overflow IRQ described */
+};
+
+/* Rust: one overflow of the counter whose slot is @context (interrupt context). */
+void oprofile_rust_perf_overflow(void *context, unsigned long pc, bool kernel, bool throttled);
+
+int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info);
+void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
+				bool exclude_user, void *context);
+bool oprofile_shim_cpu_online(int cpu);
+u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running);
+void oprofile_shim_perf_disable(void *event);
+void oprofile_shim_perf_release(void *event);
+
+#endif

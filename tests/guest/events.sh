@@ -1,0 +1,126 @@
+# Hardware events (perf-counter model): model choice, counter directories, validation errors
+# with their kernel log lines, counting mode, and (with a PMU interrupt) event-based sampling
+# with two counters at different periods. Prints STAT/TOTAL lines and the sample stream for the
+# host checks (tests/run-qemu-tests.sh).
+. /tests/lib.sh
+echo 1 > /proc/sys/kernel/printk
+# Emulation makes PMU interrupts slow; keep perf from lowering the sample rate under us.
+echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent
+
+if grep -q realview /proc/device-tree/compatible; then
+    board=a8 want_type=arm/armv7 want_n=5
+else
+    board=a15 want_type=arm/armv7-ca15 want_n=7
+fi
+check "load" load
+expect "cpu_type" "$want_type" cat $OP/cpu_type
+check "init log names the PMU and model" sh -c "dmesg | grep -q 'oprofile: hardware events on perf PMU armv7_cortex_.*cpu_type $want_type, $want_n counters'"
+last=$((want_n - 1))
+check "counter dirs 0..$last" test -d $OP/0 -a -d $OP/$last
+check "no counter dir $want_n" test ! -e $OP/$want_n
+for f in enabled event count unit_mask kernel user; do
+    expect "mode of $last/$f" 644 stat -c %a $OP/$last/$f
+done
+expect "mode of 0/total" 444 stat -c %a $OP/0/total
+expect "mode of stats/period_ns" 444 stat -c %a $OP/stats/period_ns
+expect "defaults enabled/event/count/unit_mask/kernel/user" "0 0 0 0 1 1" \
+    sh -c "echo \$(cat $OP/1/enabled $OP/1/event $OP/1/count $OP/1/unit_mask $OP/1/kernel $OP/1/user)"
+expect "total before any run" 0 cat $OP/0/total
+
+# Per-file write checks (immediate EINVAL, nothing changed).
+expect "enabled=2 -> EINVAL" "ERR EINVAL" optool write $OP/1/enabled 2
+expect "kernel=junk -> EINVAL" "ERR EINVAL" optool write $OP/1/kernel yes
+expect "unit_mask=0x100 -> EINVAL" "ERR EINVAL" optool write $OP/1/unit_mask 0x100
+expect "count > 2^32-1 -> EINVAL" "ERR EINVAL" optool write $OP/1/count 4294967296
+expect "event read back as decimal" ok optool write $OP/1/event 0x11
+expect "event 0x11 reads 17" 17 cat $OP/1/event
+expect "counter values intact" "0 0 1" sh -c "echo \$(cat $OP/1/enabled $OP/1/unit_mask $OP/1/kernel)"
+
+reset_counters() {
+    for ctr in $OP/[0-9]*; do
+        echo 0 > $ctr/enabled; echo 0 > $ctr/event; echo 0 > $ctr/count; echo 0 > $ctr/unit_mask
+        echo 1 > $ctr/kernel; echo 1 > $ctr/user
+    done
+}
+# setup_fails DESC PATTERN [COUNTER FILE VALUE]... : buffer open must fail with EINVAL and the
+# kernel log must have a line matching PATTERN.
+setup_fails() {
+    d=$1 pat=$2; shift 2
+    reset_counters
+    while [ $# -ge 3 ]; do echo "$3" > $OP/$1/$2; shift 3; done
+    dmesg -c > /dev/null
+    expect "$d -> EINVAL at buffer open" "ERR EINVAL" optool bufread 4
+    check "$d: kernel log says why" sh -c "dmesg | grep -q -- '$pat'"
+}
+setup_fails "no counter enabled" "oprofile: $want_type: no counter enabled"
+setup_fails "unknown event" "counter 1: event 0x99 is not an event" 1 enabled 1 1 event 0x99 1 count 1000
+setup_fails "CPU_CYCLES on counter 1" "counter 1: event CPU_CYCLES cannot be counted on this counter (allowed counters: 0)" \
+    1 enabled 1 1 event 0xff 1 count 1000000
+setup_fails "L1D_CACHE_REFILL on counter 0" "counter 0: event L1D_CACHE_REFILL cannot be counted on this counter (allowed counters: 1, 2, 3, 4" \
+    0 enabled 1 0 event 3 0 count 1000
+if [ $board = a8 ]; then min=100000; else min=500; fi
+setup_fails "count below the minimum" "counter 0: count 50 is below the minimum $min of CPU_CYCLES" \
+    0 enabled 1 0 event 0xff 0 count 50
+setup_fails "unit_mask 1" "counter $last: unit_mask 0x1 is invalid" $last enabled 1 $last event 3 $last count 1000 $last unit_mask 1
+setup_fails "kernel=0 user=0" "counter 2: kernel and user are both 0" 2 enabled 1 2 event 3 2 count 1000 2 kernel 0 2 user 0
+if [ $board = a8 ]; then
+    setup_fails "A15 event on the A8" "counter 1: event 0x11 is not an event" 1 enabled 1 1 event 0x11 1 count 1000
+fi
+
+# Counting mode (count = 0): totals for a short and a longer busy loop, no samples.
+reset_counters
+echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 0 > $OP/0/count
+echo 1 > $OP/1/enabled; echo 3 > $OP/1/event; echo 0 > $OP/1/count
+expect "counting: short loop" ok sh -c "optool capture /tmp/c1 optool spin 300 | head -1"
+t1=$(cat $OP/0/total) p1=$(cat $OP/stats/period_ns) s1=$(cat $OP/stats/cpu0/sample_received)
+expect "counting: long loop" ok sh -c "optool capture /tmp/c2 optool spin 1500 | head -1"
+t2=$(cat $OP/0/total) p2=$(cat $OP/stats/period_ns) s2=$(cat $OP/stats/cpu0/sample_received)
+echo "TOTAL short $t1 $p1 long $t2 $p2"
+check "counting: CPU_CYCLES total of the short loop is non-zero ($t1)" test "$t1" -gt 0
+check "counting: longer loop counts more cycles ($t2 > $t1)" test "$t2" -gt "$t1"
+check "counting: period_ns grows with the loop ($p1 < $p2)" test "$p1" -lt "$p2"
+check "counting: period_ns covers the loop ($p2 >= 1.5e9)" test "$p2" -ge 1500000000
+check "counting: no samples in counting mode ($s1 $s2)" test "$s1" = 0 -a "$s2" = 0
+expect "counting: total stays after stop" "$t2" cat $OP/0/total
+expect "counter files EBUSY while running" "ERR EBUSY" sh -c "optool capture /tmp/c3 optool write $OP/0/count 200000 | head -1"
+live=$(optool capture /tmp/c3 sh -c "optool spin 300 >/dev/null; cat $OP/0/total" | head -1)
+check "counting: total readable while running ($live)" test "$live" -gt 0
+
+if [ $board = a8 ]; then
+    # No PMU interrupt on this board: sampling loses every overflow, visibly.
+    reset_counters
+    echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 100000 > $OP/0/count
+    dmesg -c > /dev/null
+    expect "no-irq: sampling capture" ok sh -c "optool capture /tmp/c4 optool spin 500 | head -1"
+    lost=$(cat $OP/stats/sample_lost_no_irq)
+    check "no-irq: stats/sample_lost_no_irq counts the lost samples ($lost)" test "$lost" -gt 100
+    check "no-irq: one kernel log line" test "$(dmesg | grep -c 'raised no interrupt')" = 1
+else
+    # Event-based sampling: CCNT every 2M cycles and an event counter every 1M cycles.
+    reset_counters
+    echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 2000000 > $OP/0/count
+    echo 1 > $OP/1/enabled; echo 0x11 > $OP/1/event; echo 1000000 > $OP/1/count
+    n=$(nproc)
+    work="i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=20000 2>/dev/null & i=\$((i+1)); done; wait"
+    expect "sampling capture" ok sh -c "optool capture /tmp/buf sh -c '$work' | cut -d' ' -f1"
+    echo "TOTAL counter0 $(cat $OP/0/total) counter1 $(cat $OP/1/total)"
+    for f in $OP/stats/cpu*/* $OP/stats/*; do
+        [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
+    done
+    echo "== opbuf begin"
+    base64 /tmp/buf
+    echo "== opbuf end"
+    check "sampling: no sample lost for want of an interrupt" test "$(cat $OP/stats/sample_lost_no_irq)" = 0
+    # kernel/user honoured: user=0 on a PMUv2 core gives no user samples.
+    reset_counters
+    echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 1000000 > $OP/0/count; echo 0 > $OP/0/user
+    expect "kernel-only capture" ok sh -c "optool capture /tmp/kbuf sh -c 'optool spin 500 >/dev/null; dd if=/dev/zero of=/dev/null bs=64k count=5000 2>/dev/null' | cut -d' ' -f1"
+    echo "== kbuf begin"
+    base64 /tmp/kbuf
+    echo "== kbuf end"
+fi
+check "unload" unload
+check "insmod timer=1 forces timer mode" sh -c "insmod /oprofile.ko timer=1 && mkdir -p $OP && mount -t oprofilefs nodev $OP && test \"\$(cat $OP/cpu_type)\" = timer && test ! -e $OP/0"
+check "timer=1 logged" sh -c "dmesg | grep -q 'timer mode at 1000 Hz per CPU (timer=1)'"
+check "unload timer mode" unload
+summary
