@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # QEMU integration tests: boots each board with each guest script and checks the results.
 #
-# Boards: realview-pb-a8 (Cortex-A8, 1 CPU) and virt-a15 (Cortex-A15, 2 CPUs). Guest scripts:
-# abi.sh (tree, modes, errnos), profile.sh (real workload, stream checked on the host),
-# cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
+# Boards: realview-pb-a8 (Cortex-A8, 1 CPU, no PMU interrupt) and virt-a15 (Cortex-A15, 2 CPUs,
+# PMU interrupt). Guest scripts: abi.sh (tree, modes, errnos; timer mode), profile.sh (timer-mode
+# profile of a real workload, stream checked on the host), events.sh (hardware events: model,
+# counter files, validation errors, counting mode, no-IRQ losses on the A8, two-counter
+# sampling on the A15, checked on the host too), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
 # without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 # Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
 set -uo pipefail
@@ -76,9 +78,61 @@ print("\n".join(res))
 PY
 }
 
+# Event-based sampling on the A15: CCNT (counter 0) every 2M cycles, CLOCK_CYCLES (counter 1)
+# every 1M cycles, a kernel-bound dd per CPU.
+check_events() { # NAME LOG
+    local name=$1 log=$2 buf=$OUT/$1.buf kbuf=$OUT/$1.kbuf
+    sed -n '/^== opbuf begin/,/^== opbuf end/p' "$log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$buf" ||
+        { not_ok "$name: no sample stream in log"; return; }
+    sed -n '/^== kbuf begin/,/^== kbuf end/p' "$log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$kbuf" ||
+        { not_ok "$name: no kernel-only sample stream in log"; return; }
+    "$OPROF" report "$buf" --vmlinux "$KOUT/vmlinux" --cpu-type arm/armv7-ca15 \
+        --counter 0:CPU_CYCLES:2000000 --counter 1:CLOCK_CYCLES:1000000 --json > "$OUT/$name.json" 2> "$OUT/$name.err" ||
+        { not_ok "$name: oprof report failed: $(cat "$OUT/$name.err")"; return; }
+    "$OPROF" report "$buf" --vmlinux "$KOUT/vmlinux" --cpu-type arm/armv7-ca15 \
+        --counter 0:CPU_CYCLES:2000000 --counter 1:CLOCK_CYCLES:1000000 -n 8 > "$OUT/$name.txt" 2>&1 ||
+        { not_ok "$name: oprof report (text) failed"; return; }
+    "$OPROF" report "$kbuf" --json > "$OUT/$name-k.json" 2> "$OUT/$name.err" ||
+        { not_ok "$name: oprof report of the kernel-only stream failed: $(cat "$OUT/$name.err")"; return; }
+    python3 - "$OUT/$name.json" "$log" "$OUT/$name-k.json" "$OUT/$name.txt" <<'PY'
+import json, re, sys
+rep = json.load(open(sys.argv[1])); log = open(sys.argv[2], errors="replace").read().replace("\r", "")
+krep = json.load(open(sys.argv[3])); text = open(sys.argv[4]).read()
+stats = {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
+res = []
+def check(ok, msg): res.append(("ok - " if ok else "not ok - ") + msg)
+pe = {int(k): v for k, v in rep["per_event"].items()}
+s0, s1 = pe.get(0, 0), pe.get(1, 0)
+check(s0 >= 200 and s1 >= 200, f"events: both counters sampled (counter 0: {s0}, counter 1: {s1})")
+ratio = s1 / s0 if s0 else 0
+check(1.6 <= ratio <= 2.4, f"events: sample ratio counter1/counter0 = {ratio:.3f}, periods say 2.0 (+-20%)")
+m = re.search(r"^TOTAL counter0 (\d+) counter1 (\d+)$", log, re.M)
+if m:
+    t0, t1 = int(m[1]), int(m[2])
+    for c, t, period, got in ((0, t0, 2_000_000, s0), (1, t1, 1_000_000, s1)):
+        want = t / period
+        check(want > 0 and abs(got - want) <= 0.2 * want,
+              f"events: counter {c} samples {got} match total {t} / count {period} = {want:.0f} (+-20%)")
+else:
+    check(False, "events: TOTAL line missing")
+received = sum(v for k, v in stats.items() if k.endswith("/sample_received"))
+lost = sum(v for k, v in stats.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
+lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+check(received == rep["total"] + lost, f"events: sample_received {received} == delivered {rep['total']} + lost {lost}")
+top = [r["symbol"] for r in rep["rows"] if r["image"] == "vmlinux"][:5]
+hot = re.compile(r"clear_user|memzero|memset|copy_to_user|read_zero|iov_iter|zero")
+check(any(hot.search(s) for s in top), f"events: cycles put dd's zero/copy routines among the hottest kernel symbols {top}")
+check("CPU_CYCLES" in text and "CLOCK_CYCLES" in text and "Counter 1:" in text,
+      "events: text report has a column per counter, named by event")
+check(krep["total"] >= 50 and krep["user"] == 0,
+      f"events: user=0 gives kernel samples only ({krep['kernel']} kernel, {krep['user']} user)")
+print("\n".join(res))
+PY
+}
+
 run_board() { # BOARD CPUS
     local board=$1 cpus=$2 s log rc
-    for s in abi profile cycles; do
+    for s in abi profile events cycles; do
         log=$OUT/$board-$s.log
         step "qemu $board: $s.sh"
         rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" 900 || rc=$?
@@ -88,6 +142,11 @@ run_board() { # BOARD CPUS
             while IFS= read -r line; do
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
             done < <(check_profile "$board-profile" "$log" "$cpus")
+        fi
+        if [ $s = events ] && [ $board = virt-a15 ]; then
+            while IFS= read -r line; do
+                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
+            done < <(check_events "$board-events" "$log")
         fi
     done
 }

@@ -94,7 +94,7 @@ if [ $board = a8 ]; then
     expect "no-irq: sampling capture" ok sh -c "optool capture /tmp/c4 optool spin 500 | head -1"
     lost=$(cat $OP/stats/sample_lost_no_irq)
     check "no-irq: stats/sample_lost_no_irq counts the lost samples ($lost)" test "$lost" -gt 100
-    check "no-irq: one kernel log line" test "$(dmesg | grep -c 'raised no interrupt')" = 1
+    check "no-irq: one kernel log line" test "$(dmesg | grep -c 'raised no overflow interrupt')" = 1
 else
     # Event-based sampling: CCNT every 2M cycles and an event counter every 1M cycles.
     reset_counters

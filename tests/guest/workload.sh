@@ -1,21 +1,36 @@
-# `make run`: the user's flow, echoed as it runs, around a real workload.
+# `make run`: the user's flow, echoed as it runs, around a real workload. With /tests/opsetup.sh
+# (from `oprof setup`, for EVENT=...) hardware counters are set up; otherwise timer mode.
 . /tests/lib.sh
 echo 1 > /proc/sys/kernel/printk
 run() { echo "# $*"; "$@"; }
-run insmod /oprofile.ko
+if [ -f /tests/opsetup.sh ]; then
+    echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
+    run insmod /oprofile.ko
+else
+    run insmod /oprofile.ko timer=1
+fi
 run mkdir -p /dev/oprofile
 run mount -t oprofilefs nodev /dev/oprofile
 echo "# cat /dev/oprofile/cpu_type  ->  $(cat /dev/oprofile/cpu_type)"
 run sh -c 'echo 131072 > /dev/oprofile/buffer_size'
 run sh -c 'echo 16384 > /dev/oprofile/cpu_buffer_size'
+if [ -f /tests/opsetup.sh ]; then
+    grep -v '^echo 0 > .*/enabled$' /tests/opsetup.sh   # show the interesting writes
+    . /tests/opsetup.sh
+fi
 run sh -c 'dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null'
 n=$(nproc)
 work="sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
 echo "# optool capture /tmp/buf sh -c '<workload>'   (opens buffer, echo 1 > enable, runs, echo 0 > enable, reads)"
 optool capture /tmp/buf sh -c "$work"
-for f in /dev/oprofile/stats/cpu*/sample_received /dev/oprofile/stats/cpu*/sample_lost_overflow /dev/oprofile/stats/event_lost_overflow; do
+for f in /dev/oprofile/stats/cpu*/sample_received /dev/oprofile/stats/cpu*/sample_lost_overflow /dev/oprofile/stats/event_lost_overflow \
+         /dev/oprofile/stats/sample_lost_no_irq /dev/oprofile/stats/sample_lost_overrun /dev/oprofile/stats/event_throttled /dev/oprofile/stats/period_ns; do
     echo "STAT ${f#/dev/oprofile/stats/} $(cat $f)"
 done
+for d in /dev/oprofile/[0-9]*; do
+    [ -d "$d" ] && [ "$(cat $d/enabled)" = 1 ] && echo "TOTAL counter ${d##*/} event $(cat $d/event) count $(cat $d/count): $(cat $d/total) events"
+done
+dmesg | grep 'oprofile:'
 echo "== opbuf begin"
 base64 /tmp/buf
 echo "== opbuf end"

@@ -1,7 +1,7 @@
 //! `oprof events`: the hardware events of a `cpu_type`, like legacy `ophelp`.
 
 use anyhow::{bail, Context, Result};
-use oprofile_common::events::{write_counter_list, CpuModel, MODELS};
+use oprofile_common::events::{write_counter_list, CpuModel, Event, MODELS};
 use std::fmt::Write;
 
 /// Where the running system's `cpu_type` is.
@@ -46,6 +46,72 @@ pub fn render(model: Option<&CpuModel>) -> String {
     out
 }
 
+/// One event of an `--event` list placed on a counter.
+#[derive(Debug, PartialEq)]
+pub struct Placement {
+    pub counter: u32,
+    pub event: &'static Event,
+    /// Sampling period; 0 = counting only.
+    pub count: u64,
+}
+
+/// Places `NAME[:COUNT],...` on counters like `opcontrol`: each event on the lowest free
+/// counter allowed for it. COUNT defaults to 100000 for `CPU_CYCLES` (legacy default event) and
+/// to ten times the minimum otherwise. Errors name the offending item: unknown event, count below the minimum (0 = counting
+/// only is fine), no free counter.
+pub fn place(model: &CpuModel, spec: &str) -> Result<Vec<Placement>> {
+    let mut used = 0u32;
+    let mut out = vec![];
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, count) = match item.split_once(':') {
+            Some((n, c)) => (n, Some(c.parse::<u64>().with_context(|| format!("event {item:?}: bad count {c:?}"))?)),
+            None => (item, None),
+        };
+        let event = model
+            .event_by_name(name)
+            .with_context(|| format!("event {item:?}: no event {name:?} for {} (see `oprof events --cpu-type {}`)", model.name(), model.name()))?;
+        let count = count.unwrap_or(if name == oprofile_common::events::DEFAULT_EVENT.0 {
+            u64::from(oprofile_common::events::DEFAULT_EVENT.1)
+        } else {
+            u64::from(event.minimum) * 10
+        });
+        if count != 0 && count < u64::from(event.minimum) {
+            bail!("event {item:?}: count {count} is below the minimum {} of {name} (0 = counting only)", event.minimum);
+        }
+        let free = model.counter_mask(event, model.num_counters) & !used;
+        if free == 0 {
+            bail!("event {item:?}: no free counter for {name} (allowed: {})", {
+                let mut s = String::new();
+                let _ = write_counter_list(&mut s, model.counter_mask(event, model.num_counters));
+                s
+            });
+        }
+        let counter = free.trailing_zeros();
+        used |= 1 << counter;
+        out.push(Placement { counter, event, count });
+    }
+    if out.is_empty() {
+        bail!("no event given (e.g. CPU_CYCLES:100000)");
+    }
+    Ok(out)
+}
+
+/// The oprofilefs writes for `placements` (what `opcontrol --setup` does), as shell lines.
+pub fn setup_script(model: &CpuModel, placements: &[Placement], dir: &str) -> String {
+    let mut out = String::new();
+    for c in 0..model.num_counters {
+        let _ = writeln!(out, "echo 0 > {dir}/{c}/enabled");
+    }
+    for p in placements {
+        let c = p.counter;
+        let _ = writeln!(out, "# counter {c}: {} every {} events{}", p.event.name, p.count, if p.count == 0 { " (counting only)" } else { "" });
+        for (file, v) in [("event", u64::from(p.event.number)), ("count", p.count), ("unit_mask", 0), ("kernel", 1), ("user", 1), ("enabled", 1)] {
+            let _ = writeln!(out, "echo {v} > {dir}/{c}/{file}");
+        }
+    }
+    out
+}
+
 /// All known cpu types, one per line.
 pub fn list_types() -> String {
     let mut out = String::from("timer\ttimer interrupt (no hardware events)\n");
@@ -72,5 +138,23 @@ mod tests {
         let err = model(Some("i386/p4")).unwrap_err().to_string();
         assert!(err.contains("unknown cpu_type \"i386/p4\"") && err.contains("arm/armv7-ca15"), "{err}");
         assert!(list_types().contains("arm/armv7-ca7\tARM Cortex-A7 (5 counters, perf PMU armv7_cortex_a7)"));
+    }
+
+    #[test]
+    fn places_events_like_opcontrol() {
+        let a8 = CpuModel::by_cpu_type("arm/armv7").unwrap();
+        let p = place(a8, "L1D_CACHE_REFILL:5000, CPU_CYCLES ,INST_RETIRED:0").unwrap();
+        let got: Vec<_> = p.iter().map(|p| (p.counter, p.event.name, p.count)).collect();
+        assert_eq!(got, [(1, "L1D_CACHE_REFILL", 5000), (0, "CPU_CYCLES", 100_000), (2, "INST_RETIRED", 0)]);
+        let sh = setup_script(a8, &p, "/dev/oprofile");
+        assert!(sh.contains("echo 0 > /dev/oprofile/4/enabled\n"), "{sh}");
+        assert!(sh.contains("echo 255 > /dev/oprofile/0/event\necho 100000 > /dev/oprofile/0/count\n"), "{sh}");
+        let e = |s: &str| format!("{:#}", place(a8, s).unwrap_err());
+        assert!(e("CPU_CYCLES:50").contains("count 50 is below the minimum 100000"));
+        assert!(e("CPU_CYCLES,CPU_CYCLES").contains("no free counter for CPU_CYCLES (allowed: 0)"));
+        assert!(e("NOPE:1000").contains("no event \"NOPE\" for arm/armv7"));
+        assert!(e("CPU_CYCLES:x").contains("bad count \"x\""));
+        assert!(e("").contains("no event given"));
+        assert!(e("SW_INCR,SW_INCR,SW_INCR,SW_INCR,SW_INCR").contains("no free counter for SW_INCR (allowed: 1, 2, 3, 4)"));
     }
 }

@@ -4,6 +4,7 @@
 //! - `oprof report BUFFER --vmlinux VMLINUX`: samples per image and symbol, like `opreport -l`,
 //!   with a column pair per counter when several counters sampled (`--counter`).
 //! - `oprof events [--cpu-type T]`: the hardware events of a CPU type, like `ophelp`.
+//! - `oprof setup --cpu-type T EVENTS`: place events on counters and print the oprofilefs writes.
 
 mod events;
 mod report;
@@ -55,6 +56,20 @@ enum Cmd {
         #[arg(long)]
         cpu_type: Option<String>,
     },
+    /// Place events on counters (like opcontrol) and print the oprofilefs writes as shell lines.
+    Setup {
+        /// CPU type, e.g. arm/armv7 (default: /dev/oprofile/cpu_type of this machine).
+        #[arg(long)]
+        cpu_type: Option<String>,
+        /// Events, `NAME[:COUNT],...`; COUNT 0 counts without sampling (see N/total).
+        events: String,
+        /// oprofilefs mount point.
+        #[arg(long, default_value = "/dev/oprofile")]
+        dir: String,
+        /// Print the matching `oprof report --counter` arguments instead.
+        #[arg(long)]
+        report_args: bool,
+    },
     /// List the hardware events of a CPU type, like ophelp.
     Events {
         /// CPU type, e.g. arm/armv7 (default: /dev/oprofile/cpu_type of this machine).
@@ -83,6 +98,21 @@ fn run(cli: Cli) -> Result<()> {
             })
             .with_context(|| format!("decoding {}", buffer.display()))?;
             print!("{out}");
+        }
+        Cmd::Setup { cpu_type, events: spec, dir, report_args } => {
+            let Some(model) = events::model(cpu_type.as_deref())? else {
+                anyhow::bail!("cpu_type timer has no counters to set up");
+            };
+            let placed = events::place(model, &spec)?;
+            if report_args {
+                let args: Vec<String> = placed
+                    .iter()
+                    .map(|p| format!("--counter {}:{}:{}", p.counter, p.event.name, p.count))
+                    .collect();
+                println!("--cpu-type {} {}", model.name(), args.join(" "));
+            } else {
+                print!("{}", events::setup_script(model, &placed, &dir));
+            }
         }
         Cmd::Events { cpu_type, list_types } => {
             if list_types {
