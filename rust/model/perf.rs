@@ -123,6 +123,12 @@ struct RunState {
 }
 
 /// The perf events of one profiling period (`enable=1` to `enable=0`).
+///
+/// # Invariants
+///
+/// Every non-null `Slot::perf` of `slots` is a live perf event created with that slot as its
+/// overflow context. Events are read, disabled and released only with `state` locked, and all
+/// are released (`state.released`) before `slots` is dropped.
 #[pin_data(PinnedDrop)]
 pub(crate) struct PerfRun {
     spec: &'static CpuModel,
@@ -133,8 +139,8 @@ pub(crate) struct PerfRun {
 }
 
 impl PerfRun {
-    /// Reads every event, updates the totals and `stats/sample_lost_no_irq`, logs new losses
-    /// once. Process context (reading a counter of another CPU takes an IPI).
+    /// Reads every event, updates the totals and the loss stats (`sample_lost_no_irq`,
+    /// `sample_lost_overrun`), logs each kind of loss once per run. Process context (reading a counter of another CPU takes an IPI).
     fn refresh(&self) {
         let mut st = self.state.lock();
         if st.released {
