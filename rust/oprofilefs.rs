@@ -205,24 +205,18 @@ fn fill_root(root: &Dir) -> Result {
         let mut name = [0u8; 16];
         let dir = root.mkdir(numbered_name(b"", counter, &mut name)?)?;
         for field in Field::ALL {
-            let mut fname = [0u8; 16];
-            dir.file(numbered_name(field.name().as_bytes(), u32::MAX, &mut fname)?, 0o644, Node::Counter { counter, field })?;
+            dir.file(field.name(), 0o644, Node::Counter { counter, field })?;
         }
         dir.file(c"total", 0o444, Node::CounterTotal(counter))?;
     }
     Ok(())
 }
 
-/// Formats `<prefix><n>` (`n` = `u32::MAX`: the prefix alone) as a C string into `buf`.
-/// Errors: `EINVAL` if it does not fit.
+/// Formats `<prefix><n>` as a C string into `buf`. Errors: `EINVAL` if it does not fit.
 fn numbered_name<'a>(prefix: &[u8], n: u32, buf: &'a mut [u8; 16]) -> Result<&'a CStr> {
     let mut digits = [0u8; 21];
-    let d: &[u8] = if n == u32::MAX {
-        &[]
-    } else {
-        let d = parse::format_ulong(n.into(), &mut digits);
-        &d[..d.len() - 1] // without the newline
-    };
+    let d = parse::format_ulong(n.into(), &mut digits);
+    let d = &d[..d.len() - 1]; // without the newline
     let p = prefix.len();
     let end = p + d.len();
     buf.get_mut(..p).ok_or(EINVAL)?.copy_from_slice(prefix);

@@ -50,15 +50,15 @@ impl Field {
     /// Every writable field, in the order of the legacy directory.
     pub const ALL: [Field; 6] = [Field::Enabled, Field::Event, Field::Count, Field::UnitMask, Field::Kernel, Field::User];
 
-    /// File name.
-    pub fn name(self) -> &'static str {
+    /// File name (NUL-terminated for the kernel's file creation).
+    pub fn name(self) -> &'static core::ffi::CStr {
         match self {
-            Field::Enabled => "enabled",
-            Field::Event => "event",
-            Field::Count => "count",
-            Field::UnitMask => "unit_mask",
-            Field::Kernel => "kernel",
-            Field::User => "user",
+            Field::Enabled => c"enabled",
+            Field::Event => c"event",
+            Field::Count => c"count",
+            Field::UnitMask => c"unit_mask",
+            Field::Kernel => c"kernel",
+            Field::User => c"user",
         }
     }
 

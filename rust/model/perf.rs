@@ -378,15 +378,14 @@ impl PerfModel {
             GFP_KERNEL,
         )?;
         for slot in run.slots.iter() {
-            let c = &self.config[slot.counter as usize];
-            let (exclude_kernel, exclude_user) = if self.soft_filter { (false, false) } else { (c.kernel == 0, c.user == 0) };
+            let (exclude_kernel, exclude_user) = if self.soft_filter { (false, false) } else { (!slot.kernel, !slot.user) };
             // SAFETY: The context is a slot of `run`, which stays allocated (and the slot in
             // place) until `release` has released the event (type invariants of `Slot`).
             let ev = unsafe {
                 oprofile_shim_perf_create(
                     slot.cpu as c_int,
                     slot.number,
-                    c.count,
+                    slot.period,
                     exclude_kernel,
                     exclude_user,
                     (slot as *const Slot).cast_mut().cast(),
@@ -395,7 +394,7 @@ impl PerfModel {
             if let Err(e) = kernel::error::from_err_ptr(ev) {
                 pr_err!(
                     "counter {} (event {:#x}) on CPU {}: perf refused the event (error {})\n",
-                    slot.counter, c.event, slot.cpu, e.to_errno()
+                    slot.counter, slot.number, slot.cpu, e.to_errno()
                 );
                 run.release();
                 return Err(e);
