@@ -15,5 +15,14 @@ _T0=${_T0:-$(date +%s)}
 step() { printf '[oprofile-rs %4ss] %s\n' "$(( $(date +%s) - _T0 ))" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# log_stream LOG MARK OUT: decodes the base64 block a guest script printed between "== MARK begin"
+# and "== MARK end" in its serial LOG (CRLF-safe) into OUT. Fails if there is none or it does not
+# decode (OUT is then empty or partial).
+log_stream() {
+    local b64
+    b64=$(sed -n "/^== $2 begin/,/^== $2 end/p" "$1" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$') || { : > "$3"; return 1; }
+    printf '%s\n' "$b64" | base64 -d > "$3"
+}
+
 # `bash scripts/lib.sh --bindgen` prints the bindgen path (for the Makefile).
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = --bindgen ]; then echo "$BINDGEN"; fi

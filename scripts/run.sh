@@ -31,8 +31,7 @@ step "booting QEMU $board, EVENT=$event (guest log: $out/guest.log)"
 bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" workload.sh "$out/guest.log" 600 ||
     die "QEMU failed (see $out/guest.log)"
 grep -a '^# \|^echo \|^ok \|^ERR\|STAT\|TOTAL\|sha256\|data.gz\|oprofile:' "$out/guest.log" | tr -d '\r' | sed 's/^/  guest| /'
-{ sed -n '/^== opbuf begin/,/^== opbuf end/p' "$out/guest.log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' || true; } |
-    base64 -d > "$out/buffer.bin"
+log_stream "$out/guest.log" opbuf "$out/buffer.bin" || true   # empty when nothing was sampled
 if [ ! -s "$out/buffer.bin" ]; then
     [ "$event" != timer ] || die "no samples came back from the guest (see $out/guest.log)"
     step "no samples (counting only, or no PMU interrupt): see the TOTAL and STAT lines above"

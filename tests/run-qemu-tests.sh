@@ -16,6 +16,7 @@ KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
 export KOUT
 KO=$REPO/oprofile.ko
 OPROF=$REPO/target/release/oprof
+export PYTHONPATH=$REPO/tests${PYTHONPATH:+:$PYTHONPATH}   # logcheck.py for the inline checks
 [ -x "$OPROF" ] || die "host tool missing: run 'make host'"
 bash "$REPO/scripts/initramfs.sh" "$OUT/initramfs.cpio.gz" "$KO" || die "initramfs build failed"
 
@@ -44,21 +45,17 @@ check_log() { # NAME LOG
 
 check_profile() { # NAME LOG CPUS
     local name=$1 log=$2 cpus=$3 buf=$OUT/$1.buf
-    sed -n '/^== opbuf begin/,/^== opbuf end/p' "$log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$buf" ||
-        { not_ok "$name: no sample stream in log"; return; }
+    log_stream "$log" opbuf "$buf" || { not_ok "$name: no sample stream in log"; return; }
     "$OPROF" report "$buf" --vmlinux "$KOUT/vmlinux" --json > "$OUT/$name.json" 2> "$OUT/$name.err" ||
         { not_ok "$name: oprof report failed: $(cat "$OUT/$name.err")"; return; }
     "$OPROF" decode "$buf" > "$OUT/$name.decode" || { not_ok "$name: oprof decode failed"; return; }
     python3 - "$OUT/$name.json" "$log" "$OUT/$name.decode" "$cpus" <<'PY'
 import json, re, sys
-rep = json.load(open(sys.argv[1])); log = open(sys.argv[2], errors="replace").read().replace("\r", "")
+from logcheck import check, read_log, received_and_lost, res, stats as read_stats
+rep = json.load(open(sys.argv[1])); log = read_log(sys.argv[2])
 decode = open(sys.argv[3]).read(); cpus = int(sys.argv[4])
-stats = {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
-res = []
-def check(ok, msg): res.append(("ok - " if ok else "not ok - ") + msg)
-received = sum(v for k, v in stats.items() if k.endswith("/sample_received"))
-lost = sum(v for k, v in stats.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
-lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+stats = read_stats(log)
+received, lost = received_and_lost(stats)
 check(rep["total"] >= 200, f"profile: {rep['total']} samples delivered (>= 200)")
 check(received == rep["total"] + lost,
       f"profile: sample_received {received} == delivered {rep['total']} + lost {lost}")
@@ -82,10 +79,8 @@ PY
 # every 1M cycles, a kernel-bound dd per CPU.
 check_events() { # NAME LOG
     local name=$1 log=$2 buf=$OUT/$1.buf kbuf=$OUT/$1.kbuf
-    sed -n '/^== opbuf begin/,/^== opbuf end/p' "$log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$buf" ||
-        { not_ok "$name: no sample stream in log"; return; }
-    sed -n '/^== kbuf begin/,/^== kbuf end/p' "$log" | tr -d '\r' | grep -aE '^[A-Za-z0-9+/=]+$' | base64 -d > "$kbuf" ||
-        { not_ok "$name: no kernel-only sample stream in log"; return; }
+    log_stream "$log" opbuf "$buf" || { not_ok "$name: no sample stream in log"; return; }
+    log_stream "$log" kbuf "$kbuf" || { not_ok "$name: no kernel-only sample stream in log"; return; }
     "$OPROF" report "$buf" --vmlinux "$KOUT/vmlinux" --cpu-type arm/armv7-ca15 \
         --counter 0:CPU_CYCLES:2000000 --counter 1:CLOCK_CYCLES:1000000 --json > "$OUT/$name.json" 2> "$OUT/$name.err" ||
         { not_ok "$name: oprof report failed: $(cat "$OUT/$name.err")"; return; }
@@ -96,11 +91,10 @@ check_events() { # NAME LOG
         { not_ok "$name: oprof report of the kernel-only stream failed: $(cat "$OUT/$name.err")"; return; }
     python3 - "$OUT/$name.json" "$log" "$OUT/$name-k.json" "$OUT/$name.txt" <<'PY'
 import json, re, sys
-rep = json.load(open(sys.argv[1])); log = open(sys.argv[2], errors="replace").read().replace("\r", "")
+from logcheck import check, read_log, received_and_lost, res, stats as read_stats
+rep = json.load(open(sys.argv[1])); log = read_log(sys.argv[2])
 krep = json.load(open(sys.argv[3])); text = open(sys.argv[4]).read()
-stats = {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
-res = []
-def check(ok, msg): res.append(("ok - " if ok else "not ok - ") + msg)
+stats = read_stats(log)
 pe = {int(k): v for k, v in rep["per_event"].items()}
 s0, s1 = pe.get(0, 0), pe.get(1, 0)
 check(s0 >= 200 and s1 >= 200, f"events: both counters sampled (counter 0: {s0}, counter 1: {s1})")
@@ -115,9 +109,7 @@ if m:
               f"events: counter {c} samples {got} match total {t} / count {period} = {want:.0f} (+-20%)")
 else:
     check(False, "events: TOTAL line missing")
-received = sum(v for k, v in stats.items() if k.endswith("/sample_received"))
-lost = sum(v for k, v in stats.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
-lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+received, lost = received_and_lost(stats)
 check(received == rep["total"] + lost, f"events: sample_received {received} == delivered {rep['total']} + lost {lost}")
 top = [r["symbol"] for r in rep["rows"] if r["image"] == "vmlinux"][:5]
 hot = re.compile(r"clear_user|memzero|memset|copy_to_user|read_zero|iov_iter|zero")
