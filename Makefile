@@ -12,12 +12,16 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 
-.PHONY: all module modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
+.PHONY: all module testmod modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
 
 all: module
 
 module:
 	@$(KDIR_SH) $(KMAKE) modules
+
+# tests/kmod/optest.ko: a module the tests load while profiling.
+testmod:
+	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod modules
 
 modules_install: module
 	@$(KDIR_SH) $(KMAKE) modules_install
@@ -34,7 +38,7 @@ kernel: setup
 host:
 	@cargo build --release --locked -q
 
-run: module host
+run: module testmod host
 	@bash scripts/run.sh
 
 check:
@@ -43,9 +47,10 @@ check:
 test-host:
 	@cargo test --locked
 
-test-qemu: module host
+test-qemu: module testmod host
 	@bash tests/run-qemu-tests.sh
 
 clean:
 	@$(KDIR_SH) $(KMAKE) clean || true
+	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod clean || true
 	@rm -rf build

@@ -7,49 +7,161 @@
 //! resolving each sample's location and encoding it with [`SyncPass`]. It runs from
 //! [`SyncWork`] every [`SYNC_INTERVAL_MS`] while profiling, on `dump`, and once more on stop.
 //!
-//! Kernel samples carry the raw PC (legacy). User samples are emitted as anonymous
-//! (`NO_COOKIE`, offset = PC) until image resolution lands (issue 4); `sample_lost_no_mm` and
-//! `sample_lost_no_mapping` are counted once it does.
+//! Kernel samples and kernel backtrace entries carry the raw PC (legacy). User ones were
+//! resolved to a mapped file and offset when sampled (`cpu_buffer`); here the file becomes an
+//! image id ([`ImageIds`]): COOKIE_SWITCH carries the id, the sample word the file offset
+//! `(vm_pgoff << PAGE_SHIFT) + pc - vm_start`; anonymous memory gives `NO_COOKIE` and the PC.
+//! CTX_SWITCH carries the image id of the task's executable (0 for kernel threads). Samples the
+//! interrupt could not resolve (their mm was being changed) are looked up now, under
+//! `mmap_lock`; a PC in no mapping is then `sample_lost_no_mapping`, a task without mm
+//! `sample_lost_no_mm`.
 
-use crate::common::event::NO_COOKIE;
-use crate::common::sync::{CpuSample, Location, Outcome, SyncPass};
+use crate::common::event::{Record, NO_COOKIE};
+use crate::common::sync::{CpuSample, EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
+use crate::cpu_buffer::{lookup, oprofile_shim_fput};
+use crate::image_ids::ImageIds;
 use crate::model::Poll;
 use crate::oprof::Session;
 use crate::stats;
+use core::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Completion};
 use kernel::workqueue::{self, DelayedWork, Queue};
 use kernel::{impl_has_delayed_work, new_delayed_work};
 
+extern "C" {
+    fn oprofile_shim_user_lookup_mm(mm: *mut c_void, pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong) -> c_int;
+}
+
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 
-/// Where `s` points. Process context; the task may have exited since the sample was taken.
-fn locate(s: &CpuSample) -> Location {
-    if s.is_kernel() {
-        Location::Kernel
-    } else {
-        Location::User { cookie: NO_COOKIE, offset: s.pc as u64 }
+/// The user location of the referenced `file` at `offset`: its image id.
+fn file_location(images: &mut ImageIds, file: *mut c_void, offset: usize) -> Location {
+    match images.id_of(file) {
+        Ok(id) => Location::User { cookie: id.into(), offset: offset as u64 },
+        Err(e) => {
+            // Only on ENOMEM or an absurd path: counted as unattributable.
+            kernel::pr_warn_once!("cannot name a sampled image (error {}); its samples count as no mapping\n", e.to_errno());
+            Location::NoMapping
+        }
     }
+}
+
+/// Where `s` points, given what the interrupt found (see the module docs). Process context.
+fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
+    match s.loc {
+        SampleLoc::Kernel => Location::Kernel,
+        SampleLoc::Anon => Location::User { cookie: NO_COOKIE, offset: s.pc as u64 },
+        SampleLoc::File { file, offset } => file_location(images, file as *mut c_void, offset),
+        SampleLoc::Deferred { mm } => {
+            let mut file = core::ptr::null_mut();
+            let mut offset: c_ulong = 0;
+            // SAFETY: The entry holds an mm_users reference on `mm`; valid out-pointers.
+            let r = unsafe { oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut offset) };
+            match r {
+                lookup::FILE => {
+                    let loc = file_location(images, file, offset as usize);
+                    // SAFETY: The lookup gave us this reference.
+                    unsafe { oprofile_shim_fput(file) };
+                    loc
+                }
+                lookup::ANON => Location::User { cookie: NO_COOKIE, offset: s.pc as u64 },
+                lookup::NONE => Location::NoMapping,
+                _ => Location::NoMm,
+            }
+        }
+    }
+}
+
+/// The image id of a sample's executable (0: none).
+fn app_cookie(s: &CpuSample, images: &mut ImageIds) -> u64 {
+    if s.app == 0 {
+        return NO_COOKIE;
+    }
+    images.id_of(s.app as *mut c_void).map_or(NO_COOKIE, u64::from)
 }
 
 /// Drains all CPU buffers of `session` into its event buffer and wakes the reader if the buffer
 /// became ready. Sleeps (takes the event buffer mutex): process context only.
 pub(crate) fn sync_all(session: &Session) {
     let mut eb = session.event_buffer.lock();
+    let mut images = session.images.lock();
     let stats = &session.stats;
     for (cpu, buf) in session.cpu_buffers.iter().enumerate() {
         let mut pass = SyncPass::new(cpu as u32);
-        buf.drain(|s| match pass.add_sample(s, locate(s), 0, &mut *eb) {
-            Outcome::Delivered => {}
-            Outcome::LostNoMm => stats::inc(&stats.sample_lost_no_mm),
-            Outcome::LostNoMapping => stats::inc(&stats.sample_lost_no_mapping),
-            Outcome::LostOverflow => stats::inc(&stats.event_lost_overflow),
+        buf.drain(|s| {
+            let loc = locate(s, &mut images);
+            if s.is_frame() {
+                match pass.add_frame(s, loc, &mut *eb) {
+                    FrameOutcome::Delivered | FrameOutcome::Orphan => {}
+                    FrameOutcome::LostNoMapping => stats::inc(&stats.bt_lost_no_mapping),
+                    FrameOutcome::LostOverflow => {
+                        if let Some(c) = stats.cpu.get(cpu) {
+                            stats::inc(&c.backtrace_aborted);
+                        }
+                    }
+                }
+                return;
+            }
+            match pass.add_sample(s, loc, app_cookie(s, &mut images), &mut *eb) {
+                Outcome::Delivered => {}
+                Outcome::LostNoMm => stats::inc(&stats.sample_lost_no_mm),
+                Outcome::LostNoMapping => stats::inc(&stats.sample_lost_no_mapping),
+                Outcome::LostOverflow => stats::inc(&stats.event_lost_overflow),
+            }
         });
     }
+    drop(images);
     if eb.is_ready() {
         session.reader_wait.notify_all();
+    }
+}
+
+/// A module reached `MODULE_STATE_COMING` while profiling: queued samples go out first, then
+/// MODULE_LOADED (legacy `module_load_notify`), so samples before it precede it in the stream.
+/// If the event buffer is full the record is dropped and logged.
+pub(crate) fn module_loaded(session: &Session) {
+    sync_all(session);
+    let mut words = [0usize; 2];
+    let n = Record::ModuleLoaded.encode(&mut words).unwrap_or(0);
+    if !session.event_buffer.lock().write_group(&words[..n]) {
+        pr_warn!("event buffer full: MODULE_LOADED record lost\n");
+    }
+}
+
+extern "C" {
+    fn oprofile_shim_module_notifier_register() -> c_int;
+    fn oprofile_shim_module_notifier_unregister();
+}
+
+/// Called by the shim's module notifier on `MODULE_STATE_COMING` (process context, no locks of
+/// ours held).
+#[no_mangle]
+extern "C" fn oprofile_rust_module_coming() {
+    if let Ok(o) = crate::oprof::get() {
+        o.module_coming();
+    }
+}
+
+/// Registration of the module notifier that emits MODULE_LOADED while profiling; unregistered
+/// on drop.
+pub(crate) struct ModuleNotifier(());
+
+impl ModuleNotifier {
+    /// Registers the notifier. Errors: those of `register_module_notifier`.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: FFI call; the shim's notifier_block is static.
+        kernel::error::to_result(unsafe { oprofile_shim_module_notifier_register() })?;
+        Ok(ModuleNotifier(()))
+    }
+}
+
+impl Drop for ModuleNotifier {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `new`; after this no callback runs.
+        unsafe { oprofile_shim_module_notifier_unregister() };
     }
 }
 

@@ -1,19 +1,111 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-CPU sample rings (legacy `drivers/oprofile/cpu_buffer.c`).
+//! Per-CPU sample rings and the interrupt-side sample path (legacy
+//! `drivers/oprofile/cpu_buffer.c`: `oprofile_add_sample`, `log_sample`, `oprofile_add_trace`).
 //!
 //! Each CPU owns one ring of [`CpuSample`] entries, `cpu_buffer_size` entries long. The producer
-//! is that CPU's sampling interrupt (`log_sample`); the consumer is `buffer_sync` in process
-//! context, serialised by the event buffer's mutex. No lock is taken on the producer side, so a
-//! sample can never deadlock or wait; a full ring drops the sample and counts it in
-//! `stats/cpuN/sample_lost_overflow`.
+//! is that CPU's sampling interrupt ([`CpuBuffer::add_sample`]); the consumer is `buffer_sync` in
+//! process context, serialised by the event buffer's mutex. No lock is taken on the producer
+//! side, so a sample can never deadlock or wait.
+//!
+//! Unlike legacy, a user sample is resolved here, while the task cannot have changed its
+//! mappings: `sample_shim.c` finds the VMA locklessly and the entry keeps a reference to the
+//! mapped file and to the task's executable until `buffer_sync` has turned them into image ids
+//! ([`release`]). So exit, exec and munmap after the sample cannot lose or misattribute it. What
+//! is counted here (per CPU unless noted):
+//!
+//! - `sample_received`: every call;
+//! - `sample_invalid_eip`: no interrupt registers;
+//! - `sample_lost_overflow`: the ring was full;
+//! - global `sample_lost_no_mapping` / `sample_lost_no_mm`: a user PC in no mapping / no mm;
+//! - `backtrace_aborted`: the ring filled up during the backtrace; global `bt_lost_no_mapping`:
+//!   a user return address in no mapping (the rest of that backtrace is dropped).
 
 use crate::common::ring;
-use crate::common::sync::{CpuSample, IS_KERNEL};
-use crate::stats::{self, CpuStats};
+use crate::common::sync::{CpuSample, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
+use crate::stats::{self, CpuStats, Stats};
 use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+
+/// Results of `oprofile_shim_user_lookup_*` (`sample_shim.h`).
+pub(crate) mod lookup {
+    use core::ffi::c_int;
+    pub(crate) const FILE: c_int = 0;
+    pub(crate) const ANON: c_int = 1;
+    pub(crate) const NONE: c_int = 2;
+    pub(crate) const NO_MM: c_int = 3;
+    pub(crate) const RETRY: c_int = 4;
+}
+
+extern "C" {
+    fn oprofile_shim_irq_regs() -> *mut c_void;
+    fn oprofile_shim_regs_pc(regs: *mut c_void, pc: *mut c_ulong) -> c_int;
+    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong) -> c_int;
+    fn oprofile_shim_exe_file_irq() -> *mut c_void;
+    fn oprofile_shim_mm_get_irq() -> *mut c_void;
+    fn oprofile_shim_backtrace(
+        regs: *mut c_void,
+        depth: u32,
+        f: unsafe extern "C" fn(*mut c_void, c_ulong, bool) -> bool,
+        ctx: *mut c_void,
+    ) -> u32;
+    pub(crate) fn oprofile_shim_fput(file: *mut c_void);
+    pub(crate) fn oprofile_shim_mmput(mm: *mut c_void);
+}
+
+/// Interrupted registers (`struct pt_regs *`) of the current interrupt, null outside one.
+pub(crate) fn irq_regs() -> *mut c_void {
+    // SAFETY: FFI call without preconditions.
+    unsafe { oprofile_shim_irq_regs() }
+}
+
+/// Drops the references a queued entry holds (its file, executable, mm). Process context, or
+/// any context where `fput`/`mmput_async` may run (both defer the final release).
+pub(crate) fn release(s: &CpuSample) {
+    match s.loc {
+        // SAFETY: The entry owned one reference to the file (taken in `resolve_user`).
+        SampleLoc::File { file, .. } => unsafe { oprofile_shim_fput(file as *mut c_void) },
+        // SAFETY: The entry owned one mm_users reference (taken in `resolve_user`).
+        SampleLoc::Deferred { mm } => unsafe { oprofile_shim_mmput(mm as *mut c_void) },
+        SampleLoc::Kernel | SampleLoc::Anon => {}
+    }
+    if s.app != 0 {
+        // SAFETY: The entry owned one reference to its executable (`add_sample`).
+        unsafe { oprofile_shim_fput(s.app as *mut c_void) };
+    }
+}
+
+/// Why a user PC could not be queued.
+enum Unresolved {
+    NoMapping,
+    NoMm,
+}
+
+/// Resolves user `pc` of the current task (interrupt context); the result owns a reference.
+fn resolve_user(pc: usize) -> core::result::Result<SampleLoc, Unresolved> {
+    let mut file = core::ptr::null_mut();
+    let mut offset: c_ulong = 0;
+    // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
+    match unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut offset) } {
+        lookup::FILE => Ok(SampleLoc::File { file: file as usize, offset: offset as usize }),
+        lookup::ANON => Ok(SampleLoc::Anon),
+        lookup::NONE => Err(Unresolved::NoMapping),
+        lookup::NO_MM => Err(Unresolved::NoMm),
+        lookup::RETRY => {
+            // The mm is being changed right now: keep it and look up at sync time.
+            // SAFETY: FFI call without preconditions.
+            let mm = unsafe { oprofile_shim_mm_get_irq() };
+            if mm.is_null() {
+                Err(Unresolved::NoMm)
+            } else {
+                Ok(SampleLoc::Deferred { mm: mm as usize })
+            }
+        }
+        _ => Err(Unresolved::NoMapping),
+    }
+}
 
 /// One CPU's ring.
 ///
@@ -22,9 +114,10 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 /// - `capacity == entries.len()`, in `1..=ring::MAX_CAPACITY`.
 /// - Only code running on this buffer's CPU with interrupts disabled (the sampling interrupt)
 ///   writes entries and `head`: sampling interrupts do not nest on one CPU.
-/// - Only the holder of the event buffer mutex reads entries and writes `tail`.
+/// - Only the holder of the event buffer mutex reads entries and writes `tail` (and `drop`).
 /// - Entries in `tail..head` (ring positions) are initialised by the producer before `head`
-///   is published with release ordering.
+///   is published with release ordering, and each owns the references described by
+///   [`release`]; entries outside own nothing.
 pub(crate) struct CpuBuffer {
     entries: KVVec<UnsafeCell<CpuSample>>,
     capacity: u32,
@@ -33,10 +126,49 @@ pub(crate) struct CpuBuffer {
 }
 
 // SAFETY: Entries are accessed by one producer and one consumer at a time, handing over through
-// `head`/`tail` with acquire/release ordering (see the type invariants).
+// `head`/`tail` with acquire/release ordering (see the type invariants). The handles they carry
+// are reference-counted kernel objects, released from any thread by `release`.
 unsafe impl Sync for CpuBuffer {}
-// SAFETY: `CpuSample` is plain data; the buffer owns its storage.
+// SAFETY: As above.
 unsafe impl Send for CpuBuffer {}
+
+/// State of one backtrace walk, passed through the shim to [`frame`].
+struct Walk<'a> {
+    buf: &'a CpuBuffer,
+    cpu: &'a CpuStats,
+    stats: &'a Stats,
+    pid: i32,
+    tgid: i32,
+}
+
+/// Logs one backtrace entry (called by `oprofile_shim_backtrace`, interrupt context).
+/// Returns false to end the walk.
+///
+/// # Safety
+///
+/// `ctx` must point to a live [`Walk`] on this CPU's sampling path.
+unsafe extern "C" fn frame(ctx: *mut c_void, pc: c_ulong, user: bool) -> bool {
+    // SAFETY: Our contract.
+    let w = unsafe { &*ctx.cast::<Walk<'_>>() };
+    if !w.buf.has_room() {
+        stats::inc(&w.cpu.backtrace_aborted);
+        return false;
+    }
+    let loc = if user {
+        match resolve_user(pc as usize) {
+            Ok(loc) => loc,
+            Err(_) => {
+                stats::inc(&w.stats.bt_lost_no_mapping);
+                return false;
+            }
+        }
+    } else {
+        SampleLoc::Kernel
+    };
+    let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
+    w.buf.push(CpuSample { pc: pc as usize, loc, event: 0, flags, pid: w.pid, tgid: w.tgid, app: 0 });
+    true
+}
 
 impl CpuBuffer {
     /// Allocates a ring of `capacity` entries (`cpu_buffer_size`).
@@ -53,41 +185,76 @@ impl CpuBuffer {
         Ok(CpuBuffer { entries, capacity, head: Atomic::new(0), tail: Atomic::new(0) })
     }
 
-    /// Records a sample (legacy `log_sample`): counts it received, then stores it or counts it
-    /// lost to overflow. `pc` is `None` when no valid PC was available (`sample_invalid_eip`).
-    ///
-    /// Must be called on this buffer's CPU from its sampling interrupt (type invariants).
-    pub(crate) fn log_sample(
-        &self,
-        stats: &CpuStats,
-        pc: Option<usize>,
-        is_kernel: bool,
-        event: u32,
-        pid: i32,
-        tgid: i32,
-    ) {
-        stats::inc(&stats.sample_received);
-        let Some(pc) = pc else {
-            stats::inc(&stats.sample_invalid_eip);
-            return;
-        };
-        let head = self.head.load(Relaxed);
-        let tail = self.tail.load(Acquire);
-        if !ring::has_room(head, tail, self.capacity) {
-            stats::inc(&stats.sample_lost_overflow);
-            return;
-        }
-        let flags = if is_kernel { IS_KERNEL } else { 0 };
-        let slot = ring::slot(head, self.capacity);
-        if let Some(cell) = self.entries.get(slot) {
-            // SAFETY: `slot` is outside `tail..head`, so the consumer does not read it (type
-            // invariants), and only this CPU's interrupt writes entries.
-            unsafe { *cell.get() = CpuSample { pc, event, flags, pid, tgid } };
-        }
-        self.head.store(ring::advance(head, self.capacity), Release);
+    /// Whether one more entry fits. Producer side (type invariants).
+    fn has_room(&self) -> bool {
+        ring::has_room(self.head.load(Relaxed), self.tail.load(Acquire), self.capacity)
     }
 
-    /// Hands every queued sample, oldest first, to `f`, then frees their slots.
+    /// Appends `s`, which must fit ([`CpuBuffer::has_room`]: only the consumer changes the
+    /// room meanwhile, and only to more). Producer side.
+    fn push(&self, s: CpuSample) {
+        let head = self.head.load(Relaxed);
+        let slot = ring::slot(head, self.capacity);
+        if let Some(cell) = self.entries.get(slot) {
+            // SAFETY: `slot` is outside `tail..head` (there was room), so the consumer does not
+            // read it (type invariants), and only this CPU's interrupt writes entries.
+            unsafe { *cell.get() = s };
+            // INVARIANT: the entry is written and owns its references before it is published.
+            self.head.store(ring::advance(head, self.capacity), Release);
+        } else {
+            release(&s);
+        }
+    }
+
+    /// Takes a sample of the interrupted context `regs` (`struct pt_regs *`, null: none) for
+    /// counter `event`, with a backtrace of up to `depth` frames (legacy `oprofile_add_sample`
+    /// + `log_sample` + `ops->backtrace`). Counts it in `cpu` / `stats` as the module docs say.
+    ///
+    /// Must be called on this buffer's CPU from its sampling interrupt (type invariants).
+    pub(crate) fn add_sample(&self, cpu: &CpuStats, stats: &Stats, regs: *mut c_void, event: u32, depth: u32) {
+        stats::inc(&cpu.sample_received);
+        let mut pc: c_ulong = 0;
+        // SAFETY: `regs` is null or the interrupted registers; `pc` is a valid out-pointer.
+        let mode = unsafe { oprofile_shim_regs_pc(regs, &mut pc) };
+        if mode < 0 {
+            stats::inc(&cpu.sample_invalid_eip);
+            return;
+        }
+        if !self.has_room() {
+            stats::inc(&cpu.sample_lost_overflow);
+            return;
+        }
+        let kernel = mode == 1;
+        let loc = if kernel {
+            SampleLoc::Kernel
+        } else {
+            match resolve_user(pc as usize) {
+                Ok(loc) => loc,
+                Err(Unresolved::NoMapping) => return stats::inc(&stats.sample_lost_no_mapping),
+                Err(Unresolved::NoMm) => return stats::inc(&stats.sample_lost_no_mm),
+            }
+        };
+        // SAFETY: FFI call without preconditions; the reference is released by `release`.
+        let app = unsafe { oprofile_shim_exe_file_irq() } as usize;
+        let task = kernel::current!();
+        let (pid, tgid) = (task.pid(), task.tgid());
+        let mut flags = if kernel { IS_KERNEL } else { 0 };
+        if depth > 0 {
+            flags |= TRACE_BEGIN;
+        }
+        self.push(CpuSample { pc: pc as usize, loc, event, flags, pid, tgid, app });
+        if depth > 0 {
+            let mut w = Walk { buf: self, cpu, stats, pid, tgid };
+            // SAFETY: `regs` as above; `w` lives across the call and `frame` matches the shim's
+            // callback type.
+            unsafe {
+                oprofile_shim_backtrace(regs, depth, frame, (&mut w as *mut Walk<'_>).cast())
+            };
+        }
+    }
+
+    /// Hands every queued entry, oldest first, to `f`, then releases its references and frees
+    /// its slot.
     ///
     /// The caller must hold the event buffer mutex (the single-consumer invariant).
     pub(crate) fn drain(&self, mut f: impl FnMut(&CpuSample)) -> usize {
@@ -98,12 +265,21 @@ impl CpuBuffer {
             if let Some(cell) = self.entries.get(ring::slot(tail, self.capacity)) {
                 // SAFETY: `tail` is in `tail..head`: initialised and not written by the producer
                 // until `tail` moves past it (type invariants).
-                f(unsafe { &*cell.get() });
+                let s = unsafe { &*cell.get() };
+                f(s);
+                release(s);
             }
             tail = ring::advance(tail, self.capacity);
             n += 1;
         }
         self.tail.store(tail, Release);
         n
+    }
+}
+
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        // Normally empty (the final sync drained it); never leak a file or mm reference.
+        self.drain(|_| {});
     }
 }

@@ -47,9 +47,10 @@ pub(crate) trait Model: Send + Sync {
     fn counter_total(&self, _counter: usize) -> Option<u64> {
         None
     }
-    /// Whether `backtrace_depth` > 0 is supported.
+    /// Whether `backtrace_depth` > 0 is supported: samples carry their interrupted registers,
+    /// so every model can, where `sample_shim.c` has a stack walker (ARM).
     fn has_backtrace(&self) -> bool {
-        false
+        cfg!(CONFIG_ARM)
     }
 }
 

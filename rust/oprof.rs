@@ -11,8 +11,9 @@
 use crate::buffer_sync::{self, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
 use crate::common::parse::{self, ParseError};
-use crate::cpu_buffer::CpuBuffer;
+use crate::cpu_buffer::{self, CpuBuffer};
 use crate::event_buffer::{EventBuffer, WORD};
+use crate::image_ids::ImageIds;
 use crate::model::Model;
 use crate::stats::Stats;
 use core::ffi::c_void;
@@ -73,15 +74,16 @@ pub(crate) struct Session {
     pub(crate) stats: Arc<Stats>,
     /// One ring per CPU id (`0..nr_cpu_ids`).
     pub(crate) cpu_buffers: KVec<CpuBuffer>,
+    /// Frames recorded per sample (`backtrace_depth` at `buffer` open; 0: no backtraces).
+    pub(crate) backtrace_depth: u32,
     #[pin]
     pub(crate) event_buffer: Mutex<EventBuffer>,
+    /// Image ids of this session (the `images` file). Lock order: `event_buffer` first.
+    #[pin]
+    pub(crate) images: Mutex<ImageIds>,
     /// The `buffer` reader waits here for [`EventBuffer::is_ready`].
     #[pin]
     pub(crate) reader_wait: CondVar,
-}
-
-extern "C" {
-    fn oprofile_shim_irq_pc(pc: *mut usize) -> core::ffi::c_int;
 }
 
 impl Session {
@@ -91,11 +93,14 @@ impl Session {
         for _ in 0..stats.cpu.len() {
             cpu_buffers.push(CpuBuffer::new(s.cpu_buffer_size as u32)?, GFP_KERNEL)?;
         }
+        let images = ImageIds::new()?;
         Arc::pin_init(
             pin_init!(Session {
                 stats,
                 cpu_buffers,
+                backtrace_depth: s.backtrace_depth as u32,
                 event_buffer <- new_mutex!(eb, "oprofile::event_buffer"),
+                images <- new_mutex!(images, "oprofile::images"),
                 reader_wait <- new_condvar!("oprofile::buffer_wait"),
             }),
             GFP_KERNEL,
@@ -105,22 +110,19 @@ impl Session {
     /// Takes a sample of the interrupted context on the current CPU (legacy
     /// `oprofile_add_sample(get_irq_regs(), event)`). Interrupt context only.
     pub(crate) fn add_irq_sample(&self, event: u32) {
-        let mut pc = 0usize;
-        // SAFETY: `pc` is a valid out-pointer; the shim only reads the interrupt registers.
-        let mode = unsafe { oprofile_shim_irq_pc(&mut pc) };
-        self.add_sample((mode >= 0).then_some(pc), mode == 1, event);
+        self.add_sample(cpu_buffer::irq_regs(), event);
     }
 
-    /// Logs a sample at `pc` (`None`: no valid PC) in kernel or user mode of the current task on
-    /// the current CPU, for counter `event` (legacy `oprofile_add_ext_sample`). Interrupt
-    /// context, or any context where this CPU cannot be re-entered by another sample.
-    pub(crate) fn add_sample(&self, pc: Option<usize>, kernel: bool, event: u32) {
+    /// Takes a sample of the interrupted registers `regs` (`struct pt_regs *`; null: no valid
+    /// PC) on the current CPU for counter `event`, with its backtrace if `backtrace_depth` > 0
+    /// (legacy `oprofile_add_sample`). Interrupt context, or any context where this CPU cannot be
+    /// re-entered by another sample.
+    pub(crate) fn add_sample(&self, regs: *mut c_void, event: u32) {
         let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
         let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
             return;
         };
-        let task = kernel::current!();
-        buf.log_sample(stats, pc, kernel, event, task.pid(), task.tgid());
+        buf.add_sample(stats, &self.stats, regs, event, self.backtrace_depth);
     }
 }
 
@@ -135,6 +137,8 @@ struct Control {
     period_start: Option<Instant<Monotonic>>,
     /// Length of the last finished profiling period, in ns.
     period_ns: u64,
+    /// The `images` text of the last closed session, shown until the next `buffer` open.
+    last_images: KVVec<u8>,
 }
 
 /// The profiler instance (one per loaded module).
@@ -192,6 +196,7 @@ impl Oprofile {
                     sync: None,
                     period_start: None,
                     period_ns: 0,
+                    last_images: KVVec::new(),
                 },
                 "oprofile::ctl"
             ),
@@ -326,6 +331,7 @@ impl Oprofile {
             let Control { model, counters, .. } = &mut *ctl;
             model.setup(counters)?;
             ctl.session = Some(session);
+            ctl.last_images = KVVec::new();
             Ok(())
         })();
         if r.is_err() {
@@ -338,8 +344,9 @@ impl Oprofile {
     pub(crate) fn shutdown(&self) {
         let mut ctl = self.ctl.lock();
         self.stop_locked(&mut ctl);
-        if ctl.session.take().is_some() {
+        if let Some(session) = ctl.session.take() {
             ctl.model.shutdown();
+            ctl.last_images = session.images.lock().take_text();
         }
         drop(ctl);
         self.buffer_busy.store(false, Release);
@@ -405,6 +412,31 @@ impl Oprofile {
             buffer_sync::sync_all(&session);
             session.event_buffer.lock().mark_ready();
             session.reader_wait.notify_all();
+        }
+    }
+
+    /// Calls `f` with the text of the `images` file: the open session's image ids, else the
+    /// last session's (empty before the first).
+    pub(crate) fn with_images<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let ctl = self.ctl.lock();
+        match &ctl.session {
+            Some(s) => f(s.images.lock().text()),
+            None => f(&ctl.last_images),
+        }
+    }
+
+    /// A kernel module is coming: while profiling, emit MODULE_LOADED (see
+    /// [`buffer_sync::module_loaded`]).
+    pub(crate) fn module_coming(&self) {
+        let session = {
+            let ctl = self.ctl.lock();
+            if ctl.sync.is_none() {
+                return;
+            }
+            ctl.session.clone()
+        };
+        if let Some(session) = session {
+            buffer_sync::module_loaded(&session);
         }
     }
 

@@ -7,8 +7,10 @@
 //!
 //! 1. [`model`]: where samples come from (`oprofile_operations`): [`model::perf`] (hardware
 //!    events through perf counters) or [`model::timer`] (hrtimers).
-//! 2. [`cpu_buffer`]: per-CPU rings, written in interrupt context.
-//! 3. [`buffer_sync`]: process-context pass, samples to event words.
+//! 2. [`cpu_buffer`]: per-CPU rings, written in interrupt context; user PCs resolved to
+//!    (file, offset) there, backtraces taken.
+//! 3. [`buffer_sync`]: process-context pass, samples to event words; files become image ids
+//!    ([`image_ids`], the `images` file).
 //! 4. [`event_buffer`]: the word stream and the `buffer` file.
 //! 5. [`oprofilefs`]: the filesystem users mount on `/dev/oprofile`.
 //!
@@ -25,6 +27,7 @@ mod common;
 mod buffer_sync;
 mod cpu_buffer;
 mod event_buffer;
+mod image_ids;
 mod model;
 mod oprof;
 mod oprofilefs;
@@ -54,10 +57,11 @@ module! {
 ///
 /// # Invariants
 ///
-/// The instance published by [`oprof::publish`] is `*self.oprofile`, from before `fs` is
-/// registered until after it is unregistered.
+/// The instance published by [`oprof::publish`] is `*self.oprofile`, from before `fs` and
+/// `modules` are registered until after they are unregistered.
 struct OprofileModule {
     fs: Option<oprofilefs::Registration>,
+    modules: Option<buffer_sync::ModuleNotifier>,
     oprofile: Pin<KBox<oprof::Oprofile>>,
 }
 
@@ -67,15 +71,17 @@ impl kernel::Module for OprofileModule {
         let model = model::select(module_parameters::timer.value(), hz)?;
         let oprofile = KBox::pin_init(oprof::Oprofile::new(model), GFP_KERNEL)?;
         oprof::publish(&oprofile);
-        let fs = match oprofilefs::Registration::new() {
-            Ok(fs) => fs,
+        let modules = buffer_sync::ModuleNotifier::new();
+        let fs = modules.and_then(|m| Ok((m, oprofilefs::Registration::new()?)));
+        let (modules, fs) = match fs {
+            Ok(r) => r,
             Err(e) => {
                 oprof::unpublish();
                 return Err(e);
             }
         };
         pr_info!("using {} mode, cpu_type '{}'\n", oprofile.model().describe(), oprofile.model().cpu_type().to_str().unwrap_or("?"));
-        Ok(OprofileModule { fs: Some(fs), oprofile })
+        Ok(OprofileModule { fs: Some(fs), modules: Some(modules), oprofile })
     }
 }
 
@@ -84,6 +90,7 @@ impl Drop for OprofileModule {
         // No superblock exists (a mount pins the module), so after unregistering no file
         // operation can reach the instance; then it may be unpublished and freed.
         drop(self.fs.take());
+        drop(self.modules.take());
         oprof::unpublish();
         pr_info!("unloaded ({} mode)\n", self.oprofile.model().describe());
     }

@@ -15,6 +15,7 @@
 //! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `cpu_type` | 0644 | model name, no newline | – |
 //! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
+//! | `images` | 0444 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
 //! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
 //! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
@@ -73,6 +74,8 @@ pub(crate) enum Node {
     CounterTotal(u32),
     /// `stats/period_ns`.
     PeriodNs,
+    /// `images`.
+    Images,
 }
 
 impl Node {
@@ -96,6 +99,7 @@ impl Node {
             }
             Node::CounterTotal(counter) => (12, 0, counter.into()),
             Node::PeriodNs => (13, 0, 0),
+            Node::Images => (14, 0, 0),
         };
         kind | stat << 8 | cpu << 16
     }
@@ -116,6 +120,7 @@ impl Node {
             11 => Node::Counter { counter: (raw >> 16) as u32, field: *Field::ALL.get(usize::from(stat))? },
             12 => Node::CounterTotal((raw >> 16) as u32),
             13 => Node::PeriodNs,
+            14 => Node::Images,
             _ => return None,
         })
     }
@@ -186,6 +191,7 @@ fn fill_root(root: &Dir) -> Result {
     root.file(c"cpu_type", 0o644, Node::CpuType)?;
     root.file(c"backtrace_depth", 0o644, Node::Setting(Setting::BacktraceDepth))?;
     root.file(c"pointer_size", 0o644, Node::PointerSize)?;
+    root.file(c"images", 0o444, Node::Images)?;
 
     let stats = root.mkdir(c"stats")?;
     for cpu in 0..o.stats().cpu.len() {
@@ -285,6 +291,8 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
         },
         Node::CounterTotal(counter) => parse::format_ulong(o.counter_total(counter as usize), &mut num),
         Node::PeriodNs => parse::format_ulong(o.period_ns(), &mut num),
+        // SAFETY: Forwarding the VFS's arguments.
+        Node::Images => return o.with_images(|text| unsafe { read_bytes(text, buf, count, ppos) }),
     };
     // SAFETY: Forwarding the VFS's arguments.
     unsafe { read_bytes(bytes, buf, count, ppos) }

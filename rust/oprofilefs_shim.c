@@ -2,9 +2,8 @@
 /*
  * C bridge for oprofilefs: only what the Rust `kernel` crate cannot reach.
  *
- * The kernel crate's bindings lack <linux/fs_context.h>, and get_irq_regs()/user_mode() are
- * inlines, so this file registers the filesystem type, builds inodes/dentries on request, and
- * reads the interrupted registers. Every decision (which files exist, what they do) is made in
+ * The kernel crate's bindings lack <linux/fs_context.h>, so this file registers the filesystem
+ * type and builds inodes/dentries on request. Every decision (which files exist, what they do) is made in
  * Rust: fill_super calls oprofilefs_rust_fill_root(), and each file's i_private is an opaque
  * node id that the Rust file operations interpret.
  *
@@ -14,8 +13,6 @@
 #include <linux/fs_context.h>
 #include <linux/module.h>
 #include <linux/dcache.h>
-#include <asm/irq_regs.h>
-#include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/workqueue.h>
 
@@ -126,22 +123,6 @@ void oprofilefs_shim_unregister(void)
 {
 	unregister_filesystem(&oprofilefs_type);
 }
-
-/*
- * PC of the interrupted context, for a sample taken in an interrupt handler (legacy
- * oprofile_add_sample(get_irq_regs(), ...)). Returns 1 for kernel mode, 0 for user mode,
- * -1 when there are no interrupt registers (not called from an interrupt).
- */
-int oprofile_shim_irq_pc(unsigned long *pc)
-{
-	struct pt_regs *regs = get_irq_regs();
-
-	if (!regs)
-		return -1;
-	*pc = profile_pc(regs);
-	return user_mode(regs) ? 0 : 1;
-}
-
 
 /*
  * The module's own workqueue for buffer_sync: destroy_workqueue() at unload waits for a running

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The filesystem/IRQ-register/workqueue bridge of oprofile-rs (oprofilefs_shim.c), as declared
+ * The filesystem/workqueue bridge of oprofile-rs (oprofilefs_shim.c), as declared
  * on the Rust side in oprofilefs.rs and oprof.rs.
  */
 #ifndef OPROFILEFS_SHIM_H
@@ -16,7 +16,6 @@ int oprofilefs_shim_register(void);
 void oprofilefs_shim_unregister(void);
 struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
 				      const struct file_operations *fops, unsigned long node);
-int oprofile_shim_irq_pc(unsigned long *pc);
 struct workqueue_struct *oprofile_shim_alloc_wq(void);
 
 #endif

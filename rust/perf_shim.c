@@ -60,8 +60,8 @@ static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_
 
 	if (!regs)
 		return;
-	oprofile_rust_perf_overflow(event->overflow_handler_context, profile_pc(regs),
-				    !user_mode(regs), throttled);
+	oprofile_rust_perf_overflow(event->overflow_handler_context, regs, !user_mode(regs),
+				    throttled);
 }
 
 void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,

@@ -17,7 +17,8 @@ struct oprofile_pmu_info {
 };
 
 /* Rust: one overflow of the counter whose slot is @context (interrupt context). */
-void oprofile_rust_perf_overflow(void *context, unsigned long pc, bool kernel, bool throttled);
+struct pt_regs;
+void oprofile_rust_perf_overflow(void *context, struct pt_regs *regs, bool kernel, bool throttled);
 
 int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info);
 void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,

@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# Builds the guest initramfs: busybox (armhf, static), optool, oprofile.ko and tests/guest/*.sh.
+# Builds the guest initramfs: busybox (armhf, static), optool, oprofile.ko, tests/guest/*.sh, the
+# guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
+# pointers) and the armhf glibc they need.
 # Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]
 #   OPSETUP.sh (optional): counter set-up lines (`oprof setup`), installed as /tests/opsetup.sh.
+# The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
+# finds the guest's images in.
 # /init mounts proc/sys/devtmpfs/tmpfs, then runs the script named by `opscript=` on the kernel
 # command line (a file in /tests) and powers off.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
 [ -f "$ko" ] || die "module not built: $ko"
-root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
-chmod 0755 "$root"   # mktemp -d makes it 0700: the guest "/" must be traversable by non-root
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root}
+root=${out%.cpio.gz}.root
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root,lib}
+chmod 0755 "$root"   # the guest "/" must be traversable by non-root
 install -m 0755 "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
 arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -o "$root/bin/optool" "$REPO/tests/guest/optool.c"
+# Profiled programs: -marm -fno-omit-frame-pointer is what the user backtrace walker follows.
+cflags=(-O1 -g -marm -fno-omit-frame-pointer -Wall -Werror)
+for p in hot churn opwork; do
+    arm-linux-gnueabihf-gcc "${cflags[@]}" -o "$root/bin/$p" "$REPO/tests/guest/$p.c"
+done
+arm-linux-gnueabihf-gcc "${cflags[@]}" -shared -fPIC -o "$root/lib/libspin.so" "$REPO/tests/guest/libspin.c"
+install -m 0755 /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 /usr/arm-linux-gnueabihf/lib/libc.so.6 "$root/lib/"
 install -m 0644 "$ko" "$root/oprofile.ko"
+# The test module (make testmod), for MODULE_LOADED and module attribution checks.
+[ ! -f "$REPO/tests/kmod/optest.ko" ] || install -m 0644 "$REPO/tests/kmod/optest.ko" "$root/optest.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
 [ -z "$opsetup" ] || install -m 0644 "$opsetup" "$root/tests/opsetup.sh"
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"

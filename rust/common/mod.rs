@@ -8,6 +8,7 @@
 //!
 //! - [`counter`]: counter directory values, their validation, the no-interrupt loss estimate.
 //! - [`event`]: the legacy event-buffer word format (`ESCAPE_CODE` records) and its decoder.
+//! - [`image`]: lines of the `images` file (image id, escaped path).
 //! - [`events`]: the PMU models' hardware event tables (`cpu_type`, events, counters, minimums).
 //! - [`parse`]: strict parsing of numbers written to oprofilefs files.
 //! - [`ring`]: index math of the per-CPU sample rings.
@@ -16,6 +17,7 @@
 pub mod counter;
 pub mod event;
 pub mod events;
+pub mod image;
 pub mod parse;
 pub mod ring;
 pub mod sync;

@@ -10,31 +10,68 @@
 //!
 //! Order inside a group (legacy `sync_buffer`): CPU_SWITCH (first sample of a pass), TRACE_BEGIN,
 //! KERNEL_ENTER/EXIT, CTX_SWITCH + TGID, COOKIE_SWITCH (user samples), then `pc, event`.
+//!
+//! Backtraces (legacy `oprofile_add_trace`): a sample with [`TRACE_BEGIN`] is followed in the CPU
+//! buffer by its return addresses ([`IS_FRAME`] entries, innermost first, kernel frames before
+//! user frames). Each is emitted as `pc_or_offset, 0`, preceded by KERNEL_ENTER/EXIT or
+//! COOKIE_SWITCH when those change; it is its own group, and once one is lost the rest of that
+//! backtrace is dropped. A backtrace ends at the next TRACE_BEGIN, CPU_SWITCH or CTX_SWITCH.
 
 use super::event::Record;
 
 /// `CpuSample::flags`: the sample was taken in kernel mode.
 pub const IS_KERNEL: u32 = 1 << 0;
+/// `CpuSample::flags`: the sample is followed by its backtrace entries (legacy `TRACE_BEGIN`).
+pub const TRACE_BEGIN: u32 = 1 << 1;
+/// `CpuSample::flags`: a backtrace entry (a return address) of the last sample with
+/// [`TRACE_BEGIN`]; `event` is 0 and `pid`/`tgid` are the sample's.
+pub const IS_FRAME: u32 = 1 << 2;
+
+/// What a sampled PC was found in when the sample was taken. The handles are opaque to this
+/// crate: the module stores referenced kernel objects in them and releases them after the sync.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SampleLoc {
+    /// Kernel text: the raw PC is emitted.
+    #[default]
+    Kernel,
+    /// A file-backed user mapping: `file` (referenced `struct file *`), `offset` in bytes from
+    /// the start of the file.
+    File { file: usize, offset: usize },
+    /// An anonymous user mapping: the raw PC is emitted with `NO_COOKIE`.
+    Anon,
+    /// Not resolved when sampled (the mm was being changed): `mm` (referenced `struct
+    /// mm_struct *`) is looked up at sync time.
+    Deferred { mm: usize },
+}
 
 /// One entry of a per-CPU sample buffer, written in interrupt context.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuSample {
-    /// Program counter at the interrupt.
+    /// Program counter at the interrupt (for a frame: the return address).
     pub pc: usize,
-    /// Counter index (0 in timer mode).
+    /// Where `pc` points.
+    pub loc: SampleLoc,
+    /// Counter index (0 in timer mode and for frames).
     pub event: u32,
-    /// [`IS_KERNEL`] and future flags.
+    /// [`IS_KERNEL`], [`TRACE_BEGIN`], [`IS_FRAME`].
     pub flags: u32,
     /// Thread id (`task->pid`) of the interrupted task.
     pub pid: i32,
     /// Process id (`task->tgid`) of the interrupted task.
     pub tgid: i32,
+    /// Opaque handle of the task's executable (referenced `struct file *`), 0 if none.
+    pub app: usize,
 }
 
 impl CpuSample {
     /// Whether the sample was taken in kernel mode.
     pub fn is_kernel(&self) -> bool {
         self.flags & IS_KERNEL != 0
+    }
+
+    /// Whether this entry is a backtrace entry of the preceding sample.
+    pub fn is_frame(&self) -> bool {
+        self.flags & IS_FRAME != 0
     }
 }
 
@@ -64,6 +101,20 @@ pub enum Outcome {
     LostOverflow,
 }
 
+/// What became of one backtrace entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameOutcome {
+    /// Written to the event buffer.
+    Delivered,
+    /// Dropped with the rest of its backtrace: no mapping for it (`bt_lost_no_mapping`).
+    LostNoMapping,
+    /// Dropped with the rest of its backtrace: no room in the event buffer
+    /// (`backtrace_aborted`).
+    LostOverflow,
+    /// Dropped silently: its sample was dropped, or an earlier entry of the backtrace was.
+    Orphan,
+}
+
 /// Destination of event words (the event buffer).
 pub trait EventSink {
     /// Appends all of `words`, or nothing and returns `false` if they do not all fit.
@@ -73,6 +124,29 @@ pub trait EventSink {
 /// Words of the largest group: CPU_SWITCH 3 + TRACE_BEGIN 2 + KERNEL_* 2 + CTX 7 + COOKIE 3 + 2.
 pub const MAX_GROUP_WORDS: usize = 19;
 
+/// A group of records under construction, written to the sink all or nothing.
+struct Group {
+    words: [usize; MAX_GROUP_WORDS],
+    n: usize,
+}
+
+impl Group {
+    fn new() -> Self {
+        Group { words: [0; MAX_GROUP_WORDS], n: 0 }
+    }
+
+    fn push(&mut self, r: Record) {
+        // MAX_GROUP_WORDS covers every combination built here; `encode` returns None otherwise.
+        if let Some(k) = self.words.get_mut(self.n..).and_then(|w| r.encode(w)) {
+            self.n += k;
+        }
+    }
+
+    fn words(&self) -> &[usize] {
+        &self.words[..self.n]
+    }
+}
+
 /// State of one sync pass over one CPU's buffer (legacy resets it at every pass).
 #[derive(Debug, Clone)]
 pub struct SyncPass {
@@ -81,16 +155,26 @@ pub struct SyncPass {
     in_kernel: Option<bool>,
     ctx: Option<(i32, i32, u64)>,
     cookie: Option<u64>,
+    /// The last sample had TRACE_BEGIN and it and all its entries so far were delivered.
+    trace_live: bool,
 }
 
 impl SyncPass {
     /// Starts a pass for `cpu`: the first delivered sample is preceded by CPU_SWITCH and full
     /// context, as legacy `add_cpu_switch` + `op_cpu_buffer_reset` force.
     pub fn new(cpu: u32) -> Self {
-        SyncPass { cpu, cpu_switch_done: false, in_kernel: None, ctx: None, cookie: None }
+        SyncPass {
+            cpu,
+            cpu_switch_done: false,
+            in_kernel: None,
+            ctx: None,
+            cookie: None,
+            trace_live: false,
+        }
     }
 
-    /// Emits `s` (resolved to `loc`, in a task whose executable has cookie `app_cookie`).
+    /// Emits `s` (resolved to `loc`, in a task whose executable has cookie `app_cookie`),
+    /// preceded by TRACE_BEGIN if `s` has [`TRACE_BEGIN`].
     pub fn add_sample(
         &mut self,
         s: &CpuSample,
@@ -98,33 +182,28 @@ impl SyncPass {
         app_cookie: u64,
         sink: &mut impl EventSink,
     ) -> Outcome {
+        self.trace_live = false;
         let (pc, cookie) = match loc {
             Location::NoMm => return Outcome::LostNoMm,
             Location::NoMapping => return Outcome::LostNoMapping,
             Location::Kernel => (s.pc as u64, None),
             Location::User { cookie, offset } => (offset, Some(cookie)),
         };
-        let mut words = [0usize; MAX_GROUP_WORDS];
-        let mut n = 0;
-        let mut push = |r: Record, n: &mut usize| {
-            // MAX_GROUP_WORDS covers every combination below; `encode` returns None otherwise.
-            if let Some(k) = words.get_mut(*n..).and_then(|w| r.encode(w)) {
-                *n += k;
-            }
-        };
+        let mut g = Group::new();
         if !self.cpu_switch_done {
-            push(Record::CpuSwitch { cpu: u64::from(self.cpu) }, &mut n);
+            g.push(Record::CpuSwitch { cpu: u64::from(self.cpu) });
+        }
+        let traced = s.flags & TRACE_BEGIN != 0;
+        if traced {
+            g.push(Record::TraceBegin);
         }
         let kernel = s.is_kernel();
         if self.in_kernel != Some(kernel) {
-            push(if kernel { Record::KernelEnter } else { Record::KernelExit }, &mut n);
+            g.push(if kernel { Record::KernelEnter } else { Record::KernelExit });
         }
         let ctx = (s.pid, s.tgid, app_cookie);
         if self.ctx != Some(ctx) {
-            push(
-                Record::CtxSwitch { pid: s.pid as u64, tgid: s.tgid as u64, app_cookie },
-                &mut n,
-            );
+            g.push(Record::CtxSwitch { pid: s.pid as u64, tgid: s.tgid as u64, app_cookie });
         }
         // Legacy resets last_cookie on a CTX_SWITCH too: a new task always gets COOKIE_SWITCH.
         let new_cookie = match cookie {
@@ -132,10 +211,10 @@ impl SyncPass {
             _ => None,
         };
         if let Some(c) = new_cookie {
-            push(Record::CookieSwitch { cookie: c }, &mut n);
+            g.push(Record::CookieSwitch { cookie: c });
         }
-        push(Record::Sample { pc, event: u64::from(s.event) }, &mut n);
-        if !sink.write_group(&words[..n]) {
+        g.push(Record::Sample { pc, event: u64::from(s.event) });
+        if !sink.write_group(g.words()) {
             return Outcome::LostOverflow;
         }
         self.cpu_switch_done = true;
@@ -144,7 +223,44 @@ impl SyncPass {
         if new_cookie.is_some() {
             self.cookie = new_cookie;
         }
+        self.trace_live = traced;
         Outcome::Delivered
+    }
+
+    /// Emits backtrace entry `f` (resolved to `loc`) of the last sample: a mode switch and
+    /// COOKIE_SWITCH as needed, then `pc_or_offset, 0` (legacy `oprofile_add_trace` entries).
+    /// After a lost entry the rest of the backtrace is dropped, so callers are never shifted.
+    pub fn add_frame(&mut self, f: &CpuSample, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
+        if !self.trace_live {
+            return FrameOutcome::Orphan;
+        }
+        let (pc, cookie) = match loc {
+            Location::NoMm | Location::NoMapping => {
+                self.trace_live = false;
+                return FrameOutcome::LostNoMapping;
+            }
+            Location::Kernel => (f.pc as u64, None),
+            Location::User { cookie, offset } => (offset, Some(cookie)),
+        };
+        let mut g = Group::new();
+        let kernel = f.is_kernel();
+        if self.in_kernel != Some(kernel) {
+            g.push(if kernel { Record::KernelEnter } else { Record::KernelExit });
+        }
+        let new_cookie = cookie.filter(|&c| self.cookie != Some(c));
+        if let Some(c) = new_cookie {
+            g.push(Record::CookieSwitch { cookie: c });
+        }
+        g.push(Record::Sample { pc, event: 0 });
+        if !sink.write_group(g.words()) {
+            self.trace_live = false;
+            return FrameOutcome::LostOverflow;
+        }
+        self.in_kernel = Some(kernel);
+        if new_cookie.is_some() {
+            self.cookie = new_cookie;
+        }
+        FrameOutcome::Delivered
     }
 }
 
@@ -173,7 +289,7 @@ mod tests {
     }
 
     fn ks(pc: usize, pid: i32) -> CpuSample {
-        CpuSample { pc, event: 0, flags: IS_KERNEL, pid, tgid: pid }
+        CpuSample { pc, flags: IS_KERNEL, pid, tgid: pid, ..Default::default() }
     }
 
     #[test]
@@ -182,7 +298,7 @@ mod tests {
         let mut p = SyncPass::new(1);
         assert_eq!(p.add_sample(&ks(0xc000_1000, 7), Location::Kernel, 0, &mut sink), Outcome::Delivered);
         p.add_sample(&ks(0xc000_1004, 7), Location::Kernel, 0, &mut sink);
-        let u = CpuSample { pc: 0x1_0040, event: 0, flags: 0, pid: 7, tgid: 7 };
+        let u = CpuSample { pc: 0x1_0040, pid: 7, tgid: 7, ..Default::default() };
         p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0040 }, 0, &mut sink);
         p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0044 }, 0, &mut sink);
         p.add_sample(&ks(0xc000_2000, 8), Location::Kernel, 0, &mut sink);
@@ -225,7 +341,7 @@ mod tests {
     fn lost_samples_emit_nothing() {
         let mut sink = VecSink { words: vec![], cap: 100 };
         let mut p = SyncPass::new(0);
-        let u = CpuSample { pc: 5, event: 0, flags: 0, pid: 3, tgid: 3 };
+        let u = CpuSample { pc: 5, pid: 3, tgid: 3, ..Default::default() };
         assert_eq!(p.add_sample(&u, Location::NoMm, 0, &mut sink), Outcome::LostNoMm);
         assert_eq!(p.add_sample(&u, Location::NoMapping, 0, &mut sink), Outcome::LostNoMapping);
         assert!(sink.words.is_empty());
@@ -235,10 +351,77 @@ mod tests {
     fn max_group_fits() {
         let mut sink = VecSink { words: vec![], cap: MAX_GROUP_WORDS };
         let mut p = SyncPass::new(0);
-        let u = CpuSample { pc: 5, event: 0, flags: 0, pid: 3, tgid: 3 };
+        let u = CpuSample { pc: 5, pid: 3, tgid: 3, ..Default::default() };
         assert_eq!(
             p.add_sample(&u, Location::User { cookie: 9, offset: 5 }, 0, &mut sink),
             Outcome::Delivered
         );
+    }
+
+    #[test]
+    fn traces_follow_their_sample() {
+        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut p = SyncPass::new(0);
+        let mut s = ks(0xc000_1000, 4);
+        s.flags |= TRACE_BEGIN;
+        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let uf = CpuSample { pc: 0x1_0100, flags: IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        assert_eq!(p.add_sample(&s, Location::Kernel, 9, &mut sink), Outcome::Delivered);
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
+        assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
+        assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x200 }, &mut sink), FrameOutcome::Delivered);
+        // The next sample of the same task, in kernel again: TRACE_BEGIN, KERNEL_ENTER.
+        assert_eq!(p.add_sample(&s, Location::Kernel, 9, &mut sink), Outcome::Delivered);
+        assert_eq!(
+            decode(&sink.words),
+            vec![
+                Record::CpuSwitch { cpu: 0 },
+                Record::TraceBegin,
+                Record::KernelEnter,
+                Record::CtxSwitch { pid: 4, tgid: 4, app_cookie: 9 },
+                Record::Sample { pc: 0xc000_1000, event: 0 },
+                Record::Sample { pc: 0xc000_2000, event: 0 },
+                Record::KernelExit,
+                Record::CookieSwitch { cookie: 9 },
+                Record::Sample { pc: 0x100, event: 0 },
+                Record::Sample { pc: 0x200, event: 0 },
+                Record::TraceBegin,
+                Record::KernelEnter,
+                Record::Sample { pc: 0xc000_1000, event: 0 },
+            ]
+        );
+    }
+
+    #[test]
+    fn lost_frames_cut_the_rest_of_the_backtrace() {
+        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut p = SyncPass::new(0);
+        let mut s = ks(0xc000_1000, 4);
+        s.flags |= TRACE_BEGIN;
+        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        p.add_sample(&s, Location::Kernel, 0, &mut sink);
+        assert_eq!(p.add_frame(&kf, Location::NoMapping, &mut sink), FrameOutcome::LostNoMapping);
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        // Frames of a lost sample are orphans too.
+        assert_eq!(p.add_sample(&s, Location::NoMm, 0, &mut sink), Outcome::LostNoMm);
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        // A frame that does not fit ends the backtrace.
+        p.add_sample(&s, Location::Kernel, 0, &mut sink);
+        sink.cap = sink.words.len() + 1;
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::LostOverflow);
+        sink.cap = 1000;
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        let frames = decode(&sink.words).iter().filter(|r| **r == Record::Sample { pc: 0xc000_2000, event: 0 }).count();
+        assert_eq!(frames, 0);
+    }
+
+    #[test]
+    fn untraced_samples_have_no_trace_begin() {
+        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut p = SyncPass::new(0);
+        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, ..Default::default() };
+        p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink);
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        assert!(!decode(&sink.words).contains(&Record::TraceBegin));
     }
 }

@@ -33,7 +33,7 @@ use crate::common::events::CpuModel;
 use crate::model::{Model, Poll};
 use crate::oprof::Session;
 use crate::stats;
-use core::ffi::{c_int, c_ulong, c_void};
+use core::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -267,7 +267,7 @@ impl Poll for PerfRun {
 ///
 /// `context` must be the [`Slot`] the event was created with, and the event not yet released.
 #[no_mangle]
-unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, pc: c_ulong, kernel: bool, throttled: bool) {
+unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, regs: *mut c_void, kernel: bool, throttled: bool) {
     // SAFETY: Our contract; slots outlive their events (type invariants of `Slot`).
     let slot = unsafe { &*context.cast::<Slot>() };
     slot.handled.add(1, Relaxed);
@@ -277,7 +277,7 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, pc: c_ulo
     if (kernel && !slot.kernel) || (!kernel && !slot.user) {
         return;
     }
-    slot.session.add_sample(Some(pc as usize), kernel, slot.counter);
+    slot.session.add_sample(regs, slot.counter);
 }
 
 /// The perf-counter model.

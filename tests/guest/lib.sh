@@ -19,3 +19,26 @@ summary() {
     echo "== dmesg begin"; dmesg; echo "== dmesg end"
     echo "guest: $PASS passed, $FAIL failed"
 }
+# dump_session: what the host needs besides the sample stream, as text blocks: the images file
+# (image id -> path), /proc/modules and every module's section addresses (module attribution).
+dump_session() {
+    echo "== images begin"; cat $OP/images; echo "== images end"
+    echo "== proc_modules begin"; cat /proc/modules; echo "== proc_modules end"
+    echo "== module_sections begin"
+    for d in /sys/module/*/sections; do
+        [ -d "$d" ] || continue
+        m=${d%/sections}; m=${m##*/}
+        for f in "$d"/.* "$d"/*; do [ -f "$f" ] && echo "$m ${f##*/} $(cat "$f")"; done
+    done
+    echo "== module_sections end"
+}
+# print_stream MARK FILE: FILE as a base64 block for the host (scripts/lib.sh log_stream).
+print_stream() {
+    echo "== $1 begin"; base64 "$2"; echo "== $1 end"
+}
+# print_stats: every stats file as "STAT name value" lines.
+print_stats() {
+    for f in $OP/stats/cpu*/* $OP/stats/*; do
+        [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
+    done
+}

@@ -11,6 +11,8 @@ pub mod counter;
 pub mod event;
 #[path = "../../../rust/common/events.rs"]
 pub mod events;
+#[path = "../../../rust/common/image.rs"]
+pub mod image;
 #[path = "../../../rust/common/parse.rs"]
 pub mod parse;
 #[path = "../../../rust/common/ring.rs"]

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Image ids: what legacy dcookies were (`fs/dcookies.c`, removed in Linux 5.12), without the
+//! `lookup_dcookie` syscall.
+//!
+//! `buffer_sync` asks [`ImageIds::id_of`] for the id of every mapped file a sample points into
+//! (and of every task's executable). The first time a path is seen it gets the next id (1, 2,
+//! ...) and a line `ID PATH` is appended to the text of the oprofilefs `images` file (format:
+//! [`crate::common::image`]); the table keeps a reference to that file, pinning its dentry and
+//! vfsmount like a dcookie did, so the key stays unique until the table is dropped at `buffer`
+//! close. Ids are therefore stable for the lifetime of the open buffer, and a path is taken
+//! exactly once, when its id is created.
+
+use crate::common::image;
+use crate::cpu_buffer::oprofile_shim_fput;
+use core::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::prelude::*;
+
+extern "C" {
+    fn oprofile_shim_file_key(file: *mut c_void, dentry: *mut c_ulong, mnt: *mut c_ulong);
+    fn oprofile_shim_get_file(file: *mut c_void);
+    fn oprofile_shim_file_path(file: *mut c_void, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
+}
+
+/// `PATH_MAX`: the longest path `d_path` returns, in bytes with the NUL.
+const PATH_MAX: usize = 4096;
+
+/// One image: its path identity (dentry, vfsmount pointers), id and the file holding them.
+struct Entry {
+    key: (usize, usize),
+    id: u32,
+    file: *mut c_void,
+}
+
+/// The id table of one open `buffer`.
+///
+/// # Invariants
+///
+/// `entries` is sorted by `key` without duplicates; each `file` is a referenced `struct file *`
+/// owned by the table (released in `drop`), so its `key` cannot be reused by another path. `text`
+/// holds one [`image::write_line`] line per entry, in id order; ids are `1..next_id`.
+pub(crate) struct ImageIds {
+    entries: KVec<Entry>,
+    text: KVVec<u8>,
+    next_id: u32,
+    /// `d_path` scratch, [`PATH_MAX`] bytes.
+    path: KVVec<u8>,
+    /// One escaped line, `4 * PATH_MAX + 16` bytes.
+    line: KVVec<u8>,
+}
+
+// SAFETY: The file pointers are reference-counted kernel objects that may be used and released
+// from any thread; the table is only used under its owner's mutex.
+unsafe impl Send for ImageIds {}
+
+impl ImageIds {
+    /// An empty table. Errors: `ENOMEM`.
+    pub(crate) fn new() -> Result<Self> {
+        let mut path = KVVec::new();
+        path.resize(PATH_MAX, 0, GFP_KERNEL)?;
+        let mut line = KVVec::new();
+        line.resize(4 * PATH_MAX + 16, 0, GFP_KERNEL)?;
+        Ok(ImageIds { entries: KVec::new(), text: KVVec::new(), next_id: 1, path, line })
+    }
+
+    /// The id of the path `file` (a live `struct file *` the caller holds a reference to),
+    /// creating it and its `images` line on first sight. Process context.
+    ///
+    /// Errors: `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after `u32::MAX - 1` ids.
+    pub(crate) fn id_of(&mut self, file: *mut c_void) -> Result<u32> {
+        let (mut dentry, mut mnt): (c_ulong, c_ulong) = (0, 0);
+        // SAFETY: `file` is live (our contract); valid out-pointers.
+        unsafe { oprofile_shim_file_key(file, &mut dentry, &mut mnt) };
+        let key = (dentry as usize, mnt as usize);
+        let at = match self.entries.binary_search_by_key(&key, |e| e.key) {
+            Ok(i) => return Ok(self.entries[i].id),
+            Err(at) => at,
+        };
+        let id = self.next_id;
+        if id == u32::MAX {
+            return Err(EOVERFLOW);
+        }
+        let mut start: c_int = 0;
+        // SAFETY: `file` is live; `path` is a writable buffer of `PATH_MAX` bytes.
+        let len = unsafe {
+            oprofile_shim_file_path(file, self.path.as_mut_ptr().cast(), PATH_MAX as c_int, &mut start)
+        };
+        let path = usize::try_from(len)
+            .ok()
+            .and_then(|len| self.path.get(start as usize..(start as usize).checked_add(len)?))
+            .ok_or_else(|| Error::from_errno(len.min(-1)))?;
+        let n = image::write_line(id, path, &mut self.line).ok_or(ENAMETOOLONG)?;
+        self.entries.reserve(1, GFP_KERNEL)?;
+        self.text.reserve(n, GFP_KERNEL)?;
+        // Cannot fail after the `reserve` above.
+        self.entries.insert_within_capacity(at, Entry { key, id, file }).map_err(|_| ENOMEM)?;
+        if self.text.extend_from_slice(&self.line[..n], GFP_KERNEL).is_err() {
+            let _ = self.entries.remove(at);
+            return Err(ENOMEM);
+        }
+        // SAFETY: `file` is live; the table owns this new reference (type invariants).
+        // INVARIANT: inserted at its sorted position with its line; it now owns a reference.
+        unsafe { oprofile_shim_get_file(file) };
+        self.next_id = id + 1;
+        Ok(id)
+    }
+
+    /// The `images` file: one `ID PATH\n` line per id, in id order.
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// Takes the text out, for showing after the table is gone.
+    pub(crate) fn take_text(&mut self) -> KVVec<u8> {
+        core::mem::take(&mut self.text)
+    }
+}
+
+impl Drop for ImageIds {
+    fn drop(&mut self) {
+        for e in self.entries.iter() {
+            // SAFETY: The table owned this reference (type invariants).
+            unsafe { oprofile_shim_fput(e.file) };
+        }
+    }
+}

@@ -1,0 +1,42 @@
+# User-space attribution (issue 4): programs with known hot functions, a process tree that
+# munmaps/execs/exits while sampled, a module loaded while profiling. Each case prints its
+# sample stream, stats and session files (images, modules) for the host checks in
+# tests/run-qemu-tests.sh, prefixed by the case name.
+. /tests/lib.sh
+echo 1 > /proc/sys/kernel/printk
+echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
+a15=0; grep -q realview /proc/device-tree/compatible || a15=1
+
+# case NAME CMD...: one profiling session around CMD, everything printed under NAME.
+case_run() {
+    name=$1; shift
+    expect "$name: capture" ok sh -c "optool capture /tmp/$name.buf $* | tail -n 1 | cut -d' ' -f1"
+    print_stats | sed "s/^STAT /STAT $name:/"
+    print_stream "$name.buf" /tmp/$name.buf
+    dump_session | sed "s/^== \([a-z_]*\) /== $name.\1 /"
+}
+
+check "load (timer mode)" load timer=1
+expect "images empty before any session" "" cat $OP/images
+expect "mode of images" 444 stat -c %a $OP/images
+expect "images is read-only" "ERR EINVAL" optool write $OP/images x
+expect "backtrace_depth=16" ok optool write $OP/backtrace_depth 16
+case_run hot_timer /bin/hot 3
+check "images names /bin/hot" sh -c "grep -q '^[1-9][0-9]* /bin/hot\$' $OP/images"
+check "images names libc" sh -c "grep -q '^[1-9][0-9]* /lib/libc.so.6\$' $OP/images"
+expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
+case_run churn /bin/churn 8 40
+expect "backtrace_depth=0" ok optool write $OP/backtrace_depth 0
+case_run kmod insmod /optest.ko
+check "optest loaded" sh -c "grep -q '^optest ' /proc/modules"
+check "unload optest" rmmod optest
+check "unload" unload
+
+if [ $a15 = 1 ]; then
+    check "load (hardware events)" load
+    # CPU_CYCLES (0xff, the cycle counter) every 1M cycles, user and kernel.
+    for f in "0/enabled 1" "0/event 0xff" "0/count 1000000"; do echo ${f#* } > $OP/${f% *}; done
+    case_run hot_cycles /bin/hot 3
+    check "unload" unload
+fi
+summary
