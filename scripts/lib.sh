@@ -24,5 +24,12 @@ log_stream() {
     printf '%s\n' "$b64" | base64 -d > "$3"
 }
 
+# log_block LOG MARK OUT: the text lines a guest script printed between "== MARK begin" and
+# "== MARK end" (CR stripped) into OUT. Fails if the block is missing.
+log_block() {
+    grep -aq "^== $2 begin" "$1" || { : > "$3"; return 1; }
+    sed -n "/^== $2 begin/,/^== $2 end/{/^== $2 /d;p}" "$1" | tr -d '\r' > "$3"
+}
+
 # `bash scripts/lib.sh --bindgen` prints the bindgen path (for the Makefile).
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = --bindgen ]; then echo "$BINDGEN"; fi

@@ -37,6 +37,15 @@ if [ ! -s "$out/buffer.bin" ]; then
     step "no samples (counting only, or no PMU interrupt): see the TOTAL and STAT lines above"
     exit 0
 fi
+for b in images proc_modules module_sections; do log_block "$out/guest.log" $b "$out/$b" || true; done
+# The guest's files: the initramfs tree is the sysroot, libraries by name, modules' .ko files.
+session=(--images "$out/images" --proc-modules "$out/proc_modules" --module-sections "$out/module_sections"
+         --vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
+         --image-path "$REPO" --image-path "$REPO/tests/kmod")
 step "report ($(stat -c %s "$out/buffer.bin") bytes of samples: $out/buffer.bin)"
 echo
-"$oprof" report "$out/buffer.bin" --vmlinux "$KOUT/vmlinux" -n 25 "${report_args[@]}"
+"$oprof" report "$out/buffer.bin" "${session[@]}" -n 12 "${report_args[@]}"
+echo
+"$oprof" report "$out/buffer.bin" "${session[@]}" -l -n 30 --flame "$out/flame.svg" "${report_args[@]}"
+echo
+step "flame graph: $out/flame.svg; call graph: $oprof report $out/buffer.bin ${session[*]} -l -c"

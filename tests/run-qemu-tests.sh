@@ -5,11 +5,16 @@
 # PMU interrupt). Guest scripts: abi.sh (tree, modes, errnos; timer mode), profile.sh (timer-mode
 # profile of a real workload, stream checked on the host), events.sh (hardware events: model,
 # counter files, validation errors, counting mode, no-IRQ losses on the A8, two-counter
-# sampling on the A15, checked on the host too), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
+# sampling on the A15, checked on the host too), user.sh (user images and symbols: hot 70/30
+# split in timer mode and, on the A15, with CPU_CYCLES; backtraces; munmap/exec/exit churn with
+# exact accounting; a module loaded while profiling), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
 # without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 # Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
+# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
+BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
+SCRIPTS=${SCRIPTS:-abi profile events user cycles}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
@@ -122,9 +127,80 @@ print("\n".join(res))
 PY
 }
 
+# User-space attribution: every case of user.sh through `oprof report` with the session files.
+check_user() { # NAME LOG ROOT
+    local name=$1 log=$2 root=$3 c cases="hot_timer churn kmod"
+    grep -aq '^== hot_cycles.buf begin' "$log" && cases="$cases hot_cycles"
+    for c in $cases; do
+        local pre=$OUT/$name-$c
+        log_stream "$log" "$c.buf" "$pre.buf" || { not_ok "$name $c: no sample stream in log"; continue; }
+        for b in images proc_modules module_sections; do
+            log_block "$log" "$c.$b" "$pre.$b" || not_ok "$name $c: no $b block in log"
+        done
+        local session=(--images "$pre.images" --proc-modules "$pre.proc_modules" --module-sections "$pre.module_sections"
+                       --vmlinux "$KOUT/vmlinux" --sysroot "$root" --image-path "$root/lib" --image-path "$REPO"
+                       --image-path "$REPO/tests/kmod")
+        "$OPROF" report "$pre.buf" "${session[@]}" -l -c --json > "$pre.json" 2> "$pre.err" ||
+            { not_ok "$name $c: oprof report failed: $(head -c 300 "$pre.err")"; continue; }
+        "$OPROF" report "$pre.buf" "${session[@]}" -l -c -n 20 --flame "$pre.svg" > "$pre.txt" 2> "$pre.err" ||
+            { not_ok "$name $c: oprof report (text, flame graph) failed: $(head -c 300 "$pre.err")"; continue; }
+        "$OPROF" decode "$pre.buf" > "$pre.decode" 2> "$pre.err" || { not_ok "$name $c: oprof decode failed"; continue; }
+    done
+    python3 - "$OUT/$name" "$log" $cases <<'PY'
+import json, os, re, sys
+from logcheck import check, read_log, received_and_lost, res, stats as read_stats
+pre, log, cases = sys.argv[1], read_log(sys.argv[2]), sys.argv[3:]
+allstats = read_stats(log)
+for c in cases:
+    try:
+        rep = json.load(open(f"{pre}-{c}.json"))
+    except (OSError, ValueError) as e:
+        check(False, f"{c}: no report ({e})")
+        continue
+    st = {k.split(":", 1)[1]: v for k, v in allstats.items() if k.startswith(c + ":")}
+    received, lost = received_and_lost(st)
+    check(received > 0 and received == rep["total"] + lost,
+          f"{c}: sample_received {received} == delivered {rep['total']} + lost {lost} (exact accounting)")
+    rows = rep["rows"]
+    def samples(image, symbol=None):
+        return sum(r["samples"] for r in rows if r["image"] == image and (symbol is None or r["symbol"] == symbol))
+    if c.startswith("hot"):
+        a, b = samples("/bin/hot", "hot_a"), samples("/bin/hot", "hot_b")
+        share = a / (a + b) if a + b else 0
+        check(a + b >= 300 and abs(share - 0.70) <= 0.10,
+              f"{c}: hot_a {a} / hot_b {b} samples = {share:.1%} / {1 - share:.1%} (want 70/30 +-10 points)")
+        order = [r["symbol"] for r in rows if r["image"] == "/bin/hot"]
+        check(order[:2] == ["hot_a", "hot_b"], f"{c}: /bin/hot's hottest symbols in order: {order[:3]}")
+        check(samples("vmlinux") > 0, f"{c}: kernel symbols next to user ones ({samples('vmlinux')} vmlinux samples)")
+    if c == "hot_timer":
+        check(rep.get("traced", 0) >= rep["total"] * 0.9, f"{c}: backtraces recorded ({rep.get('traced')} of {rep['total']} samples)")
+        text = open(f"{pre}-{c}.txt").read()
+        check(re.search(r"work", text) is not None and "hot_a" in text, f"{c}: call graph text names work and hot_a")
+        cg = json.dumps(rep.get("callgraph"))
+        check('"work"' in cg and '"hot_a"' in cg and '"main"' in cg, f"{c}: JSON call graph links main, work, hot_a")
+        svg = open(f"{pre}-{c}.svg").read() if os.path.exists(f"{pre}-{c}.svg") else ""
+        check(svg.startswith("<?xml") and "hot_a" in svg and "work" in svg, f"{c}: flame graph SVG shows hot_a under work")
+    if c == "churn":
+        lib = samples("/lib/libspin.so", "spin_in_lib")
+        check(lib > 0, f"{c}: samples in dlclose()d /lib/libspin.so spin_in_lib ({lib})")
+        child = samples("/bin/churn", "child_spin")
+        check(child > 0, f"{c}: samples in forked and exec'd children's child_spin ({child})")
+        anon = sum(r["samples"] for r in rows if r["image"].startswith("[anon]"))
+        check(anon > 0, f"{c}: samples in munmap()ed anonymous code ({anon})")
+        missing = sorted({r["image"] for r in rows if r["symbol"] == "(image not found)"})
+        check(not missing, f"{c}: every user image found under the sysroot (missing: {missing})")
+    if c == "kmod":
+        dec = open(f"{pre}-{c}.decode").read()
+        check("ModuleLoaded" in dec and rep.get("module_loaded", 0) >= 1, f"{c}: MODULE_LOADED in the stream")
+        spin = samples("optest.ko", "optest_spin")
+        check(spin >= 100, f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples)")
+print("\n".join(res))
+PY
+}
+
 run_board() { # BOARD CPUS
     local board=$1 cpus=$2 s log rc
-    for s in abi profile events cycles; do
+    for s in $SCRIPTS; do
         log=$OUT/$board-$s.log
         step "qemu $board: $s.sh"
         rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" 900 || rc=$?
@@ -135,6 +211,11 @@ run_board() { # BOARD CPUS
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
             done < <(check_profile "$board-profile" "$log" "$cpus")
         fi
+        if [ $s = user ]; then
+            while IFS= read -r line; do
+                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
+            done < <(check_user "$board-user" "$log" "$OUT/initramfs.root")
+        fi
         if [ $s = events ] && [ $board = virt-a15 ]; then
             while IFS= read -r line; do
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
@@ -143,7 +224,8 @@ run_board() { # BOARD CPUS
     done
 }
 
-run_board realview-pb-a8 1
-run_board virt-a15 2
+for b in $BOARDS; do
+    case $b in realview-pb-a8) run_board $b 1 ;; virt-a15) run_board $b 2 ;; *) not_ok "unknown board $b" ;; esac
+done
 echo "qemu: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -52,7 +52,9 @@ expect "oversize cpu_buffer_size -> EINVAL" "ERR EINVAL" optool write $OP/cpu_bu
 expect "zero cpu_buffer_size -> EINVAL" "ERR EINVAL" optool write $OP/cpu_buffer_size 0
 expect "write longer than 49 bytes -> EINVAL" "ERR EINVAL" optool write $OP/buffer_size 00000000000000000000000000000000000000000000000001
 expect "settings intact after errors" "131072 4096" sh -c "echo \$(cat $OP/buffer_size) \$(cat $OP/cpu_buffer_size)"
-expect "backtrace_depth>0 without backtrace support -> EINVAL" "ERR EINVAL" optool write $OP/backtrace_depth 4
+expect "backtrace_depth above 128 -> EINVAL" "ERR EINVAL" optool write $OP/backtrace_depth 129
+expect "backtrace_depth=128 accepted" ok optool write $OP/backtrace_depth 128
+expect "backtrace_depth reads back" 128 cat $OP/backtrace_depth
 expect "backtrace_depth=0 accepted (opcontrol writes it)" ok optool write $OP/backtrace_depth 0
 expect "write cpu_type -> EINVAL" "ERR EINVAL" optool write $OP/cpu_type arm/armv7
 expect "write pointer_size -> EINVAL" "ERR EINVAL" optool write $OP/pointer_size 8

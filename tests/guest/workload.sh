@@ -1,5 +1,6 @@
 # `make run`: the user's flow, echoed as it runs, around a real workload. With /tests/opsetup.sh
 # (from `oprof setup`, for EVENT=...) hardware counters are set up; otherwise timer mode.
+# Backtraces on (depth 16). Prints the stream and the session files (images, modules) for the host.
 . /tests/lib.sh
 echo 1 > /proc/sys/kernel/printk
 run() { echo "# $*"; "$@"; }
@@ -14,13 +15,16 @@ run mount -t oprofilefs nodev /dev/oprofile
 echo "# cat /dev/oprofile/cpu_type  ->  $(cat /dev/oprofile/cpu_type)"
 run sh -c 'echo 131072 > /dev/oprofile/buffer_size'
 run sh -c 'echo 16384 > /dev/oprofile/cpu_buffer_size'
+run sh -c 'echo 16 > /dev/oprofile/backtrace_depth'
 if [ -f /tests/opsetup.sh ]; then
     grep -v '^echo 0 > .*/enabled$' /tests/opsetup.sh   # show the interesting writes
     . /tests/opsetup.sh
 fi
 run sh -c 'dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null'
 n=$(nproc)
-work="sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
+# opwork (tests/guest/opwork.c, with symbols): read + CRC-32 + histogram + libc qsort + write;
+# busybox sha256sum and gzip (stripped: no symbols); one kernel-bound dd per CPU.
+work="opwork /tmp/data /tmp/sorted 4; sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
 echo "# optool capture /tmp/buf sh -c '<workload>'   (opens buffer, echo 1 > enable, runs, echo 0 > enable, reads)"
 optool capture /tmp/buf sh -c "$work"
 for f in /dev/oprofile/stats/cpu*/sample_received /dev/oprofile/stats/cpu*/sample_lost_overflow /dev/oprofile/stats/event_lost_overflow \
@@ -31,8 +35,7 @@ for d in /dev/oprofile/[0-9]*; do
     [ -d "$d" ] && [ "$(cat $d/enabled)" = 1 ] && echo "TOTAL counter ${d##*/} event $(cat $d/event) count $(cat $d/count): $(cat $d/total) events"
 done
 dmesg | grep 'oprofile:'
-echo "== opbuf begin"
-base64 /tmp/buf
-echo "== opbuf end"
+print_stream opbuf /tmp/buf
+dump_session
 run umount /dev/oprofile
 run rmmod oprofile

@@ -1,15 +1,25 @@
 //! `oprof`: the oprofile-rs host tool.
 //!
 //! - `oprof decode BUFFER`: print every record of a captured `/dev/oprofile/buffer` stream.
-//! - `oprof report BUFFER --vmlinux VMLINUX`: samples per image and symbol, like `opreport -l`,
-//!   with a column pair per counter when several counters sampled (`--counter`).
+//! - `oprof report BUFFER [--images F] [--proc-modules F --module-sections F] [--vmlinux F]
+//!   [--sysroot D] [--image-path D]... [-l] [-g] [-c] [--flame OUT.svg] [--json]`: samples per
+//!   image (like `opreport`), per symbol (`-l`), per symbol and source line (`-g`), with a call
+//!   graph (`-c`) and a flame graph (`--flame`); a column pair per counter when several counters
+//!   sampled (`--counter`).
 //! - `oprof events [--cpu-type T]`: the hardware events of a CPU type, like `ophelp`.
 //! - `oprof setup --cpu-type T EVENTS`: place events on counters and print the oprofilefs writes.
 
+mod callgraph;
+mod elf;
 mod events;
+mod flame;
+mod images;
 mod report;
+mod resolve;
 mod stream;
 mod symbols;
+#[cfg(test)]
+mod tests_arm;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -32,20 +42,65 @@ enum Cmd {
         #[arg(long, default_value_t = 4)]
         word_size: usize,
     },
-    /// Attribute samples to images and symbols.
+    /// Attribute samples to images, symbols and source lines; call graph and flame graph.
+    ///
+    /// Images: `vmlinux` (kernel PCs in its text), `NAME.ko` (kernel modules: symbols from the
+    /// .ko found in --image-path and placed at the addresses of --module-sections; otherwise by
+    /// the --proc-modules range, "(no symbols)"), `(kernel, unknown)` (other kernel PCs), the
+    /// target path of a user image, without " (deleted)" (file offsets are mapped through the ELF's PT_LOAD headers;
+    /// "(image not found)" when no host copy is found, "(no symbols)" when it has none,
+    /// "(unreadable: REASON)" when it does not parse), `[anon] (APP)` (anonymous memory) and
+    /// `(no context)` (samples before the first kernel/user switch). Names are demangled (Rust,
+    /// C++). Call-chain frames are looked up at their return address - 1 and never count as
+    /// samples. Notes about missing files go to stderr (and `warnings` in --json).
+    #[command(verbatim_doc_comment)]
     Report {
         /// Captured stream (bytes read from /dev/oprofile/buffer).
         buffer: PathBuf,
+        /// Copy of /dev/oprofile/images (`ID PATH` lines): names the user images of the stream.
+        #[arg(long, value_name = "FILE")]
+        images: Option<PathBuf>,
+        /// Copy of the target's /proc/modules: attributes kernel PCs to modules.
+        #[arg(long, value_name = "FILE")]
+        proc_modules: Option<PathBuf>,
+        /// `NAME SECTION 0xADDR` lines from /sys/module/NAME/sections/: places each module's
+        /// .ko (found in --image-path as NAME.ko) for its symbols and source lines.
+        #[arg(long, value_name = "FILE")]
+        module_sections: Option<PathBuf>,
         /// Kernel image with symbols, for kernel samples.
-        #[arg(long)]
+        #[arg(long, value_name = "FILE")]
         vmlinux: Option<PathBuf>,
+        /// Root of a copy of the target's filesystem: user image PATH is looked up as SYSROOT/PATH.
+        #[arg(long, value_name = "DIR")]
+        sysroot: Option<PathBuf>,
+        /// Directory with host copies of target files: user images by basename, modules as
+        /// NAME.ko (`-`/`_` swapped too); tried after --sysroot. Repeatable.
+        #[arg(long = "image-path", value_name = "DIR")]
+        image_path: Vec<PathBuf>,
+        /// Show samples per symbol (like opreport -l) instead of per image.
+        #[arg(short = 'l', long = "symbols")]
+        symbols: bool,
+        /// One row per symbol and source line (implies -l): a `source` column `file:line`
+        /// (innermost inlined position of the sampled address, from the image's DWARF),
+        /// "(no line info)" when the DWARF does not cover the address, "(no debug info)" for
+        /// images without DWARF. JSON rows get `source` {file, line, display}.
+        #[arg(short = 'g', long = "debug-info")]
+        debug_info: bool,
+        /// After the symbol table (implies -l), print the call graph of traced samples: each
+        /// symbol (hottest first, -n of them) with its callers and callees.
+        #[arg(short = 'c', long = "callgraph")]
+        callgraph: bool,
+        /// Write a flame graph SVG: stacks rooted at the task's executable (`[kernel]` for
+        /// kernel threads), callers outermost first, the sampled symbol on top.
+        #[arg(long, value_name = "OUT.svg")]
+        flame: Option<PathBuf>,
         /// Word size in bytes: the target's /dev/oprofile/pointer_size (4 on ARM32).
         #[arg(long, default_value_t = 4)]
         word_size: usize,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Show at most this many rows (0: all).
+        /// Show at most this many rows (0: all); also call graph entries.
         #[arg(long, short = 'n', default_value_t = 0)]
         limit: usize,
         /// What a counter counted, `COUNTER:EVENT[:COUNT]` (event by name or number), as written
@@ -121,7 +176,24 @@ fn run(cli: Cli) -> Result<()> {
                 print!("{}", events::render(events::model(cpu_type.as_deref())?));
             }
         }
-        Cmd::Report { buffer, vmlinux, word_size, json, limit, counters, cpu_type } => {
+        Cmd::Report {
+            buffer,
+            images,
+            proc_modules,
+            module_sections,
+            vmlinux,
+            sysroot,
+            image_path,
+            symbols,
+            debug_info,
+            callgraph,
+            flame,
+            word_size,
+            json,
+            limit,
+            counters,
+            cpu_type,
+        } => {
             let model = match &cpu_type {
                 Some(t) => events::model(Some(t))?,
                 None => None,
@@ -131,18 +203,88 @@ fn run(cli: Cli) -> Result<()> {
                 .map(|c| report::Counter::parse(c, model))
                 .collect::<Result<Vec<_>>>()?;
             let st = stream::Stream::read(&buffer, word_size)?;
-            let syms = vmlinux.as_deref().map(symbols::SymbolTable::from_elf).transpose()?;
-            if let (Some(t), Some(p)) = (&syms, &vmlinux) {
-                anyhow::ensure!(!t.is_empty(), "{}: no function symbols (stripped?)", p.display());
-            }
-            let r = report::build(&st, syms.as_ref(), &counters)
+            let images = images.as_deref().map(images::ImageMap::read).transpose()?;
+            let snapshot = images::ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
+            let ropts = resolve::Options { sysroot, image_path, lines: debug_info };
+            resolve::check_dirs(&ropts)?;
+            let vm = match vmlinux {
+                Some(p) => {
+                    let e = elf::ElfImage::load(&p, debug_info).context("--vmlinux")?;
+                    anyhow::ensure!(!e.symbols.is_empty(), "{}: no function symbols (stripped?)", p.display());
+                    Some((p, e))
+                }
+                None => None,
+            };
+            let mut res = resolve::Resolver::new(ropts, images, vm, &snapshot);
+            let opts = report::Options { lines: debug_info, flame: flame.is_some() };
+            let r = report::build(&st, &mut res, &counters, opts)
                 .with_context(|| format!("decoding {}", buffer.display()))?;
+            for w in &r.warnings {
+                eprintln!("oprof: note: {w}");
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                print!("{}", report::render(&r, limit));
+                let view = if symbols || debug_info || callgraph { report::View::Symbols } else { report::View::Images };
+                let mut out = report::render(&r, view, limit);
+                if callgraph {
+                    out.push('\n');
+                    out.push_str(&report::render_callgraph(&r, limit));
+                }
+                print!("{out}");
+            }
+            if let Some(out) = &flame {
+                let title = format!("oprof: {}", buffer.file_name().unwrap_or_default().to_string_lossy());
+                r.folded.write_svg_file(&title, out)?;
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod cli_tests {
+    use super::*;
+    use oprofile_common::event::Record;
+
+    fn report(args: &[&str]) -> Result<()> {
+        let mut v = vec!["oprof", "report"];
+        v.extend_from_slice(args);
+        run(Cli::try_parse_from(v)?)
+    }
+
+    #[test]
+    fn report_inputs_are_checked_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n).display().to_string();
+        let st = stream::tests::stream(&[
+            Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 },
+            Record::KernelExit,
+            Record::CookieSwitch { cookie: 1 },
+            Record::Sample { pc: 0x10, event: 0 },
+        ]);
+        let bytes: Vec<u8> = st.words.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+        std::fs::write(p("buf"), bytes).unwrap();
+        std::fs::write(p("images"), "1 /bin/app\nbogus\n").unwrap();
+        std::fs::write(p("good-images"), "1 /bin/app\n").unwrap();
+        std::fs::write(p("pm"), "m 10 0 - Live\n").unwrap();
+        let err = |args: &[&str]| format!("{:#}", report(args).unwrap_err());
+        let e = err(&[&p("buf"), "--images", &p("nope")]);
+        assert!(e.contains(&format!("reading images file {}", p("nope"))), "{e}");
+        let e = err(&[&p("buf"), "--images", &p("images")]);
+        assert!(e.contains(&format!("{}:2: expected `ID PATH`", p("images"))), "{e}");
+        let e = err(&[&p("buf"), "--vmlinux", &p("nope")]);
+        assert!(e.contains(&p("nope")) && e.contains("cannot read"), "{e}");
+        let e = err(&[&p("buf"), "--vmlinux", &p("good-images")]);
+        assert!(e.contains(&p("good-images")) && e.contains("not an ELF file"), "{e}");
+        let e = err(&[&p("buf"), "--proc-modules", &p("pm")]);
+        assert!(e.contains(&format!("{}:1: expected", p("pm"))), "{e}");
+        let e = err(&[&p("buf"), "--image-path", &p("nodir")]);
+        assert!(e.contains("not a directory"), "{e}");
+        // A report with every view and a flame graph runs; a missing image is a row, not an error.
+        report(&[&p("buf"), "--images", &p("good-images"), "-l", "-g", "-c", "--flame", &p("f.svg")]).unwrap();
+        let svg = std::fs::read_to_string(p("f.svg")).unwrap();
+        assert!(svg.contains("app") && svg.contains("(image not found)"), "flame graph frames");
+        report(&[&p("buf"), "--json", "-n", "1"]).unwrap();
+    }
 }

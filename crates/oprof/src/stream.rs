@@ -1,5 +1,6 @@
 //! Reading a captured `/dev/oprofile/buffer` stream and walking it with the decoder state
-//! (current CPU, kernel/user mode, task, image cookie), as the legacy daemon's `opd_trans.c`.
+//! (current CPU, kernel/user mode, task, image cookie), as the legacy daemon's `opd_trans.c`,
+//! and grouping it into [`Sample`]s with their call chains ([`decode`]).
 
 use anyhow::{bail, Context, Result};
 use oprofile_common::event::{DecodeError, Decoder, Record};
@@ -44,13 +45,13 @@ impl Stream {
 
     /// Describes a decode error with its byte offset.
     pub fn describe(&self, e: DecodeError) -> String {
-        let off = |w: usize| w * self.word_bytes;
+        let off = |w: usize| w.saturating_mul(self.word_bytes);
         match e {
             DecodeError::Truncated { word, need } => format!(
                 "truncated record at byte offset {}: needs {} words, stream ends after {}",
                 off(word),
                 need,
-                self.words.len() - word
+                self.words.len().saturating_sub(word)
             ),
             DecodeError::UnknownCode { word, code } => {
                 format!("unknown escape code {code} at byte offset {}", off(word))
@@ -62,7 +63,7 @@ impl Stream {
     }
 }
 
-/// SampleCtx in force when a sample is decoded.
+/// Decoder state in force when a record is decoded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SampleCtx {
     pub cpu: Option<u64>,
@@ -70,18 +71,46 @@ pub struct SampleCtx {
     pub in_kernel: Option<bool>,
     pub pid: Option<u64>,
     pub tgid: Option<u64>,
+    /// Image id of the task's executable from the last CTX_SWITCH (`Some(0)`: kernel thread;
+    /// `None`: no CTX_SWITCH yet).
+    pub app_cookie: Option<u64>,
+    /// Image id of the following user samples (`Some(0)`: anonymous memory, raw PC; `None`: no
+    /// COOKIE_SWITCH since the last CPU or task switch).
     pub cookie: Option<u64>,
 }
 
-/// One sample with its context.
-#[derive(Debug, Clone, Copy)]
-pub struct Sample {
+/// One call-chain entry of a traced sample: a return address (kernel: raw PC; user: offset in
+/// the image `cookie`, like a user sample), with the mode and image in force when it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
     pub pc: u64,
-    pub event: u64,
-    pub ctx: SampleCtx,
+    pub in_kernel: Option<bool>,
+    pub cookie: Option<u64>,
 }
 
-/// Walks the stream, calling `f` for every record with the context after it.
+/// One sample with its context and, when it followed a TRACE_BEGIN, its callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// Kernel: PC. User: file offset in image `ctx.cookie` (raw PC when the cookie is 0).
+    pub pc: u64,
+    /// Counter index (the record's event word).
+    pub event: u64,
+    pub ctx: SampleCtx,
+    /// A TRACE_BEGIN preceded the sample (it may still have no frames).
+    pub traced: bool,
+    /// Callers, innermost first.
+    pub frames: Vec<Frame>,
+}
+
+/// A decoded stream: the samples (call-chain frames are inside them, not samples of their own).
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub samples: Vec<Sample>,
+    /// MODULE_LOADED records seen.
+    pub module_loaded: u64,
+}
+
+/// Walks the stream, calling `f` for every record with its byte offset and the context after it.
 pub fn walk(stream: &Stream, mut f: impl FnMut(usize, &Record, &SampleCtx)) -> Result<()> {
     let mut ctx = SampleCtx::default();
     for item in Decoder::new(&stream.words, stream.word_bytes) {
@@ -93,26 +122,147 @@ pub fn walk(stream: &Stream, mut f: impl FnMut(usize, &Record, &SampleCtx)) -> R
             }
             Record::KernelEnter => ctx.in_kernel = Some(true),
             Record::KernelExit => ctx.in_kernel = Some(false),
-            Record::CtxSwitch { pid, tgid, .. } => {
+            Record::CtxSwitch { pid, tgid, app_cookie } => {
                 ctx.pid = Some(pid);
                 ctx.tgid = Some(tgid);
+                ctx.app_cookie = Some(app_cookie);
                 ctx.cookie = None;
             }
             Record::CookieSwitch { cookie } => ctx.cookie = Some(cookie),
             Record::Sample { .. } | Record::ModuleLoaded | Record::TraceBegin => {}
         }
-        f(at * stream.word_bytes, &rec, &ctx);
+        f(at.saturating_mul(stream.word_bytes), &rec, &ctx);
     }
     Ok(())
 }
 
-/// All samples of the stream with their context.
-pub fn samples(stream: &Stream) -> Result<Vec<Sample>> {
-    let mut out = Vec::new();
-    walk(stream, |_, rec, ctx| {
-        if let Record::Sample { pc, event } = *rec {
-            out.push(Sample { pc, event, ctx: *ctx });
+/// Decodes the stream into samples.
+///
+/// Call chains: after TRACE_BEGIN the next Sample record is a (traced) sample; the Sample records
+/// after it whose event word is 0 are its frames, until the next TRACE_BEGIN, CPU_SWITCH,
+/// CTX_SWITCH or the end of the stream. A Sample with a non-zero event word also ends the chain
+/// and is an ordinary sample. Mode and cookie switches between frames apply to the frames after
+/// them (and to later samples, as always). Without TRACE_BEGIN every Sample is a sample.
+pub fn decode(stream: &Stream) -> Result<Decoded> {
+    let mut out = Decoded::default();
+    // TRACE_BEGIN seen, its sample not yet.
+    let mut trace_next = false;
+    // Index in `out.samples` of the sample whose frames follow.
+    let mut chain: Option<usize> = None;
+    walk(stream, |_, rec, ctx| match *rec {
+        Record::TraceBegin => {
+            trace_next = true;
+            chain = None;
         }
+        Record::CpuSwitch { .. } | Record::CtxSwitch { .. } => chain = None,
+        Record::ModuleLoaded => out.module_loaded += 1,
+        Record::Sample { pc, event } => {
+            if let (Some(i), 0, false) = (chain, event, trace_next) {
+                if let Some(s) = out.samples.get_mut(i) {
+                    s.frames.push(Frame { pc, in_kernel: ctx.in_kernel, cookie: ctx.cookie });
+                    return;
+                }
+            }
+            let traced = std::mem::take(&mut trace_next);
+            chain = traced.then_some(out.samples.len());
+            out.samples.push(Sample { pc, event, ctx: *ctx, traced, frames: Vec::new() });
+        }
+        Record::KernelEnter | Record::KernelExit | Record::CookieSwitch { .. } => {}
     })?;
     Ok(out)
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// Encodes records as a 32-bit little-endian stream.
+    pub fn stream(records: &[Record]) -> Stream {
+        let words: Vec<u64> = records
+            .iter()
+            .flat_map(|r| {
+                let mut w = [0usize; 7];
+                let n = r.encode(&mut w).unwrap();
+                w[..n].iter().map(|&x| x as u32 as u64).collect::<Vec<_>>()
+            })
+            .collect();
+        let bytes: Vec<u8> = words.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+        Stream::from_bytes(&bytes, 4).unwrap()
+    }
+
+    fn s(pc: u64, event: u64) -> Record {
+        Record::Sample { pc, event }
+    }
+
+    #[test]
+    fn traces_group_frames_and_end_at_switches() {
+        let st = stream(&[
+            Record::CpuSwitch { cpu: 0 },
+            Record::CtxSwitch { pid: 7, tgid: 7, app_cookie: 3 },
+            Record::KernelEnter,
+            Record::TraceBegin,
+            s(0xc000_1000, 1), // traced sample (counter 1)
+            s(0xc000_2004, 0), // kernel caller
+            Record::KernelExit,
+            Record::CookieSwitch { cookie: 3 },
+            s(0x4_0010, 0), // user caller: offset in image 3
+            Record::TraceBegin,
+            s(0x4_0020, 0), // traced sample with event 0, no frames
+            Record::TraceBegin,
+            s(0x4_0030, 0),
+            s(0x4_0040, 0), // frame
+            Record::CpuSwitch { cpu: 1 }, // ends the chain
+            Record::KernelEnter,
+            s(0xc000_3000, 0), // ordinary sample
+            Record::TraceBegin,
+            s(0xc000_4000, 0),
+            s(0xc000_5000, 0), // frame
+            Record::CtxSwitch { pid: 8, tgid: 8, app_cookie: 0 }, // ends the chain
+            s(0xc000_6000, 0), // ordinary
+            Record::TraceBegin,
+            s(0xc000_7000, 0),
+            s(0xc000_8000, 2), // non-zero event: a new ordinary sample, ends the chain
+            s(0xc000_9000, 0), // ordinary
+            Record::ModuleLoaded,
+            Record::TraceBegin,
+            s(0xc000_a000, 0),
+            s(0xc000_b000, 0), // frame, at end of stream
+        ]);
+        let d = decode(&st).unwrap();
+        let pcs: Vec<u64> = d.samples.iter().map(|s| s.pc).collect();
+        assert_eq!(
+            pcs,
+            [0xc000_1000, 0x4_0020, 0x4_0030, 0xc000_3000, 0xc000_4000, 0xc000_6000, 0xc000_7000, 0xc000_8000, 0xc000_9000, 0xc000_a000]
+        );
+        assert_eq!(d.module_loaded, 1);
+        let first = &d.samples[0];
+        assert!(first.traced && first.event == 1 && first.ctx.in_kernel == Some(true));
+        assert_eq!(first.ctx.app_cookie, Some(3));
+        assert_eq!(
+            first.frames,
+            [
+                Frame { pc: 0xc000_2004, in_kernel: Some(true), cookie: None },
+                Frame { pc: 0x4_0010, in_kernel: Some(false), cookie: Some(3) },
+            ]
+        );
+        assert!(d.samples[1].traced && d.samples[1].frames.is_empty());
+        assert_eq!(d.samples[1].ctx.cookie, Some(3));
+        assert_eq!(d.samples[2].frames.len(), 1);
+        assert!(!d.samples[3].traced && d.samples[3].frames.is_empty());
+        assert_eq!(d.samples[4].frames, [Frame { pc: 0xc000_5000, in_kernel: Some(true), cookie: None }]);
+        assert!(d.samples[5].frames.is_empty() && d.samples[5].ctx.app_cookie == Some(0));
+        assert!(d.samples[6].traced && d.samples[6].frames.is_empty());
+        assert!(!d.samples[7].traced && d.samples[7].event == 2);
+        assert!(!d.samples[8].traced);
+        assert_eq!(d.samples[9].frames.len(), 1);
+        assert_eq!(d.samples.iter().filter(|s| s.traced).count(), 6);
+    }
+
+    #[test]
+    fn untraced_stream_is_all_samples() {
+        let st = stream(&[Record::KernelEnter, s(1, 0), s(2, 0), s(3, 0)]);
+        let d = decode(&st).unwrap();
+        assert_eq!(d.samples.len(), 3);
+        assert!(d.samples.iter().all(|s| !s.traced && s.frames.is_empty()));
+    }
 }

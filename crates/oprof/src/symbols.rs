@@ -1,69 +1,60 @@
-//! Function symbols of an ELF image (vmlinux), for attributing PCs, read with the `object` crate.
+//! Function symbols of an image, for attributing addresses, and symbol name demangling.
 
-use anyhow::{Context, Result};
-use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
-use std::path::Path;
+use std::ops::Range;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
+    /// Address in the table's address space (ELF virtual address, or runtime address for a
+    /// placed kernel module); bit 0 (Thumb) cleared on ARM.
     pub addr: u64,
-    /// 0 when the ELF gives no size (assembler routines): the symbol then extends to the next.
+    /// 0 when the ELF gives no size (assembler routines): the symbol then extends to the next
+    /// symbol or the end of its text range.
     pub size: u64,
+    /// The raw (mangled) name.
     pub name: String,
 }
 
-/// Text symbols sorted by address.
+/// Text symbols sorted by address, and the text ranges they live in.
+#[derive(Debug, Clone, Default)]
 pub struct SymbolTable {
     syms: Vec<Symbol>,
-    /// End of the highest text section: PCs at or past it belong to no symbol here.
-    text_end: u64,
+    /// Executable ranges, sorted and disjoint: addresses outside them belong to no symbol.
+    text: Vec<Range<u64>>,
 }
 
 impl SymbolTable {
-    pub fn from_elf(path: &Path) -> Result<SymbolTable> {
-        let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let file = object::File::parse(&*data)
-            .with_context(|| format!("{}: not an ELF file object can parse", path.display()))?;
-        let is_arm = file.architecture() == object::Architecture::Arm;
-        let mut syms: Vec<Symbol> = file
-            .symbols()
-            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                // ARM mapping symbols ($a, $t, $d) mark code/data regions, not functions.
-                if name.is_empty() || name.starts_with('$') {
-                    return None;
-                }
-                // Thumb function symbols have bit 0 set.
-                let addr = if is_arm { s.address() & !1 } else { s.address() };
-                Some(Symbol { addr, size: s.size(), name: name.to_string() })
-            })
-            .collect();
+    /// A table of `syms` inside the executable ranges `text`.
+    pub fn new(mut syms: Vec<Symbol>, mut text: Vec<Range<u64>>) -> SymbolTable {
         syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
         syms.dedup_by_key(|s| s.addr);
-        let text_end = file
-            .sections()
-            .filter(|s| s.kind() == object::SectionKind::Text)
-            .map(|s| s.address() + s.size())
-            .max()
-            .unwrap_or(0);
-        Ok(SymbolTable { syms, text_end })
+        text.retain(|r| r.start < r.end);
+        text.sort_by_key(|r| r.start);
+        // Merge overlapping/adjacent ranges so that lookups can binary-search.
+        let mut merged: Vec<Range<u64>> = Vec::with_capacity(text.len());
+        for r in text {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        SymbolTable { syms, text: merged }
     }
 
-    #[cfg(test)]
-    pub fn from_symbols(mut syms: Vec<Symbol>, text_end: u64) -> SymbolTable {
-        syms.sort_by_key(|s| s.addr);
-        SymbolTable { syms, text_end }
+    /// The executable range containing `addr`.
+    pub fn text_range(&self, addr: u64) -> Option<&Range<u64>> {
+        let i = self.text.partition_point(|r| r.start <= addr).checked_sub(1)?;
+        self.text.get(i).filter(|r| addr < r.end)
     }
 
-    /// The symbol containing `pc`, if any.
-    pub fn lookup(&self, pc: u64) -> Option<&Symbol> {
-        if pc >= self.text_end {
+    /// The symbol containing `addr`, if any.
+    pub fn lookup(&self, addr: u64) -> Option<&Symbol> {
+        let range = self.text_range(addr)?;
+        let i = self.syms.partition_point(|s| s.addr <= addr).checked_sub(1)?;
+        let s = self.syms.get(i)?;
+        if s.addr < range.start {
             return None;
         }
-        let i = self.syms.partition_point(|s| s.addr <= pc).checked_sub(1)?;
-        let s = &self.syms[i];
-        if s.size != 0 && pc >= s.addr + s.size {
+        if s.size != 0 && addr - s.addr >= s.size {
             return None;
         }
         Some(s)
@@ -72,6 +63,25 @@ impl SymbolTable {
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }
+
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+}
+
+/// Demangles a Rust (legacy `_ZN…E` or v0 `_R…`, shown without the hash) or C++ (Itanium) name;
+/// anything else (C names) is returned as is.
+pub fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        // `{:#}` leaves out the trailing hash (legacy) and crate disambiguators (v0).
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        if let Some(d) = cpp_demangle::Symbol::new(name).ok().and_then(|s| s.demangle().ok()) {
+            return d;
+        }
+    }
+    name.to_string()
 }
 
 #[cfg(test)]
@@ -79,14 +89,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lookup_respects_sizes_and_gaps() {
-        let t = SymbolTable::from_symbols(
+    fn lookup_respects_sizes_gaps_and_ranges() {
+        let t = SymbolTable::new(
             vec![
                 Symbol { addr: 0x1000, size: 0x10, name: "a".into() },
                 Symbol { addr: 0x1020, size: 0, name: "asm".into() },
                 Symbol { addr: 0x1040, size: 0x8, name: "b".into() },
+                Symbol { addr: 0x8000, size: 0, name: "init_asm".into() },
             ],
-            0x1048,
+            vec![0x1000..0x1048, 0x8000..0x8010],
         );
         assert_eq!(t.lookup(0x1000).unwrap().name, "a");
         assert_eq!(t.lookup(0x100f).unwrap().name, "a");
@@ -95,5 +106,25 @@ mod tests {
         assert_eq!(t.lookup(0x1044).unwrap().name, "b");
         assert!(t.lookup(0x1048).is_none());
         assert!(t.lookup(0xfff).is_none());
+        // A size-0 symbol does not extend past its text range.
+        assert!(t.lookup(0x4000).is_none());
+        assert_eq!(t.lookup(0x800f).unwrap().name, "init_asm");
+        assert!(t.lookup(0x8010).is_none());
+        assert!(t.text_range(0x1047).is_some() && t.text_range(0x1048).is_none());
+    }
+
+    #[test]
+    fn demangles_rust_and_cpp() {
+        assert_eq!(demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"), "core::ptr::drop_in_place");
+        assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+        assert_eq!(
+            demangle("_RNvNtCsbmNqQUJIY6D_8oprofile6buffer4sync"),
+            "oprofile::buffer::sync"
+        );
+        assert_eq!(demangle("_ZN5space3fooEibc"), "space::foo(int, bool, char)");
+        assert_eq!(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"), "std::vector<int, std::allocator<int> >::push_back(int const&)");
+        assert_eq!(demangle("memcpy"), "memcpy");
+        assert_eq!(demangle("__arm_copy_to_user"), "__arm_copy_to_user");
+        assert_eq!(demangle("_Zbogus"), "_Zbogus");
     }
 }

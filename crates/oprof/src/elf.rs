@@ -1,0 +1,319 @@
+//! ELF images on the host, read with `object`: symbols (via [`SymbolTable`]), file offset →
+//! virtual address through the program headers, and source lines through `addr2line`.
+//!
+//! Executables, shared objects and vmlinux use their own virtual addresses. A kernel module
+//! (`ET_REL` `.ko`) is *placed*: each section gets the runtime address the target reported
+//! (`/sys/module/NAME/sections/`), symbols become `section address + st_value`, and the DWARF is
+//! relocated against those addresses, so every lookup takes a runtime kernel address.
+
+use crate::symbols::{Symbol, SymbolTable};
+use anyhow::{anyhow, bail, Context, Result};
+use gimli::{EndianRcSlice, RelocateReader, RunTimeEndian};
+use object::{
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationKind, RelocationTarget, SectionFlags,
+    SectionIndex, SymbolKind, SymbolSection,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// A `PT_LOAD` program header: file bytes `offset..offset+filesz` are mapped at `vaddr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    pub offset: u64,
+    pub filesz: u64,
+    pub vaddr: u64,
+}
+
+/// Converts a file offset to a virtual address with the `PT_LOAD` containing it
+/// (`vaddr = p_vaddr + off - p_offset`).
+pub fn offset_to_vaddr(loads: &[Load], off: u64) -> Option<u64> {
+    loads
+        .iter()
+        .find(|l| off >= l.offset && off - l.offset < l.filesz)
+        .and_then(|l| l.vaddr.checked_add(off - l.offset))
+}
+
+/// Source position of an address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceLine {
+    /// Path as recorded in the DWARF (compilation directory joined when relative).
+    pub file: String,
+    /// 1-based line; `None` when the line table gives only the file.
+    pub line: Option<u32>,
+}
+
+/// DWARF reader: reference-counted section copies, relocated for `ET_REL` files.
+type Reader = RelocateReader<EndianRcSlice<RunTimeEndian>, Relocs>;
+
+/// Relocations of one debug section: section offset → (symbol value S, explicit addend or
+/// `None` when the addend is the value already stored in the section, as ARM `REL`).
+#[derive(Debug, Clone, Default)]
+struct Relocs(Rc<HashMap<usize, (u64, Option<i64>)>>);
+
+impl Relocs {
+    fn apply(&self, offset: usize, value: u64) -> u64 {
+        match self.0.get(&offset) {
+            Some(&(s, None)) => s.wrapping_add(value),
+            Some(&(s, Some(a))) => s.wrapping_add(a as u64),
+            None => value,
+        }
+    }
+}
+
+impl gimli::Relocate for Relocs {
+    fn relocate_address(&self, offset: usize, value: u64) -> gimli::Result<u64> {
+        Ok(self.apply(offset, value))
+    }
+
+    fn relocate_offset(&self, offset: usize, value: usize) -> gimli::Result<usize> {
+        usize::try_from(self.apply(offset, value as u64)).map_err(|_| gimli::Error::OffsetOutOfBounds)
+    }
+}
+
+/// An ELF file loaded for lookups.
+pub struct ElfImage {
+    pub path: PathBuf,
+    /// `PT_LOAD` headers (empty for `ET_REL`).
+    pub loads: Vec<Load>,
+    /// Function symbols (`.symtab`, else `.dynsym`) and executable ranges.
+    pub symbols: SymbolTable,
+    /// Line tables, when asked for and the file has `.debug_info`.
+    lines: Option<addr2line::Context<Reader>>,
+    /// Why there are no line tables, when asked for.
+    pub lines_error: Option<String>,
+}
+
+impl std::fmt::Debug for ElfImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElfImage")
+            .field("path", &self.path)
+            .field("symbols", &self.symbols.len())
+            .field("lines", &self.lines.is_some())
+            .finish()
+    }
+}
+
+fn elf_flags(s: &object::Section<'_, '_>) -> u64 {
+    match s.flags() {
+        SectionFlags::Elf { sh_flags } => sh_flags,
+        _ => 0,
+    }
+}
+
+impl ElfImage {
+    /// Loads an executable, shared object or vmlinux (its own virtual addresses); with
+    /// `want_lines`, also its DWARF line tables.
+    /// Errors name `path`; their root cause is a short reason (shown as `(unreadable: reason)`).
+    pub fn load(path: &Path, want_lines: bool) -> Result<ElfImage> {
+        ElfImage::load_placed(path, None, want_lines).with_context(|| path.display().to_string())
+    }
+
+    /// Loads a kernel module (`ET_REL`) with its sections at the runtime addresses `placement`
+    /// (section name → address). Sections without an address get no symbols.
+    pub fn load_module(path: &Path, placement: &BTreeMap<String, u64>, want_lines: bool) -> Result<ElfImage> {
+        ElfImage::load_placed(path, Some(placement), want_lines).with_context(|| path.display().to_string())
+    }
+
+    fn load_placed(path: &Path, placement: Option<&BTreeMap<String, u64>>, want_lines: bool) -> Result<ElfImage> {
+        let data = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}"))?;
+        let file = object::File::parse(&*data).map_err(|e| anyhow!("not an ELF file ({e})"))?;
+        if file.format() != object::BinaryFormat::Elf {
+            bail!("not an ELF file ({:?})", file.format());
+        }
+        let relocatable = file.kind() == object::ObjectKind::Relocatable;
+        if relocatable && placement.is_none() {
+            bail!("a relocatable object (ET_REL), not an executable");
+        }
+        if !relocatable && placement.is_some() {
+            bail!("not a relocatable object (ET_REL), as kernel modules are");
+        }
+        let is_arm = file.architecture() == object::Architecture::Arm;
+        // Base address of each section: its sh_addr, or for a placed ET_REL its runtime address
+        // (non-allocated sections, e.g. debug sections, are at 0).
+        let mut base: HashMap<SectionIndex, u64> = HashMap::new();
+        let mut text: Vec<Range<u64>> = Vec::new();
+        for s in file.sections() {
+            let flags = elf_flags(&s);
+            let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
+            let b = match placement {
+                Some(p) if alloc => match s.name().ok().and_then(|n| p.get(n)) {
+                    Some(&a) => a,
+                    None => continue,
+                },
+                Some(_) => 0,
+                None => s.address(),
+            };
+            base.insert(s.index(), b);
+            if alloc && flags & u64::from(object::elf::SHF_EXECINSTR) != 0 {
+                if let Some(end) = b.checked_add(s.size()) {
+                    text.push(b..end);
+                }
+            }
+        }
+        let loads: Vec<Load> = file
+            .segments()
+            .filter_map(|g| {
+                let (offset, filesz) = g.file_range();
+                Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
+            })
+            .collect();
+        if text.is_empty() && !relocatable {
+            // No section headers: executable PT_LOADs are the text.
+            for g in file.segments() {
+                if let object::SegmentFlags::Elf { p_flags } = g.flags() {
+                    if p_flags & object::elf::PF_X != 0 {
+                        if let Some(end) = g.address().checked_add(g.size()) {
+                            text.push(g.address()..end);
+                        }
+                    }
+                }
+            }
+        }
+        let collect = |it: object::SymbolIterator<'_, '_>| -> Vec<Symbol> {
+            it.filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+                .filter_map(|s| {
+                    let name = s.name().ok()?;
+                    // ARM mapping symbols ($a, $t, $d) mark code/data regions, not functions.
+                    if name.is_empty() || name.starts_with('$') {
+                        return None;
+                    }
+                    // Thumb function symbols have bit 0 set.
+                    let value = if is_arm { s.address() & !1 } else { s.address() };
+                    let addr = if relocatable {
+                        let SymbolSection::Section(i) = s.section() else { return None };
+                        base.get(&i)?.checked_add(value)?
+                    } else {
+                        value
+                    };
+                    Some(Symbol { addr, size: s.size(), name: name.to_string() })
+                })
+                .collect()
+        };
+        let mut syms = collect(file.symbols());
+        if syms.is_empty() {
+            syms = collect(file.dynamic_symbols());
+        }
+        let (lines, lines_error) = if want_lines {
+            match load_dwarf(&file, relocatable.then_some(&base)) {
+                Ok(Some(c)) => (Some(c), None),
+                Ok(None) => (None, Some("no debug info".to_string())),
+                Err(e) => (None, Some(format!("bad debug info: {e:#}"))),
+            }
+        } else {
+            (None, None)
+        };
+        Ok(ElfImage { path: path.to_path_buf(), loads, symbols: SymbolTable::new(syms, text), lines, lines_error })
+    }
+
+    /// An image of given symbols only (tests).
+    #[cfg(test)]
+    pub fn from_symbols(path: &Path, symbols: SymbolTable, loads: Vec<Load>) -> ElfImage {
+        ElfImage { path: path.to_path_buf(), loads, symbols, lines: None, lines_error: None }
+    }
+
+    /// The virtual address of file offset `off` (see [`offset_to_vaddr`]).
+    pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
+        offset_to_vaddr(&self.loads, off)
+    }
+
+    /// Whether line tables were loaded.
+    pub fn has_lines(&self) -> bool {
+        self.lines.is_some()
+    }
+
+    /// The source line of `addr` (innermost inlined position), if the line tables have one.
+    pub fn source(&self, addr: u64) -> Option<SourceLine> {
+        let loc = self.lines.as_ref()?.find_location(addr).ok()??;
+        Some(SourceLine { file: loc.file?.to_string(), line: loc.line })
+    }
+}
+
+/// Loads the DWARF of `file` into an `addr2line` context; `Ok(None)` without `.debug_info`.
+/// `bases` (for `ET_REL`): section base addresses, to relocate the debug sections with.
+fn load_dwarf(
+    file: &object::File<'_>,
+    bases: Option<&HashMap<SectionIndex, u64>>,
+) -> Result<Option<addr2line::Context<Reader>>> {
+    if file.section_by_name(".debug_info").is_none_or(|s| s.size() == 0) {
+        return Ok(None);
+    }
+    let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+    let empty = || RelocateReader::new(EndianRcSlice::new(Rc::from(&[][..]), endian), Relocs::default());
+    let load = |id: gimli::SectionId| -> Result<Reader> {
+        // Location lists are not needed for lines (and are large in a kernel's DWARF).
+        if matches!(id, gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists) {
+            return Ok(empty());
+        }
+        let Some(sec) = file.section_by_name(id.name()) else {
+            return Ok(empty());
+        };
+        let data = sec.uncompressed_data().with_context(|| format!("section {}", id.name()))?;
+        let mut relocs = HashMap::new();
+        if let Some(bases) = bases {
+            for (off, r) in sec.relocations() {
+                if r.kind() != RelocationKind::Absolute {
+                    continue;
+                }
+                let s = match r.target() {
+                    RelocationTarget::Symbol(i) => {
+                        let Ok(sym) = file.symbol_by_index(i) else { continue };
+                        let b = match sym.section() {
+                            SymbolSection::Section(si) => bases.get(&si).copied().unwrap_or(0),
+                            _ => 0,
+                        };
+                        b.wrapping_add(sym.address())
+                    }
+                    RelocationTarget::Section(si) => bases.get(&si).copied().unwrap_or(0),
+                    _ => continue,
+                };
+                let Ok(off) = usize::try_from(off) else { continue };
+                let addend = (!r.has_implicit_addend()).then_some(r.addend());
+                relocs.insert(off, (s, addend));
+            }
+        }
+        Ok(RelocateReader::new(EndianRcSlice::new(Rc::from(&*data), endian), Relocs(Rc::new(relocs))))
+    };
+    let dwarf = gimli::Dwarf::load(load)?;
+    Ok(Some(addr2line::Context::from_dwarf(dwarf).map_err(|e| anyhow!("{e}"))?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_offset_to_vaddr() {
+        // A typical ARM executable: text at file offset 0 → 0x10000, data at 0x1f00 → 0x21f00.
+        let loads = [
+            Load { offset: 0, filesz: 0x1e00, vaddr: 0x1_0000 },
+            Load { offset: 0x1f00, filesz: 0x200, vaddr: 0x2_1f00 },
+        ];
+        assert_eq!(offset_to_vaddr(&loads, 0x0), Some(0x1_0000));
+        assert_eq!(offset_to_vaddr(&loads, 0x4a8), Some(0x1_04a8));
+        assert_eq!(offset_to_vaddr(&loads, 0x1dff), Some(0x1_1dff));
+        assert_eq!(offset_to_vaddr(&loads, 0x1e00), None);
+        assert_eq!(offset_to_vaddr(&loads, 0x1f10), Some(0x2_1f10));
+        assert_eq!(offset_to_vaddr(&loads, 0x2100), None);
+        // A shared object whose text is not at offset = vaddr.
+        let so = [Load { offset: 0x1000, filesz: 0x5000, vaddr: 0x11000 }];
+        assert_eq!(offset_to_vaddr(&so, 0x1234), Some(0x11234));
+        assert_eq!(offset_to_vaddr(&so, 0x234), None);
+        // No overflow from file values.
+        let big = [Load { offset: 0, filesz: u64::MAX, vaddr: u64::MAX }];
+        assert_eq!(offset_to_vaddr(&big, 1), None);
+    }
+
+    #[test]
+    fn bad_files_are_errors_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("junk");
+        std::fs::write(&p, b"\x7fELF\x01\x01\x01junk").unwrap();
+        let e = format!("{:#}", ElfImage::load(&p, true).unwrap_err());
+        assert!(e.contains("not an ELF file"), "{e}");
+        assert!(format!("{:#}", ElfImage::load(&p, true).unwrap_err()).starts_with(&p.display().to_string()));
+        let e = ElfImage::load(&dir.path().join("none"), false).unwrap_err();
+        assert!(e.root_cause().to_string().starts_with("cannot read: "), "{e:#}");
+    }
+}

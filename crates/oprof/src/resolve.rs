@@ -1,0 +1,486 @@
+//! Attributing stream words to images, symbols and source lines.
+//!
+//! Kernel PCs: vmlinux text → `vmlinux`; a module's placed `.ko` text or its `/proc/modules`
+//! range → `NAME.ko`; anything else → `(kernel, unknown)`. User words: a file offset in the image
+//! of the current cookie (shown as its target path without ` (deleted)`; converted to an ELF
+//! virtual address through `PT_LOAD`), or a raw PC in
+//! anonymous memory (cookie 0; `[anon] (APP)`), or, with no COOKIE_SWITCH since the last CPU or
+//! task switch, `(user, no image) (APP)`. Host files: `SYSROOT/PATH`, else `DIR/basename(PATH)` for each
+//! `--image-path` DIR; modules `DIR/NAME.ko` (with `-`/`_` swapped too). Parsed ELF files are
+//! cached per host path, resolved addresses per (space, word).
+//!
+//! Names are interned: [`Resolver::images`] (display name, host file), [`Resolver::symbols`]
+//! (image, demangled symbol) and [`Resolver::locs`] (symbol, source line), indexed by
+//! [`ImageId`], [`SymId`], [`LocId`].
+
+use crate::elf::{ElfImage, SourceLine};
+use crate::images::{ImageMap, ModuleSnapshot};
+use crate::stream::{Frame, Sample, SampleCtx};
+use crate::symbols::demangle;
+use anyhow::{bail, Result};
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// Symbol of addresses that no symbol covers, or of images without symbols.
+pub const NO_SYMBOLS: &str = "(no symbols)";
+/// Symbol of user images whose file was not found on the host.
+pub const IMAGE_NOT_FOUND: &str = "(image not found)";
+/// Image of samples before any KERNEL_ENTER/EXIT.
+pub const NO_CONTEXT: &str = "(no context)";
+/// Image of kernel PCs outside vmlinux and every module.
+pub const KERNEL_UNKNOWN: &str = "(kernel, unknown)";
+/// Image name of the kernel.
+pub const VMLINUX: &str = "vmlinux";
+
+/// Where to find host copies of target files, and whether to read line tables.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub sysroot: Option<PathBuf>,
+    pub image_path: Vec<PathBuf>,
+    /// Load DWARF line tables (`-g`).
+    pub lines: bool,
+}
+
+/// The address space a word was taken in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// Before any KERNEL_ENTER/EXIT.
+    NoContext,
+    Kernel,
+    /// User mode: `cookie` is the image (`Some(0)`: anonymous memory); `app`/`tgid` name
+    /// anonymous memory.
+    User { cookie: Option<u64>, app: Option<u64>, tgid: Option<u64> },
+}
+
+impl Space {
+    pub fn of_sample(ctx: &SampleCtx) -> Space {
+        Space::of(ctx.in_kernel, ctx.cookie, ctx)
+    }
+
+    pub fn of_frame(f: &Frame, ctx: &SampleCtx) -> Space {
+        Space::of(f.in_kernel, f.cookie, ctx)
+    }
+
+    fn of(in_kernel: Option<bool>, cookie: Option<u64>, ctx: &SampleCtx) -> Space {
+        match in_kernel {
+            None => Space::NoContext,
+            Some(true) => Space::Kernel,
+            // The task only matters for naming anonymous memory.
+            Some(false) if matches!(cookie, Some(c) if c != 0) => Space::User { cookie, app: None, tgid: None },
+            Some(false) => Space::User { cookie, app: ctx.app_cookie, tgid: ctx.tgid },
+        }
+    }
+}
+
+/// Source position of a resolved address (with `-g`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    Line(SourceLine),
+    /// The image has line tables but none covers the address.
+    NoLine,
+    /// The image has no (readable) DWARF, or no host file.
+    NoDebugInfo,
+}
+
+impl Source {
+    /// `file:line` (file basename), or `(no line info)` / `(no debug info)`.
+    pub fn display(&self) -> String {
+        match self {
+            Source::Line(l) => {
+                let base = l.file.rsplit('/').next().unwrap_or(&l.file);
+                match l.line {
+                    Some(n) => format!("{base}:{n}"),
+                    None => base.to_string(),
+                }
+            }
+            Source::NoLine => "(no line info)".into(),
+            Source::NoDebugInfo => "(no debug info)".into(),
+        }
+    }
+}
+
+/// An image as shown in the report.
+#[derive(Debug, Clone)]
+pub struct ImageInfo {
+    /// Display name: `vmlinux`, `NAME.ko`, the target path, `[anon] (APP)`, `(kernel, unknown)`,
+    /// `(no context)`, …
+    pub name: String,
+    /// The host file that gave its symbols.
+    pub host_path: Option<PathBuf>,
+}
+
+/// Index into [`Resolver::images`].
+pub type ImageId = usize;
+/// Index into [`Resolver::symbols`].
+pub type SymId = usize;
+/// Index into [`Resolver::locs`].
+pub type LocId = usize;
+
+/// A resolved address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Loc {
+    pub sym: SymId,
+    /// With [`Options::lines`] only.
+    pub source: Option<Source>,
+}
+
+/// Host file of a kernel module, and its state.
+enum Ko {
+    NotFound,
+    /// Found, but the target gave no section addresses to place it.
+    Unplaced(PathBuf),
+    Unreadable(PathBuf, String),
+    Loaded(ElfImage),
+}
+
+struct Module {
+    name: String,
+    core: Option<Range<u64>>,
+    ko: Ko,
+}
+
+/// How a user image id resolves.
+#[derive(Clone)]
+struct UserImage {
+    image: ImageId,
+    /// The loaded ELF, or the symbol to show for every address.
+    elf: Result<Rc<ElfImage>, &'static str>,
+    /// `(unreadable: reason)` symbol when the file failed to parse.
+    unreadable: Option<String>,
+}
+
+/// Resolves words to interned images, symbols and locations.
+pub struct Resolver {
+    opts: Options,
+    images_file: Option<ImageMap>,
+    vmlinux: Option<(PathBuf, ElfImage)>,
+    modules: Vec<Module>,
+    /// Interned images; `image_ids` maps names back.
+    pub images: Vec<ImageInfo>,
+    image_ids: HashMap<String, ImageId>,
+    /// Interned (image, demangled symbol) pairs.
+    pub symbols: Vec<(ImageId, String)>,
+    symbol_ids: HashMap<(ImageId, String), SymId>,
+    /// Interned locations (symbol + source).
+    pub locs: Vec<Loc>,
+    loc_ids: HashMap<Loc, LocId>,
+    /// Resolved (space, word, is-return-address) → location.
+    cache: HashMap<(Space, u64, bool), LocId>,
+    elf_cache: HashMap<PathBuf, Result<Rc<ElfImage>, String>>,
+    user_cache: HashMap<u64, UserImage>,
+    /// Notes for the user (missing files, …), each once.
+    pub warnings: BTreeSet<String>,
+}
+
+/// Strips the ` (deleted)` the kernel appends to paths of unlinked files.
+fn live_path(p: &str) -> &str {
+    p.strip_suffix(" (deleted)").unwrap_or(p)
+}
+
+impl Resolver {
+    /// `vmlinux`: the loaded kernel image and its path; `modules`: the snapshot, whose `.ko`
+    /// files are searched in `opts.image_path` and loaded now.
+    pub fn new(
+        opts: Options,
+        images_file: Option<ImageMap>,
+        vmlinux: Option<(PathBuf, ElfImage)>,
+        snapshot: &ModuleSnapshot,
+    ) -> Resolver {
+        let mut r = Resolver {
+            opts,
+            images_file,
+            vmlinux,
+            modules: Vec::new(),
+            images: Vec::new(),
+            image_ids: HashMap::new(),
+            symbols: Vec::new(),
+            symbol_ids: HashMap::new(),
+            locs: Vec::new(),
+            loc_ids: HashMap::new(),
+            cache: HashMap::new(),
+            elf_cache: HashMap::new(),
+            user_cache: HashMap::new(),
+            warnings: BTreeSet::new(),
+        };
+        if let Some((_, v)) = &r.vmlinux {
+            if let Some(e) = &v.lines_error {
+                r.warnings.insert(format!("vmlinux: {e}: no source lines"));
+            }
+        }
+        for m in snapshot.modules.values() {
+            let ko = match r.find_ko(&m.name) {
+                None => Ko::NotFound,
+                Some(p) if m.sections.is_empty() => Ko::Unplaced(p),
+                Some(p) => match ElfImage::load_module(&p, &m.sections, r.opts.lines) {
+                    Ok(e) => Ko::Loaded(e),
+                    Err(e) => {
+                        r.warnings.insert(format!("unreadable module: {e:#}"));
+                        Ko::Unreadable(p, e.root_cause().to_string())
+                    }
+                },
+            };
+            let core = m.core.and_then(|(a, n)| Some(a..a.checked_add(n)?));
+            r.modules.push(Module { name: m.name.clone(), core, ko });
+        }
+        r
+    }
+
+    fn find_ko(&self, name: &str) -> Option<PathBuf> {
+        let mut names = vec![name.to_string(), name.replace('_', "-"), name.replace('-', "_")];
+        names.dedup();
+        self.opts
+            .image_path
+            .iter()
+            .flat_map(|d| names.iter().map(move |n| d.join(format!("{n}.ko"))))
+            .find(|p| p.is_file())
+    }
+
+    /// The host file of target path `target`: `SYSROOT/target`, else `DIR/basename` for each
+    /// `--image-path` DIR.
+    pub fn find_host_file(&self, target: &str) -> Option<PathBuf> {
+        let target = live_path(target);
+        if let Some(root) = &self.opts.sysroot {
+            let p = root.join(target.trim_start_matches('/'));
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+        let base = Path::new(target).file_name()?;
+        self.opts.image_path.iter().map(|d| d.join(base)).find(|p| p.is_file())
+    }
+
+    fn image(&mut self, name: &str, host_path: Option<&Path>) -> ImageId {
+        if let Some(&id) = self.image_ids.get(name) {
+            return id;
+        }
+        let id = self.images.len();
+        self.images.push(ImageInfo { name: name.to_string(), host_path: host_path.map(Path::to_path_buf) });
+        self.image_ids.insert(name.to_string(), id);
+        id
+    }
+
+    fn loc(&mut self, image: ImageId, symbol: &str, source: Option<Source>) -> LocId {
+        let key = (image, symbol.to_string());
+        let sym = match self.symbol_ids.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = self.symbols.len();
+                self.symbols.push(key.clone());
+                self.symbol_ids.insert(key, s);
+                s
+            }
+        };
+        let loc = Loc { sym, source };
+        if let Some(&l) = self.loc_ids.get(&loc) {
+            return l;
+        }
+        let l = self.locs.len();
+        self.locs.push(loc.clone());
+        self.loc_ids.insert(loc, l);
+        l
+    }
+
+    /// The location of a sample.
+    pub fn sample(&mut self, s: &Sample) -> LocId {
+        self.resolve(Space::of_sample(&s.ctx), s.pc, false)
+    }
+
+    /// The location of a call-chain frame of `s` (a return address: looked up at `pc - 1`).
+    pub fn frame(&mut self, f: &Frame, s: &Sample) -> LocId {
+        self.resolve(Space::of_frame(f, &s.ctx), f.pc, true)
+    }
+
+    /// Resolves `word` taken in `space`; `ret`: it is a return address.
+    pub fn resolve(&mut self, space: Space, word: u64, ret: bool) -> LocId {
+        if let Some(&l) = self.cache.get(&(space, word, ret)) {
+            return l;
+        }
+        let probe = if ret { word.saturating_sub(1) } else { word };
+        let l = match space {
+            Space::NoContext => {
+                let i = self.image(NO_CONTEXT, None);
+                self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo))
+            }
+            Space::Kernel => self.kernel(probe),
+            Space::User { cookie: Some(c), .. } if c != 0 => self.user(c, probe),
+            Space::User { cookie, app, tgid } => {
+                let who = match (app.filter(|&a| a != 0).and_then(|a| self.images_file.as_ref()?.path(a)), tgid) {
+                    (Some(p), _) => live_path(p).to_string(),
+                    (None, Some(t)) => format!("tgid {t}"),
+                    (None, None) => "tgid ?".to_string(),
+                };
+                let name = if cookie.is_some() { format!("[anon] ({who})") } else { format!("(user, no image) ({who})") };
+                let i = self.image(&name, None);
+                self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo))
+            }
+        };
+        self.cache.insert((space, word, ret), l);
+        l
+    }
+
+    fn source_of(&self, elf: Option<&ElfImage>, addr: u64) -> Option<Source> {
+        if !self.opts.lines {
+            return None;
+        }
+        Some(match elf {
+            Some(e) if e.has_lines() => e.source(addr).map_or(Source::NoLine, Source::Line),
+            _ => Source::NoDebugInfo,
+        })
+    }
+
+    fn kernel(&mut self, pc: u64) -> LocId {
+        if let Some((path, v)) = &self.vmlinux {
+            if v.symbols.text_range(pc).is_some() {
+                let sym = v.symbols.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name));
+                let src = self.source_of(Some(v), pc);
+                let path = path.clone();
+                let i = self.image(VMLINUX, Some(&path));
+                return self.loc(i, &sym, src);
+            }
+        }
+        // A placed .ko's text is exact; the /proc/modules range is the fallback.
+        let hit = self
+            .modules
+            .iter()
+            .position(|m| matches!(&m.ko, Ko::Loaded(e) if e.symbols.text_range(pc).is_some()))
+            .or_else(|| self.modules.iter().position(|m| m.core.as_ref().is_some_and(|r| r.contains(&pc))));
+        let Some(mi) = hit else {
+            let i = self.image(KERNEL_UNKNOWN, None);
+            return self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo));
+        };
+        let m = &self.modules[mi];
+        let name = format!("{}.ko", m.name);
+        let (sym, host, src, warn) = match &m.ko {
+            Ko::Loaded(e) => (
+                e.symbols.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
+                Some(e.path.clone()),
+                self.source_of(Some(e), pc),
+                e.lines_error.as_ref().map(|err| format!("{}: {err}: no source lines", e.path.display())),
+            ),
+            Ko::NotFound => (
+                NO_SYMBOLS.to_string(),
+                None,
+                self.source_of(None, pc),
+                Some(format!("{name}: not found in --image-path: its samples have no symbols")),
+            ),
+            Ko::Unplaced(p) => (
+                NO_SYMBOLS.to_string(),
+                Some(p.clone()),
+                self.source_of(None, pc),
+                Some(format!(
+                    "{}: no section addresses for module {} (--module-sections): no symbols",
+                    p.display(),
+                    m.name
+                )),
+            ),
+            Ko::Unreadable(p, e) => {
+                (format!("(unreadable: {e})"), Some(p.clone()), self.source_of(None, pc), None)
+            }
+        };
+        if let Some(w) = warn {
+            self.warnings.insert(w);
+        }
+        let i = self.image(&name, host.as_deref());
+        self.loc(i, &sym, src)
+    }
+
+    fn user_image(&mut self, cookie: u64) -> UserImage {
+        if let Some(u) = self.user_cache.get(&cookie) {
+            return u.clone();
+        }
+        let target = self.images_file.as_ref().and_then(|m| m.path(cookie)).map(|t| {
+            if t.ends_with(" (deleted)") {
+                self.warnings.insert(format!(
+                    "{}: deleted on the target while profiled (the host copy may differ)",
+                    live_path(t)
+                ));
+            }
+            // Shown without the kernel's " (deleted)": one name per path.
+            live_path(t).to_string()
+        });
+        let u = match target {
+            None => {
+                self.warnings.insert(match &self.images_file {
+                    None => "no --images file: user images are shown by id".to_string(),
+                    Some(_) => format!("image id {cookie} is not in the images file"),
+                });
+                let i = self.image(&format!("(unknown image {cookie})"), None);
+                UserImage { image: i, elf: Err(NO_SYMBOLS), unreadable: None }
+            }
+            Some(t) => match self.find_host_file(&t) {
+                None => {
+                    self.warnings.insert(format!("{t}: not found in --sysroot or --image-path"));
+                    let i = self.image(&t, None);
+                    UserImage { image: i, elf: Err(IMAGE_NOT_FOUND), unreadable: None }
+                }
+                Some(host) => {
+                    let lines = self.opts.lines;
+                    let loaded = self
+                        .elf_cache
+                        .entry(host.clone())
+                        .or_insert_with(|| {
+                            ElfImage::load(&host, lines).map(Rc::new).map_err(|e| e.root_cause().to_string())
+                        })
+                        .clone();
+                    let i = self.image(&t, Some(&host));
+                    match loaded {
+                        Ok(e) => {
+                            if e.symbols.is_empty() {
+                                self.warnings.insert(format!("{}: no symbols", host.display()));
+                            }
+                            if let Some(err) = &e.lines_error {
+                                self.warnings.insert(format!("{}: {err}: no source lines", host.display()));
+                            }
+                            UserImage { image: i, elf: Ok(e), unreadable: None }
+                        }
+                        Err(reason) => {
+                            self.warnings.insert(format!("{}: unreadable: {reason}", host.display()));
+                            UserImage { image: i, elf: Err(NO_SYMBOLS), unreadable: Some(format!("(unreadable: {reason})")) }
+                        }
+                    }
+                }
+            },
+        };
+        self.user_cache.insert(cookie, u.clone());
+        u
+    }
+
+    fn user(&mut self, cookie: u64, offset: u64) -> LocId {
+        let u = self.user_image(cookie);
+        let (sym, src) = match (&u.elf, &u.unreadable) {
+            (_, Some(s)) => (s.clone(), self.source_of(None, 0)),
+            (Err(s), None) => (s.to_string(), self.source_of(None, 0)),
+            (Ok(e), None) => match e.offset_to_vaddr(offset) {
+                Some(va) => (
+                    e.symbols.lookup(va).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
+                    self.source_of(Some(e), va),
+                ),
+                None => (NO_SYMBOLS.to_string(), self.source_of(None, 0)),
+            },
+        };
+        self.loc(u.image, &sym, src)
+    }
+
+    /// The target path of image id `id` (images file).
+    pub fn image_path(&self, id: u64) -> Option<&str> {
+        self.images_file.as_ref()?.path(id)
+    }
+
+    /// The image and symbol names of a location.
+    pub fn names(&self, l: LocId) -> (&ImageInfo, &str) {
+        let (i, s) = &self.symbols[self.locs[l].sym];
+        (&self.images[*i], s)
+    }
+}
+
+/// Fails unless every given directory exists (typos in `--sysroot`/`--image-path`).
+pub fn check_dirs(opts: &Options) -> Result<()> {
+    for d in opts.sysroot.iter().chain(&opts.image_path) {
+        if !d.is_dir() {
+            bail!("{}: not a directory", d.display());
+        }
+    }
+    Ok(())
+}
