@@ -162,6 +162,8 @@ for c in cases:
     check(received > 0 and received == rep["total"] + lost,
           f"{c}: sample_received {received} == delivered {rep['total']} + lost {lost} (exact accounting)")
     rows = rep["rows"]
+    lost_ctx = sum(r["samples"] for r in rows if r["image"].startswith("(user, no image)") or r["image"] == "(no context)")
+    check(lost_ctx == 0, f"{c}: every user sample has its image record (COOKIE_SWITCH) and context ({lost_ctx} without)")
     def samples(image, symbol=None):
         return sum(r["samples"] for r in rows if r["image"] == image and (symbol is None or r["symbol"] == symbol))
     if c.startswith("hot"):

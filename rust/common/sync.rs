@@ -219,6 +219,10 @@ impl SyncPass {
         }
         self.cpu_switch_done = true;
         self.in_kernel = Some(kernel);
+        if self.ctx != Some(ctx) {
+            // Readers forget the image at CTX_SWITCH: so must we, even for a kernel sample.
+            self.cookie = None;
+        }
         self.ctx = Some(ctx);
         if new_cookie.is_some() {
             self.cookie = new_cookie;
@@ -423,5 +427,20 @@ mod tests {
         p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
         assert!(!decode(&sink.words).contains(&Record::TraceBegin));
+    }
+
+    #[test]
+    fn ctx_switch_forgets_the_image_for_frames_too() {
+        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut p = SyncPass::new(0);
+        for pid in [4, 5] {
+            let mut s = ks(0xc000_1000, pid);
+            s.flags |= TRACE_BEGIN;
+            let uf = CpuSample { pc: 0x1_0100, flags: IS_FRAME, pid, tgid: pid, ..Default::default() };
+            p.add_sample(&s, Location::Kernel, 9, &mut sink);
+            assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
+        }
+        let switches = decode(&sink.words).iter().filter(|r| **r == Record::CookieSwitch { cookie: 9 }).count();
+        assert_eq!(switches, 2, "each task's user frame is preceded by its COOKIE_SWITCH");
     }
 }

@@ -136,6 +136,16 @@ enum Cmd {
     },
 }
 
+/// Writes `s` to stdout; a closed pipe (`oprof decode BUF | head`) ends the program quietly.
+fn emit(s: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => r.context("writing to stdout"),
+    }
+}
+
 fn main() {
     if let Err(e) = run(Cli::parse()) {
         eprintln!("oprof: error: {e:#}");
@@ -152,7 +162,7 @@ fn run(cli: Cli) -> Result<()> {
                 out.push_str(&format!("{off:>8}: {rec:x?}\n"));
             })
             .with_context(|| format!("decoding {}", buffer.display()))?;
-            print!("{out}");
+            emit(&out)?;
         }
         Cmd::Setup { cpu_type, events: spec, dir, report_args } => {
             let Some(model) = events::model(cpu_type.as_deref())? else {
@@ -164,16 +174,16 @@ fn run(cli: Cli) -> Result<()> {
                     .iter()
                     .map(|p| format!("--counter {}:{}:{}", p.counter, p.event.name, p.count))
                     .collect();
-                println!("--cpu-type {} {}", model.name(), args.join(" "));
+                emit(&format!("--cpu-type {} {}\n", model.name(), args.join(" ")))?;
             } else {
-                print!("{}", events::setup_script(model, &placed, &dir));
+                emit(&events::setup_script(model, &placed, &dir))?;
             }
         }
         Cmd::Events { cpu_type, list_types } => {
             if list_types {
-                print!("{}", events::list_types());
+                emit(&events::list_types())?;
             } else {
-                print!("{}", events::render(events::model(cpu_type.as_deref())?));
+                emit(&events::render(events::model(cpu_type.as_deref())?))?;
             }
         }
         Cmd::Report {
@@ -223,7 +233,7 @@ fn run(cli: Cli) -> Result<()> {
                 eprintln!("oprof: note: {w}");
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                emit(&(serde_json::to_string_pretty(&r)? + "\n"))?;
             } else {
                 let view = if symbols || debug_info || callgraph { report::View::Symbols } else { report::View::Images };
                 let mut out = report::render(&r, view, limit);
@@ -231,7 +241,7 @@ fn run(cli: Cli) -> Result<()> {
                     out.push('\n');
                     out.push_str(&report::render_callgraph(&r, limit));
                 }
-                print!("{out}");
+                emit(&out)?;
             }
             if let Some(out) = &flame {
                 let title = format!("oprof: {}", buffer.file_name().unwrap_or_default().to_string_lossy());
