@@ -2,6 +2,7 @@
 //! kernel module snapshot (`/proc/modules`, `/sys/module/NAME/sections/*`).
 
 use anyhow::{anyhow, bail, Context, Result};
+use oprofile_common::image::{self, LineError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -18,9 +19,9 @@ impl ImageMap {
         ImageMap::parse(&text, &path.display().to_string())
     }
 
-    /// Parses `ID PATH\n` lines: ID decimal and not 0, PATH with `\ooo` octal escapes (the target
-    /// escapes `\n` and `\` as `\012` and `\134`). Blank lines are skipped. Errors name `name` and
-    /// the 1-based line number.
+    /// Parses `ID PATH\n` lines, the format of `rust/common/image.rs` (shared with the module):
+    /// ID decimal in 1..2^32-1, PATH with `\n` and `\` written as `\012` and `\134`. Blank
+    /// lines are skipped. Errors name `name` and the 1-based line number.
     pub fn parse(text: &[u8], name: &str) -> Result<ImageMap> {
         let mut paths = HashMap::new();
         for (i, line) in text.split(|&b| b == b'\n').enumerate() {
@@ -28,22 +29,23 @@ impl ImageMap {
             if line.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
-            let sp = line.iter().position(|&b| b == b' ').ok_or_else(|| anyhow!("{}: expected `ID PATH`", at()))?;
-            let (id, path) = (&line[..sp], &line[sp + 1..]);
-            let id = std::str::from_utf8(id)
-                .ok()
-                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| anyhow!("{}: bad image id {:?} (decimal expected)", at(), String::from_utf8_lossy(id)))?;
-            if id == 0 {
-                bail!("{}: image id 0 is reserved (anonymous memory)", at());
-            }
-            let path = unescape(path).with_context(at)?;
-            if path.is_empty() {
-                bail!("{}: empty path", at());
-            }
-            if let Some(old) = paths.insert(id, path) {
-                if paths.get(&id) != Some(&old) {
+            let mut buf = vec![0u8; line.len()];
+            let (id, n) = image::parse_line(line, &mut buf).map_err(|e| {
+                let id = String::from_utf8_lossy(line.split(|&b| b == b' ').next().unwrap_or_default()).into_owned();
+                match e {
+                    LineError::Shape => anyhow!("{}: expected `ID PATH`", at()),
+                    LineError::BadId => anyhow!(
+                        "{}: bad image id {id:?} (decimal 1..4294967294 expected; 0 is anonymous memory)",
+                        at()
+                    ),
+                    LineError::BadEscape => {
+                        anyhow!("{}: bad escape in the path (only \\012 and \\134 are written)", at())
+                    }
+                }
+            })?;
+            let path = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if let Some(old) = paths.insert(u64::from(id), path) {
+                if paths.get(&u64::from(id)) != Some(&old) {
                     bail!("{}: image id {id} given twice with different paths", at());
                 }
             }
@@ -55,28 +57,6 @@ impl ImageMap {
     pub fn path(&self, id: u64) -> Option<&str> {
         self.paths.get(&id).map(String::as_str)
     }
-}
-
-/// Undoes the target's `\ooo` octal escapes (exactly three octal digits). A lone backslash is an
-/// error; bytes that are not UTF-8 are replaced (paths are shown, and looked up on the host).
-pub fn unescape(s: &[u8]) -> Result<String> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while let Some(&b) = s.get(i) {
-        if b != b'\\' {
-            out.push(b);
-            i += 1;
-            continue;
-        }
-        let digits = s.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        let Some(d) = digits else {
-            bail!("bad escape at byte {} (expected \\ and three octal digits)", i);
-        };
-        let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
-        out.push(u8::try_from(v).map_err(|_| anyhow!("bad escape at byte {i}: \\{} is above \\377", String::from_utf8_lossy(d)))?);
-        i += 4;
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// One loaded kernel module: from `/proc/modules` and/or its `sections/` files.
@@ -174,12 +154,12 @@ mod tests {
         assert_eq!(m.path(4), None);
         for (text, want) in [
             (&b"1 /a\nx /b\n"[..], "imgs:2: bad image id \"x\""),
-            (b"1 /a\n\n0 /b\n", "imgs:3: image id 0 is reserved"),
+            (b"1 /a\n\n0 /b\n", "imgs:3: bad image id \"0\""),
             (b"/a\n", "imgs:1: expected `ID PATH`"),
             (b"1 /a\\01\n", "imgs:1"),
-            (b"1 /a\\9\n", "bad escape at byte 2"),
-            (b"1 /a\\400\n", "above"),
-            (b"1 \n", "imgs:1: empty path"),
+            (b"1 /a\\9\n", "imgs:1: bad escape"),
+            (b"1 /a\\400\n", "imgs:1: bad escape"),
+            (b"1 \n", "imgs:1: expected `ID PATH`"),
             (b"-1 /a\n", "bad image id"),
             (b"1 /a\n1 /b\n", "imgs:2: image id 1 given twice"),
         ] {
