@@ -145,8 +145,10 @@ check_user() { # NAME LOG ROOT
         "$OPROF" report "$pre.buf" "${session[@]}" -l -c -n 20 --flame "$pre.svg" > "$pre.txt" 2> "$pre.err" ||
             { not_ok "$name $c: oprof report (text, flame graph) failed: $(head -c 300 "$pre.err")"; continue; }
         "$OPROF" decode "$pre.buf" > "$pre.decode" 2> "$pre.err" || { not_ok "$name $c: oprof decode failed"; continue; }
+        "$OPROF" report "$pre.buf" "${session[@]}" -g --json > "$pre-g.json" 2> "$pre.err" ||
+            { not_ok "$name $c: oprof report -g failed: $(head -c 300 "$pre.err")"; continue; }
     done
-    python3 - "$OUT/$name" "$log" $cases <<'PY'
+    REPO=$REPO python3 - "$OUT/$name" "$log" $cases <<'PY'
 import json, os, re, sys
 from logcheck import check, read_log, received_and_lost, res, stats as read_stats
 pre, log, cases = sys.argv[1], read_log(sys.argv[2]), sys.argv[3:]
@@ -175,6 +177,11 @@ for c in cases:
         check(order[:2] == ["hot_a", "hot_b"], f"{c}: /bin/hot's hottest symbols in order: {order[:3]}")
         check(samples("vmlinux") > 0, f"{c}: kernel symbols next to user ones ({samples('vmlinux')} vmlinux samples)")
     if c == "hot_timer":
+        grep = open(os.path.join(os.environ["REPO"], "tests/guest/hot.c")).read().split("\n")
+        loop = 1 + next(i for i, l in enumerate(grep) if "x = x * 1103515245u" in l)
+        lines = json.load(open(f"{pre}-{c}-g.json"))["rows"]
+        top = next((r.get("source", {}).get("display") for r in lines if r["symbol"] == "hot_a"), None)
+        check(top == f"hot.c:{loop}", f"{c}: -g puts hot_a's samples on its loop, hot.c:{loop} (got {top})")
         check(rep.get("traced", 0) >= rep["total"] * 0.9, f"{c}: backtraces recorded ({rep.get('traced')} of {rep['total']} samples)")
         text = open(f"{pre}-{c}.txt").read()
         check(re.search(r"work", text) is not None and "hot_a" in text, f"{c}: call graph text names work and hot_a")
