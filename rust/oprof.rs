@@ -415,14 +415,25 @@ impl Oprofile {
         }
     }
 
-    /// Calls `f` with the text of the `images` file: the open session's image ids, else the
-    /// last session's (empty before the first).
-    pub(crate) fn with_images<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        let ctl = self.ctl.lock();
-        match &ctl.session {
-            Some(s) => f(s.images.lock().text()),
-            None => f(&ctl.last_images),
-        }
+    /// A copy of the `images` file's text: the open session's image ids, else the last
+    /// session's (empty before the first). Copied so that no lock is held while the reader's
+    /// buffer is written (a slow or faulting user copy must not stall the sync pass).
+    /// Errors: `ENOMEM`.
+    pub(crate) fn images_text(&self) -> Result<KVVec<u8>> {
+        let session = {
+            let ctl = self.ctl.lock();
+            match &ctl.session {
+                Some(s) => s.clone(),
+                None => {
+                    let mut v = KVVec::new();
+                    v.extend_from_slice(&ctl.last_images, GFP_KERNEL)?;
+                    return Ok(v);
+                }
+            }
+        };
+        let mut v = KVVec::new();
+        v.extend_from_slice(session.images.lock().text(), GFP_KERNEL)?;
+        Ok(v)
     }
 
     /// A kernel module is coming: while profiling, emit MODULE_LOADED (see

@@ -15,7 +15,7 @@
 //! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `cpu_type` | 0644 | model name, no newline | – |
 //! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
-//! | `images` | 0444 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
+//! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
 //! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
 //! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
@@ -191,7 +191,7 @@ fn fill_root(root: &Dir) -> Result {
     root.file(c"cpu_type", 0o644, Node::CpuType)?;
     root.file(c"backtrace_depth", 0o644, Node::Setting(Setting::BacktraceDepth))?;
     root.file(c"pointer_size", 0o644, Node::PointerSize)?;
-    root.file(c"images", 0o444, Node::Images)?;
+    root.file(c"images", 0o400, Node::Images)?;
 
     let stats = root.mkdir(c"stats")?;
     for cpu in 0..o.stats().cpu.len() {
@@ -291,8 +291,11 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
         },
         Node::CounterTotal(counter) => parse::format_ulong(o.counter_total(counter as usize), &mut num),
         Node::PeriodNs => parse::format_ulong(o.period_ns(), &mut num),
-        // SAFETY: Forwarding the VFS's arguments.
-        Node::Images => return o.with_images(|text| unsafe { read_bytes(text, buf, count, ppos) }),
+        Node::Images => match o.images_text() {
+            // SAFETY: Forwarding the VFS's arguments.
+            Ok(text) => return unsafe { read_bytes(&text, buf, count, ppos) },
+            Err(e) => return e.to_errno() as isize,
+        },
     };
     // SAFETY: Forwarding the VFS's arguments.
     unsafe { read_bytes(bytes, buf, count, ppos) }

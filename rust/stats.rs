@@ -14,7 +14,8 @@ pub(crate) struct CpuStats {
     pub(crate) sample_received: Atomic<usize>,
     /// Samples dropped because this CPU's buffer was full.
     pub(crate) sample_lost_overflow: Atomic<usize>,
-    /// Backtraces cut short (buffer full or bad PC).
+    /// Backtraces cut short for want of room: this CPU's ring filled up during the walk, or the
+    /// event buffer had no room for an entry at sync time.
     pub(crate) backtrace_aborted: Atomic<usize>,
     /// Samples without a valid PC (no interrupt registers).
     pub(crate) sample_invalid_eip: Atomic<usize>,
@@ -38,7 +39,7 @@ pub(crate) struct Stats {
     /// Samples dropped whole because the event buffer was full. Legacy counted dropped words;
     /// we never split a record, so we count samples (see `common::sync`).
     pub(crate) event_lost_overflow: Atomic<usize>,
-    /// Backtrace entries dropped for want of a mapping.
+    /// Backtraces cut short at a user return address in no mapping (the rest is dropped).
     pub(crate) bt_lost_no_mapping: Atomic<usize>,
     /// Counter overflows the PMU did not signal with an interrupt (sampling periods that
     /// elapsed without a sample), estimated from the counts; hardware models only.

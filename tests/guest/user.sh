@@ -18,7 +18,7 @@ case_run() {
 
 check "load (timer mode)" load timer=1
 expect "images empty before any session" "" cat $OP/images
-expect "mode of images" 444 stat -c %a $OP/images
+expect "mode of images (root only, like lookup_dcookie)" 400 stat -c %a $OP/images
 expect "images is read-only" "ERR EINVAL" optool write $OP/images x
 expect "backtrace_depth=16" ok optool write $OP/backtrace_depth 16
 case_run hot_timer /bin/hot 3
