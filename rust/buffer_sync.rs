@@ -51,9 +51,10 @@ fn file_location(images: &mut ImageIds, file: *mut c_void, offset: usize) -> Loc
 
 /// Where `s` points, given what the interrupt found (see the module docs). Process context.
 fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
+    let anon = Location::User { cookie: NO_COOKIE, offset: s.pc as u64 };
     match s.loc {
         SampleLoc::Kernel => Location::Kernel,
-        SampleLoc::Anon => Location::User { cookie: NO_COOKIE, offset: s.pc as u64 },
+        SampleLoc::Anon => anon,
         SampleLoc::File { file, offset } => file_location(images, file as *mut c_void, offset),
         SampleLoc::Deferred { mm } => {
             let mut file = core::ptr::null_mut();
@@ -67,7 +68,7 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
                     unsafe { oprofile_shim_fput(file) };
                     loc
                 }
-                lookup::ANON => Location::User { cookie: NO_COOKIE, offset: s.pc as u64 },
+                lookup::ANON => anon,
                 lookup::NONE => Location::NoMapping,
                 _ => Location::NoMm,
             }

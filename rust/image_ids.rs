@@ -45,8 +45,6 @@ pub(crate) struct ImageIds {
     next_id: u32,
     /// `d_path` scratch, [`PATH_MAX`] bytes.
     path: KVVec<u8>,
-    /// One escaped line, `4 * PATH_MAX + 16` bytes.
-    line: KVVec<u8>,
 }
 
 // SAFETY: The file pointers are reference-counted kernel objects that may be used and released
@@ -58,9 +56,7 @@ impl ImageIds {
     pub(crate) fn new() -> Result<Self> {
         let mut path = KVVec::new();
         path.resize(PATH_MAX, 0, GFP_KERNEL)?;
-        let mut line = KVVec::new();
-        line.resize(4 * PATH_MAX + 16, 0, GFP_KERNEL)?;
-        Ok(ImageIds { entries: KVec::new(), text: KVVec::new(), next_id: 1, path, line })
+        Ok(ImageIds { entries: KVec::new(), text: KVVec::new(), next_id: 1, path })
     }
 
     /// The id of the path `file` (a live `struct file *` the caller holds a reference to),
@@ -89,13 +85,14 @@ impl ImageIds {
             .ok()
             .and_then(|len| self.path.get(start as usize..(start as usize).checked_add(len)?))
             .ok_or_else(|| Error::from_errno(len.min(-1)))?;
-        let n = image::write_line(id, path, &mut self.line).ok_or(ENAMETOOLONG)?;
+        let at_text = self.text.len();
+        let end = at_text.checked_add(image::line_len(id, path)).ok_or(ENOMEM)?;
         self.entries.reserve(1, GFP_KERNEL)?;
-        self.text.reserve(n, GFP_KERNEL)?;
-        // Cannot fail after the `reserve` above.
-        self.entries.insert_within_capacity(at, Entry { key, id, file }).map_err(|_| ENOMEM)?;
-        if self.text.extend_from_slice(&self.line[..n], GFP_KERNEL).is_err() {
-            let _ = self.entries.remove(at);
+        self.text.resize(end, 0, GFP_KERNEL)?;
+        // Neither can fail (exact length, capacity reserved); never leave a line without entry.
+        let written = self.text.get_mut(at_text..).and_then(|t| image::write_line(id, path, t));
+        if written.is_none() || self.entries.insert_within_capacity(at, Entry { key, id, file }).is_err() {
+            self.text.truncate(at_text);
             return Err(ENOMEM);
         }
         // SAFETY: `file` is live; the table owns this new reference (type invariants).

@@ -420,20 +420,14 @@ impl Oprofile {
     /// buffer is written (a slow or faulting user copy must not stall the sync pass).
     /// Errors: `ENOMEM`.
     pub(crate) fn images_text(&self) -> Result<KVVec<u8>> {
-        let session = {
-            let ctl = self.ctl.lock();
-            match &ctl.session {
-                Some(s) => s.clone(),
-                None => {
-                    let mut v = KVVec::new();
-                    v.extend_from_slice(&ctl.last_images, GFP_KERNEL)?;
-                    return Ok(v);
-                }
-            }
-        };
-        let mut v = KVVec::new();
-        v.extend_from_slice(session.images.lock().text(), GFP_KERNEL)?;
-        Ok(v)
+        let ctl = self.ctl.lock();
+        let mut text = KVVec::new();
+        match &ctl.session {
+            // Lock order ctl -> images, as in `stop_locked` (ctl -> event buffer -> images).
+            Some(s) => text.extend_from_slice(s.images.lock().text(), GFP_KERNEL)?,
+            None => text.extend_from_slice(&ctl.last_images, GFP_KERNEL)?,
+        }
+        Ok(text)
     }
 
     /// A kernel module is coming: while profiling, emit MODULE_LOADED (see

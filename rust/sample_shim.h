@@ -25,7 +25,6 @@ typedef bool (*oprofile_frame_fn)(void *ctx, unsigned long pc, bool user);
 
 struct pt_regs *oprofile_shim_irq_regs(void);
 int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc);
-void oprofile_shim_current_ids(int *pid, int *tgid);
 
 int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset);
 struct file *oprofile_shim_exe_file_irq(void);

@@ -177,8 +177,8 @@ for c in cases:
         check(order[:2] == ["hot_a", "hot_b"], f"{c}: /bin/hot's hottest symbols in order: {order[:3]}")
         check(samples("vmlinux") > 0, f"{c}: kernel symbols next to user ones ({samples('vmlinux')} vmlinux samples)")
     if c == "hot_timer":
-        grep = open(os.path.join(os.environ["REPO"], "tests/guest/hot.c")).read().split("\n")
-        loop = 1 + next(i for i, l in enumerate(grep) if "x = x * 1103515245u" in l)
+        src = open(os.path.join(os.environ["REPO"], "tests/guest/hot.c")).read().split("\n")
+        loop = 1 + next(i for i, l in enumerate(src) if "x = x * 1103515245u" in l)
         lines = json.load(open(f"{pre}-{c}-g.json"))["rows"]
         top = next((r.get("source", {}).get("display") for r in lines if r["symbol"] == "hot_a"), None)
         check(top == f"hot.c:{loop}", f"{c}: -g puts hot_a's samples on its loop, hot.c:{loop} (got {top})")

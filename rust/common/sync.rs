@@ -198,37 +198,40 @@ impl SyncPass {
             g.push(Record::TraceBegin);
         }
         let kernel = s.is_kernel();
-        if self.in_kernel != Some(kernel) {
-            g.push(if kernel { Record::KernelEnter } else { Record::KernelExit });
-        }
+        self.push_mode(&mut g, kernel);
         let ctx = (s.pid, s.tgid, app_cookie);
-        if self.ctx != Some(ctx) {
+        let ctx_switch = self.ctx != Some(ctx);
+        if ctx_switch {
             g.push(Record::CtxSwitch { pid: s.pid as u64, tgid: s.tgid as u64, app_cookie });
         }
-        // Legacy resets last_cookie on a CTX_SWITCH too: a new task always gets COOKIE_SWITCH.
-        let new_cookie = match cookie {
-            Some(c) if self.cookie != Some(c) || self.ctx != Some(ctx) => Some(c),
-            _ => None,
-        };
-        if let Some(c) = new_cookie {
-            g.push(Record::CookieSwitch { cookie: c });
-        }
+        // Readers forget the image at CTX_SWITCH (legacy resets last_cookie): so do we, so a new
+        // task's first user sample or frame always gets COOKIE_SWITCH.
+        let last_cookie = if ctx_switch { None } else { self.cookie };
+        Self::push_cookie(&mut g, cookie, last_cookie);
         g.push(Record::Sample { pc, event: u64::from(s.event) });
         if !sink.write_group(g.words()) {
             return Outcome::LostOverflow;
         }
         self.cpu_switch_done = true;
         self.in_kernel = Some(kernel);
-        if self.ctx != Some(ctx) {
-            // Readers forget the image at CTX_SWITCH: so must we, even for a kernel sample.
-            self.cookie = None;
-        }
         self.ctx = Some(ctx);
-        if new_cookie.is_some() {
-            self.cookie = new_cookie;
-        }
+        self.cookie = cookie.or(last_cookie);
         self.trace_live = traced;
         Outcome::Delivered
+    }
+
+    /// Appends KERNEL_ENTER/EXIT if `kernel` is not the current mode.
+    fn push_mode(&self, g: &mut Group, kernel: bool) {
+        if self.in_kernel != Some(kernel) {
+            g.push(if kernel { Record::KernelEnter } else { Record::KernelExit });
+        }
+    }
+
+    /// Appends COOKIE_SWITCH if `cookie` (user words) is not the image in force, `last`.
+    fn push_cookie(g: &mut Group, cookie: Option<u64>, last: Option<u64>) {
+        if let Some(c) = cookie.filter(|&c| last != Some(c)) {
+            g.push(Record::CookieSwitch { cookie: c });
+        }
     }
 
     /// Emits backtrace entry `f` (resolved to `loc`) of the last sample: a mode switch and
@@ -248,22 +251,15 @@ impl SyncPass {
         };
         let mut g = Group::new();
         let kernel = f.is_kernel();
-        if self.in_kernel != Some(kernel) {
-            g.push(if kernel { Record::KernelEnter } else { Record::KernelExit });
-        }
-        let new_cookie = cookie.filter(|&c| self.cookie != Some(c));
-        if let Some(c) = new_cookie {
-            g.push(Record::CookieSwitch { cookie: c });
-        }
+        self.push_mode(&mut g, kernel);
+        Self::push_cookie(&mut g, cookie, self.cookie);
         g.push(Record::Sample { pc, event: 0 });
         if !sink.write_group(g.words()) {
             self.trace_live = false;
             return FrameOutcome::LostOverflow;
         }
         self.in_kernel = Some(kernel);
-        if new_cookie.is_some() {
-            self.cookie = new_cookie;
-        }
+        self.cookie = cookie.or(self.cookie);
         FrameOutcome::Delivered
     }
 }

@@ -104,20 +104,14 @@ else
     work="i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=20000 2>/dev/null & i=\$((i+1)); done; wait"
     expect "sampling capture" ok sh -c "optool capture /tmp/buf sh -c '$work' | cut -d' ' -f1"
     echo "TOTAL counter0 $(cat $OP/0/total) counter1 $(cat $OP/1/total)"
-    for f in $OP/stats/cpu*/* $OP/stats/*; do
-        [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
-    done
-    echo "== opbuf begin"
-    base64 /tmp/buf
-    echo "== opbuf end"
+    print_stats
+    print_stream opbuf /tmp/buf
     check "sampling: no sample lost for want of an interrupt" test "$(cat $OP/stats/sample_lost_no_irq)" = 0
     # kernel/user honoured: user=0 on a PMUv2 core gives no user samples.
     reset_counters
     echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 1000000 > $OP/0/count; echo 0 > $OP/0/user
     expect "kernel-only capture" ok sh -c "optool capture /tmp/kbuf sh -c 'optool spin 500 >/dev/null; dd if=/dev/zero of=/dev/null bs=64k count=5000 2>/dev/null' | cut -d' ' -f1"
-    echo "== kbuf begin"
-    base64 /tmp/kbuf
-    echo "== kbuf end"
+    print_stream kbuf /tmp/kbuf
 fi
 check "unload" unload
 check "insmod timer=1 forces timer mode" sh -c "insmod /oprofile.ko timer=1 && mkdir -p $OP && mount -t oprofilefs nodev $OP && test \"\$(cat $OP/cpu_type)\" = timer && test ! -e $OP/0"

@@ -8,12 +8,8 @@ n=$(nproc)
 # One kernel-bound dd per CPU, then busybox sha256sum and gzip over the file.
 work="i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=20000 2>/dev/null & i=\$((i+1)); done; wait; sha256sum /tmp/data >/dev/null; gzip -c /tmp/data >/dev/null"
 expect "capture" ok sh -c "optool capture /tmp/buf sh -c '$work' | cut -d' ' -f1"
-for f in $OP/stats/cpu*/* $OP/stats/sample_lost_no_mm $OP/stats/sample_lost_no_mapping $OP/stats/event_lost_overflow $OP/stats/bt_lost_no_mapping; do
-    [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
-done
+print_stats
 echo "STAT bytes $(stat -c %s /tmp/buf)"
-echo "== opbuf begin"
-base64 /tmp/buf
-echo "== opbuf end"
+print_stream opbuf /tmp/buf
 check "unload" unload
 summary

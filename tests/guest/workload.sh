@@ -27,10 +27,7 @@ n=$(nproc)
 work="opwork /tmp/data /tmp/sorted 4; sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
 echo "# optool capture /tmp/buf sh -c '<workload>'   (opens buffer, echo 1 > enable, runs, echo 0 > enable, reads)"
 optool capture /tmp/buf sh -c "$work"
-for f in /dev/oprofile/stats/cpu*/sample_received /dev/oprofile/stats/cpu*/sample_lost_overflow /dev/oprofile/stats/event_lost_overflow \
-         /dev/oprofile/stats/sample_lost_no_irq /dev/oprofile/stats/sample_lost_overrun /dev/oprofile/stats/event_throttled /dev/oprofile/stats/period_ns; do
-    echo "STAT ${f#/dev/oprofile/stats/} $(cat $f)"
-done
+print_stats
 for d in /dev/oprofile/[0-9]*; do
     [ -d "$d" ] && [ "$(cat $d/enabled)" = 1 ] && echo "TOTAL counter ${d##*/} event $(cat $d/event) count $(cat $d/count): $(cat $d/total) events"
 done
