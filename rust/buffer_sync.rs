@@ -29,6 +29,10 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Completion};
 use kernel::workqueue::{self, DelayedWork, Queue};
 use kernel::{impl_has_delayed_work, new_delayed_work};
+use crate::profile_point::{define_profile_point, profile_point_time};
+
+// Profile point: sync passes over all CPU buffers (`sync_all`).
+define_profile_point!(SYNC_PASS, "sync_pass");
 
 extern "C" {
     fn oprofile_shim_user_lookup_mm(mm: *mut c_void, pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong) -> c_int;
@@ -87,6 +91,7 @@ fn app_cookie(s: &CpuSample, images: &mut ImageIds) -> u64 {
 /// Drains all CPU buffers of `session` into its event buffer and wakes the reader if the buffer
 /// became ready. Sleeps (takes the event buffer mutex): process context only.
 pub(crate) fn sync_all(session: &Session) {
+    profile_point_time!(SYNC_PASS);
     let mut eb = session.event_buffer.lock();
     let mut images = session.images.lock();
     let stats = &session.stats;

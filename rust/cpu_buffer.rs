@@ -61,6 +61,19 @@ pub(crate) fn irq_regs() -> *mut c_void {
     unsafe { oprofile_shim_irq_regs() }
 }
 
+/// The PC the current interrupt interrupted (as `profile_pc`: a lock function's caller) and
+/// whether it was kernel code; `None` outside an interrupt.
+pub(crate) fn irq_pc() -> Option<(usize, bool)> {
+    let mut pc: c_ulong = 0;
+    // SAFETY: `irq_regs()` is null or the interrupted registers of this interrupt; `pc` is a
+    // valid out-pointer.
+    match unsafe { oprofile_shim_regs_pc(irq_regs(), &mut pc) } {
+        0 => Some((pc as usize, false)),
+        1 => Some((pc as usize, true)),
+        _ => None,
+    }
+}
+
 /// Drops the references a queued entry holds (its file, executable, mm). Process context, or
 /// any context where `fput`/`mmput_async` may run (both defer the final release).
 pub(crate) fn release(s: &CpuSample) {

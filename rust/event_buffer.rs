@@ -17,6 +17,10 @@ use core::ffi::c_int;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::uaccess::{UserPtr, UserSlice};
+use crate::profile_point::{define_profile_point, profile_point_time};
+
+// Profile point: copies of the event buffer to a `buffer` reader (`read_to_user`).
+define_profile_point!(BUFFER_READ, "buffer_read");
 
 /// Size of one event word in bytes (`pointer_size`).
 pub(crate) const WORD: usize = core::mem::size_of::<usize>();
@@ -65,6 +69,7 @@ impl EventBuffer {
         out: &mut kernel::uaccess::UserSliceWriter,
         max_words: usize,
     ) -> Result<usize> {
+        profile_point_time!(BUFFER_READ);
         let n = max_words.min(self.pos);
         let src = self.words.get(..n).ok_or(EINVAL)?;
         // SAFETY: `src` is a valid slice of `n` initialised `usize`s; viewing it as `n * WORD`

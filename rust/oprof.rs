@@ -14,6 +14,7 @@ use crate::common::parse::{self, ParseError};
 use crate::cpu_buffer::{self, CpuBuffer};
 use crate::event_buffer::{EventBuffer, WORD};
 use crate::image_ids::ImageIds;
+use crate::kprof::Kprof;
 use crate::model::Model;
 use crate::stats::Stats;
 use core::ffi::c_void;
@@ -23,6 +24,10 @@ use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 use kernel::workqueue::Queue;
+use crate::profile_point::{define_profile_point, profile_point_time};
+
+// Profile point: samples taken (`Session::add_sample`, interrupt context).
+define_profile_point!(SAMPLE_HANDLER, "sample_handler");
 
 extern "C" {
     fn oprofile_shim_alloc_wq() -> *mut kernel::bindings::workqueue_struct;
@@ -118,6 +123,7 @@ impl Session {
     /// (legacy `oprofile_add_sample`). Interrupt context, or any context where this CPU cannot be
     /// re-entered by another sample.
     pub(crate) fn add_sample(&self, regs: *mut c_void, event: u32) {
+        profile_point_time!(SAMPLE_HANDLER);
         let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
         let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
             return;
@@ -157,6 +163,8 @@ pub(crate) struct Oprofile {
     queue: *mut kernel::bindings::workqueue_struct,
     #[pin]
     ctl: Mutex<Control>,
+    #[pin]
+    kprof: Kprof,
 }
 
 // SAFETY: `queue` is only passed to thread-safe workqueue functions; all else is `Sync`.
@@ -166,7 +174,7 @@ unsafe impl Send for Oprofile {}
 
 impl Oprofile {
     /// A profiler using `model`, idle, with legacy default settings.
-    pub(crate) fn new(model: KBox<dyn Model>) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(model: KBox<dyn Model>, kprof: impl PinInit<Kprof, Error>) -> impl PinInit<Self, Error> {
         try_pin_init!(Oprofile {
             cpu_type: model.cpu_type(),
             describe: model.describe(),
@@ -200,7 +208,13 @@ impl Oprofile {
                 },
                 "oprofile::ctl"
             ),
+            kprof <- kprof,
         }? Error)
+    }
+
+    /// kprof (`kprof/` files).
+    pub(crate) fn kprof(&self) -> &Kprof {
+        &self.kprof
     }
 
     /// The model's description and `cpu_type`.

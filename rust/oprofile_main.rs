@@ -16,6 +16,9 @@
 //!
 //! [`oprof`] holds the setup/start/stop/shutdown state machine and the settings; [`stats`] the
 //! counters under `stats/`; [`common`] the pure logic also built by host `cargo test`.
+//!
+//! Beside the sample path: [`kprof`] (Plan 9's kernel PC histogram, `kprof/kpctl` and
+//! `kprof/kpdata`) and [`profile_point`] (timed sections of this module, `profile_points`).
 
 use kernel::prelude::*;
 
@@ -28,9 +31,11 @@ mod buffer_sync;
 mod cpu_buffer;
 mod event_buffer;
 mod image_ids;
+mod kprof;
 mod model;
 mod oprof;
 mod oprofilefs;
+mod profile_point;
 mod stats;
 
 module! {
@@ -48,6 +53,14 @@ module! {
         timer_hz: u32 {
             default: 1000,
             description: "Timer-mode sampling rate per CPU in Hz (1..=100000, default 1000)",
+        },
+        kprof_hz: u32 {
+            default: 1000,
+            description: "kprof clock ticks per CPU per second (1..=100000, default 1000)",
+        },
+        kprof_granularity: u32 {
+            default: 0,
+            description: "kprof slot size in bytes: 0 = one instruction (4 on ARM), or a larger power of two",
         },
     },
 }
@@ -69,7 +82,8 @@ impl kernel::Module for OprofileModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let hz = module_parameters::timer_hz.value();
         let model = model::select(module_parameters::timer.value(), hz)?;
-        let oprofile = KBox::pin_init(oprof::Oprofile::new(model), GFP_KERNEL)?;
+        let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value())?;
+        let oprofile = KBox::pin_init(oprof::Oprofile::new(model, kprof), GFP_KERNEL)?;
         oprof::publish(&oprofile);
         let modules = buffer_sync::ModuleNotifier::new();
         let fs = modules.and_then(|m| Ok((m, oprofilefs::Registration::new()?)));

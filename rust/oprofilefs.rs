@@ -20,6 +20,9 @@
 //! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `N/total` | 0444 | events counted by counter N in the current or last period | – |
+//! | `profile_points` | 0644 | the profile point table (`profile_point`) | `enable`/`disable`/`reset` `NAME`\|`all`, `print` |
+//! | `kprof/kpctl` | 0644 | kprof state, clock, text bounds (`kprof`) | `start`, `stop`, `startclr` |
+//! | `kprof/kpdata` | 0400 | kprof counts, 4-byte big-endian words (`common::kprof`) | – |
 //!
 //! Counter directories `0/ .. N-1/` exist only with a hardware model (see `model::perf`); their
 //! values are checked against the model's event table at `buffer` open.
@@ -31,6 +34,7 @@ use crate::common::counter::Field;
 use crate::common::parse;
 use crate::event_buffer::{self, WORD};
 use crate::oprof::{self, Setting};
+use crate::{kprof, profile_point};
 use crate::stats::{CPU_STATS, GLOBAL_STATS};
 use core::ffi::{c_int, c_ulong};
 use kernel::bindings;
@@ -192,6 +196,10 @@ fn fill_root(root: &Dir) -> Result {
     root.file(c"backtrace_depth", 0o644, Node::Setting(Setting::BacktraceDepth))?;
     root.file(c"pointer_size", 0o644, Node::PointerSize)?;
     root.file(c"images", 0o400, Node::Images)?;
+    root.create(c"profile_points", 0o644, Some(profile_point::FOPS), None)?;
+    let kp = root.mkdir(c"kprof")?;
+    kp.create(c"kpctl", 0o644, Some(kprof::CTL_FOPS), None)?;
+    kp.create(c"kpdata", 0o400, Some(kprof::DATA_FOPS), None)?;
 
     let stats = root.mkdir(c"stats")?;
     for cpu in 0..o.stats().cpu.len() {
@@ -250,7 +258,7 @@ unsafe extern "C" fn oprofilefs_rust_fill_root(root: *mut bindings::dentry) -> c
 /// # Safety
 ///
 /// `buf` must be a user pointer of `count` bytes and `ppos` valid, as the VFS passes them.
-unsafe fn read_bytes(bytes: &[u8], buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+pub(crate) unsafe fn read_bytes(bytes: &[u8], buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
     let mut w = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
     // SAFETY: `ppos` is valid for the duration of the call (our contract).
     match w.write_slice_file(bytes, unsafe { &mut *ppos }) {
@@ -301,6 +309,24 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
     unsafe { read_bytes(bytes, buf, count, ppos) }
 }
 
+/// Copies a write's data in (legacy `oprofilefs_ulong_from_user` limits): returns the bytes and
+/// their number. Errors: `EINVAL` if `*ppos` is not 0 or `count` exceeds 49 bytes, `EFAULT` for
+/// a bad user pointer.
+///
+/// # Safety
+///
+/// `buf` must be a user pointer of `count` bytes and `ppos` valid, as the VFS passes them.
+pub(crate) unsafe fn write_input(buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> Result<([u8; MAX_WRITE], usize)> {
+    // SAFETY: `ppos` is valid (our contract).
+    if unsafe { *ppos } != 0 || count > MAX_WRITE {
+        return Err(EINVAL);
+    }
+    let mut data = [0u8; MAX_WRITE];
+    let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
+    r.read_slice(data.get_mut(..count).ok_or(EINVAL)?)?;
+    Ok((data, count))
+}
+
 /// `write` of `enable`, `dump` and the settings. Errors: see the module docs.
 ///
 /// # Safety
@@ -310,17 +336,13 @@ unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, c
     let (Some(node), Ok(o)) = (unsafe { Node::of_file(file) }, oprof::get()) else {
         return EINVAL.to_errno() as isize;
     };
-    // SAFETY: `ppos` is valid (our contract).
-    if unsafe { *ppos } != 0 || count > MAX_WRITE {
-        return EINVAL.to_errno() as isize;
-    }
+    // SAFETY: Forwarding the VFS's arguments.
+    let (data, count) = match unsafe { write_input(buf, count, ppos) } {
+        Ok(r) => r,
+        Err(e) => return e.to_errno() as isize,
+    };
     if count == 0 {
         return 0;
-    }
-    let mut data = [0u8; MAX_WRITE];
-    let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
-    if let Err(e) = r.read_slice(&mut data[..count]) {
-        return e.to_errno() as isize;
     }
     let input = &data[..count];
     let res = match node {

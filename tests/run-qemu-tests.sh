@@ -7,14 +7,17 @@
 # counter files, validation errors, counting mode, no-IRQ losses on the A8, two-counter
 # sampling on the A15, checked on the host too), user.sh (user images and symbols: hot 70/30
 # split in timer mode and, on the A15, with CPU_CYCLES; backtraces; munmap/exec/exit churn with
-# exact accounting; a module loaded while profiling), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
+# exact accounting; a module loaded while profiling), kprof.sh (Plan 9 kprof files, kpdata
+# header/byte order/startclr, a kernel-bound workload alongside sampling; checked on the host
+# with `oprof kprof`), points.sh (profile point table, commands, exact counts; tables parsed
+# with `oprof points`), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
 # without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 # Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
 # BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user cycles}
+SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
@@ -127,6 +130,87 @@ print("\n".join(res))
 PY
 }
 
+# kprof: the raw kpdata copies of kprof.sh (byte order, header, startclr) and `oprof kprof`.
+check_kprof() { # NAME LOG
+    local name=$1 log=$2 f
+    for f in run clr; do
+        log_stream "$log" kpdata_$f "$OUT/$name-$f.gz" && gunzip -c "$OUT/$name-$f.gz" > "$OUT/$name-$f.kpdata" ||
+            { not_ok "$name: no kpdata_$f copy in log"; return; }
+        "$OPROF" kprof "$KOUT/vmlinux" "$OUT/$name-$f.kpdata" --json > "$OUT/$name-$f.json" 2> "$OUT/$name.err" ||
+            { not_ok "$name: oprof kprof failed: $(cat "$OUT/$name.err")"; return; }
+    done
+    "$OPROF" kprof "$KOUT/vmlinux" "$OUT/$name-run.kpdata" -n 10 > "$OUT/$name-run.txt" 2>&1 ||
+        { not_ok "$name: oprof kprof (text) failed"; return; }
+    python3 - "$OUT/$name" "$log" "$KOUT/System.map" <<'PY'
+import json, re, struct, sys
+from logcheck import check, read_log, res
+pre, log = sys.argv[1], read_log(sys.argv[2])
+sysmap = {l.split()[2]: int(l.split()[0], 16) for l in open(sys.argv[3]) if len(l.split()) == 3}
+want = {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}
+raw = open(pre + "-run.kpdata", "rb").read()
+be = struct.unpack(">2I", raw[:8]); le = struct.unpack("<2I", raw[:8])
+check(be == (want["total"], want["kernel"]),
+      f"kprof: raw header words, big-endian, are the guest's total/kernel {be} == {(want['total'], want['kernel'])}")
+check(le != be and max(le) > 1 << 20, f"kprof: little-endian reading of the header is implausible {le}")
+text = sysmap["_etext"] - sysmap["_stext"]
+check(len(raw) == 8 + 4 * (text // 4), f"kprof: kpdata is 8 + 4 * (_etext - _stext) / 4 bytes ({len(raw)})")
+slots = struct.unpack(f">{len(raw) // 4}I", raw)[2:]
+check(sum(slots) <= be[1], f"kprof: slot ticks {sum(slots)} <= kernel ticks {be[1]}")
+check(sum(slots) > be[1] // 2, f"kprof: most kernel ticks in kernel text ({sum(slots)} of {be[1]})")
+rep = json.load(open(pre + "-run.json"))
+check((rep["total"], rep["kernel"], rep["text"]) == (be[0], be[1], sum(slots)),
+      f"kprof: oprof kprof header total/kernel/text {rep['total']}/{rep['kernel']}/{rep['text']}")
+check(rep["base"] == sysmap["_stext"] and rep["granularity"] == 4,
+      f"kprof: base _stext {rep['base']:#x}, 4-byte slots ({rep['granularity']})")
+check(sum(s["ticks"] for s in rep["symbols"]) == rep["text"], "kprof: per-symbol ticks add up to the text ticks")
+top = [s["name"] for s in rep["symbols"][:5]]
+hot = re.compile(r"clear_user|memzero|memset|copy_to_user|read_zero|iov_iter|zero")
+check(any(hot.search(s) for s in top), f"kprof: dd's zero/copy routines among the hottest kernel functions {top}")
+clr = open(pre + "-clr.kpdata", "rb").read()
+cw = struct.unpack(f">{len(clr) // 4}I", clr)
+check(cw[0] == want["clr_total"] and sum(cw[2:]) <= cw[1] <= cw[0],
+      f"kprof: after startclr only the new ticks remain (total {cw[0]}, kernel {cw[1]}, slots {sum(cw[2:])})")
+check(sum(cw[2:]) < sum(slots) // 10, "kprof: startclr dropped the earlier slot counts")
+txt = open(pre + "-run.txt").read()
+check(re.search(r"ticks", txt) is not None and top[0] in txt, "kprof: text output names the hottest function")
+print("\n".join(res))
+PY
+}
+
+# Profile points: the tables points.sh printed, through `oprof points`.
+check_points() { # NAME LOG
+    local name=$1 log=$2 t
+    for t in pp_initial pp_session pp_kprof pp_dmesg; do
+        log_block "$log" $t "$OUT/$name-$t.txt" || { not_ok "$name: no $t table in log"; return; }
+        "$OPROF" points "$OUT/$name-$t.txt" --json > "$OUT/$name-$t.json" 2> "$OUT/$name.err" ||
+            { not_ok "$name: oprof points $t failed: $(cat "$OUT/$name.err")"; return; }
+    done
+    python3 - "$OUT/$name" "$log" <<'PY'
+import json, re, sys
+from logcheck import check, read_log, res
+pre, log = sys.argv[1], read_log(sys.argv[2])
+want = {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}
+load = lambda t: {r["name"]: r for r in json.load(open(f"{pre}-{t}.json"))}
+names = {"sample_handler", "sync_pass", "buffer_read", "kprof_tick"}
+init = load("pp_initial")
+check(set(init) == names, f"points: every instrumented point registered itself {sorted(init)}")
+check(all(not r["enabled"] and r["nr"] == 0 and r["total_ns"] == 0 for r in init.values()),
+      "points: all start disabled and zero")
+ses = load("pp_session")
+check(ses["sample_handler"]["nr"] == want["sample_handler"],
+      f"points: sample_handler nr {ses['sample_handler']['nr']} == samples taken {want['sample_handler']}")
+check(ses["buffer_read"]["nr"] == want["buffer_read"], f"points: buffer_read nr {ses['buffer_read']['nr']} == 3 reads")
+check(all(r["nr"] == 0 or r["avg_ns"] == -(-r["total_ns"] // r["nr"]) for r in ses.values()),
+      "points: avg.ns = total / nr, rounded up")
+check(ses["sample_handler"]["total_ns"] > 0 and ses["sync_pass"]["nr"] > 0, "points: handler and sync times recorded")
+kp = load("pp_kprof")
+check(kp["kprof_tick"]["nr"] == want["kprof_tick"], f"points: kprof_tick nr {kp['kprof_tick']['nr']} == kpdata ticks {want['kprof_tick']}")
+dm = load("pp_dmesg")
+check(dm == kp, "points: the table logged by 'print' equals the file")
+print("\n".join(res))
+PY
+}
+
 # User-space attribution: every case of user.sh through `oprof report` with the session files.
 check_user() { # NAME LOG ROOT
     local name=$1 log=$2 root=$3 c cases="hot_timer churn kmod"
@@ -224,6 +308,11 @@ run_board() { # BOARD CPUS
             while IFS= read -r line; do
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
             done < <(check_user "$board-user" "$log" "$OUT/initramfs.root")
+        fi
+        if [ $s = kprof ] || [ $s = points ]; then
+            while IFS= read -r line; do
+                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
+            done < <(check_$s "$board-$s" "$log")
         fi
         if [ $s = events ] && [ $board = virt-a15 ]; then
             while IFS= read -r line; do

@@ -9,7 +9,9 @@
 //! - [`counter`]: counter directory values, their validation, the no-interrupt loss estimate.
 //! - [`event`]: the legacy event-buffer word format (`ESCAPE_CODE` records) and its decoder.
 //! - [`image`]: lines of the `images` file (image id, escaped path).
+//! - [`kprof`]: the Plan 9 kprof histogram: `kpctl` commands, `kpdata` layout and byte order.
 //! - [`events`]: the PMU models' hardware event tables (`cpu_type`, events, counters, minimums).
+//! - [`profile_point`]: the `profile_points` table, its commands and its parser.
 //! - [`parse`]: strict parsing of numbers written to oprofilefs files.
 //! - [`ring`]: index math of the per-CPU sample rings.
 //! - [`sync`]: the `buffer_sync` state machine that turns CPU-buffer samples into event words.
@@ -18,6 +20,8 @@ pub mod counter;
 pub mod event;
 pub mod events;
 pub mod image;
+pub mod kprof;
 pub mod parse;
+pub mod profile_point;
 pub mod ring;
 pub mod sync;

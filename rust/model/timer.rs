@@ -7,6 +7,9 @@
 //! event 0. Timers are started on their own CPU through `smp_call_function_single` so that
 //! `HRTIMER_MODE_REL_PINNED` keeps them there. CPUs that come online while profiling are not
 //! sampled until the next start (legacy handled hotplug; noted for later).
+//!
+//! [`CpuTimers`] is the per-CPU clock itself, generic over what a tick does ([`Tick`]); kprof
+//! (`crate::kprof`) runs its own set at `kprof_hz`.
 
 use crate::model::Model;
 use crate::oprof::Session;
@@ -24,90 +27,103 @@ use kernel::impl_has_hr_timer;
 /// Accepted `timer_hz` values.
 pub(crate) const TIMER_HZ_RANGE: (u32, u32) = (1, 100_000);
 
-/// The timer of one CPU.
+/// What a per-CPU timer does at each expiry, in hard-interrupt context on its CPU (with that
+/// CPU's interrupted registers in `get_irq_regs()`).
+pub(crate) trait Tick: Send + Sync + 'static {
+    /// Handles one tick.
+    fn tick(&self);
+}
+
+impl Tick for Session {
+    fn tick(&self) {
+        self.add_irq_sample(0);
+    }
+}
+
+/// The timer of one CPU, ticking `target`.
 #[pin_data]
-pub(crate) struct CpuTimer {
+pub(crate) struct CpuTimer<T: Tick> {
     #[pin]
-    timer: HrTimer<CpuTimer>,
+    timer: HrTimer<CpuTimer<T>>,
     period: Delta,
-    session: Arc<Session>,
+    target: Arc<T>,
 }
 
 impl_has_hr_timer! {
-    impl HasHrTimer<Self> for CpuTimer { mode: RelativePinnedMode<Monotonic>, field: self.timer }
+    impl{T: Tick} HasHrTimer<CpuTimer<T>> for CpuTimer<T> { mode: RelativePinnedMode<Monotonic>, field: self.timer }
 }
 
-impl HrTimerCallback for CpuTimer {
-    type Pointer<'a> = Arc<CpuTimer>;
+impl<T: Tick> HrTimerCallback for CpuTimer<T> {
+    type Pointer<'a> = Arc<CpuTimer<T>>;
 
     fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
-        this.session.add_irq_sample(0);
+        this.target.tick();
         ctx.forward_now(this.period);
         HrTimerRestart::Restart
     }
 }
 
 /// Argument of [`start_on_cpu`], on the starter's stack.
-struct StartArg {
-    timer: Option<Arc<CpuTimer>>,
-    handle: Option<ArcHrTimerHandle<CpuTimer>>,
+struct StartArg<T: Tick> {
+    timer: Option<Arc<CpuTimer<T>>>,
+    handle: Option<ArcHrTimerHandle<CpuTimer<T>>>,
 }
 
 /// Starts the timer on the CPU this runs on (IPI or local call, interrupts off).
 ///
 /// # Safety
 ///
-/// `info` must point to a live, exclusively borrowed [`StartArg`].
-unsafe extern "C" fn start_on_cpu(info: *mut c_void) {
+/// `info` must point to a live, exclusively borrowed [`StartArg<T>`].
+unsafe extern "C" fn start_on_cpu<T: Tick>(info: *mut c_void) {
     // SAFETY: Our contract; `smp_call_function_single(.., wait = true)` keeps it alive and borrowed.
-    let arg = unsafe { &mut *info.cast::<StartArg>() };
+    let arg = unsafe { &mut *info.cast::<StartArg<T>>() };
     if let Some(t) = arg.timer.take() {
         let period = t.period;
         arg.handle = Some(t.start(period));
     }
 }
 
-/// The timer model.
-pub(crate) struct TimerModel {
+/// One pinned hrtimer per online CPU, each calling [`Tick::tick`] of a shared target every
+/// period: the clock of timer mode and of kprof.
+pub(crate) struct CpuTimers<T: Tick> {
     period: Delta,
     /// Handles of running timers; dropping one cancels its timer and waits for its callback.
-    running: KVec<ArcHrTimerHandle<CpuTimer>>,
+    running: KVec<ArcHrTimerHandle<CpuTimer<T>>>,
 }
 
-impl TimerModel {
-    /// A model sampling at `hz` per CPU. Errors: `EINVAL` outside [`TIMER_HZ_RANGE`].
-    pub(crate) fn new(hz: u32) -> Result<Self> {
+impl<T: Tick> CpuTimers<T> {
+    /// Stopped timers ticking at `hz` per CPU. Errors: `EINVAL` outside [`TIMER_HZ_RANGE`]
+    /// (logged with `what`, the parameter's name).
+    pub(crate) fn new(hz: u32, what: &str) -> Result<Self> {
         if hz < TIMER_HZ_RANGE.0 || hz > TIMER_HZ_RANGE.1 {
-            pr_err!("timer_hz={} out of range {}..={}\n", hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
+            pr_err!("{}={} out of range {}..={}\n", what, hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
             return Err(EINVAL);
         }
-        Ok(TimerModel { period: Delta::from_nanos(i64::from(1_000_000_000u32 / hz)), running: KVec::new() })
-    }
-}
-
-impl Model for TimerModel {
-    fn cpu_type(&self) -> &'static CStr {
-        c"timer"
+        Ok(CpuTimers { period: Delta::from_nanos(i64::from(1_000_000_000u32 / hz)), running: KVec::new() })
     }
 
-    fn describe(&self) -> &'static str {
-        "timer"
+    /// Whether the timers run.
+    pub(crate) fn is_running(&self) -> bool {
+        !self.running.is_empty()
     }
 
-    fn start(&mut self, session: &Arc<Session>) -> Result {
+    /// Starts a timer on every online CPU, each ticking `target`. Errors: `ENOMEM` (then none
+    /// runs). Process context; the caller stops the timers before starting them again.
+    pub(crate) fn start(&mut self, target: &Arc<T>) -> Result {
         let period = self.period;
         for cpu in 0..kernel::cpu::nr_cpu_ids() {
             let timer = Arc::pin_init(
-                pin_init!(CpuTimer { timer <- HrTimer::new(), period, session: session.clone() }),
+                pin_init!(CpuTimer { timer <- HrTimer::new(), period, target: target.clone() }),
                 GFP_KERNEL,
             )?;
             let mut arg = StartArg { timer: Some(timer), handle: None };
-            // SAFETY: `start_on_cpu` gets a pointer to `arg`, which outlives the synchronous
-            // call (`wait` = true). Offline CPUs return an error and do not run the function.
+            // SAFETY: `start_on_cpu::<T>` gets a pointer to `arg`, a `StartArg<T>` that outlives
+            // the synchronous call (`wait` = true). Offline CPUs return an error and do not run
+            // the function.
             unsafe {
                 bindings::smp_call_function_single(
                     cpu as i32,
-                    Some(start_on_cpu),
+                    Some(start_on_cpu::<T>),
                     (&raw mut arg).cast(),
                     true,
                 )
@@ -122,8 +138,38 @@ impl Model for TimerModel {
         Ok(())
     }
 
-    fn stop(&mut self) {
-        // Dropping the handles cancels the timers and waits for running callbacks.
+    /// Stops every timer and waits for running callbacks. Process context.
+    pub(crate) fn stop(&mut self) {
         self.running.clear();
+    }
+}
+
+/// The timer model.
+pub(crate) struct TimerModel {
+    timers: CpuTimers<Session>,
+}
+
+impl TimerModel {
+    /// A model sampling at `hz` per CPU. Errors: `EINVAL` outside [`TIMER_HZ_RANGE`].
+    pub(crate) fn new(hz: u32) -> Result<Self> {
+        Ok(TimerModel { timers: CpuTimers::new(hz, "timer_hz")? })
+    }
+}
+
+impl Model for TimerModel {
+    fn cpu_type(&self) -> &'static CStr {
+        c"timer"
+    }
+
+    fn describe(&self) -> &'static str {
+        "timer"
+    }
+
+    fn start(&mut self, session: &Arc<Session>) -> Result {
+        self.timers.start(session)
+    }
+
+    fn stop(&mut self) {
+        self.timers.stop();
     }
 }

@@ -11,6 +11,8 @@
  *   optool capture OUT CMD...      like oprofiled: open buffer, enable=1, run CMD while reading
  *                                  the buffer into OUT, then enable=0, read the rest, close
  *   optool spin MS                 busy-loop in user space for MS milliseconds (wall clock)
+ *   optool reads N BYTES MS        open the buffer, enable=1, spin MS ms, enable=0, then N reads
+ *                                  of BYTES each (2 s alarm): "ok K" = reads that returned data
  *
  * Results are printed as "ok", "ok N" (bytes) or "ERR <ERRNO NAME>"; exit status 0/1.
  */
@@ -84,7 +86,7 @@ static int write_file(const char *path, const char *val, int raw)
 /* A cycle-heavy user-space loop (counting-mode and sampling tests). */
 static volatile unsigned long spin_sink;
 
-static int spin(long ms)
+static void spin_quiet(long ms)
 {
 	struct timeval start, now;
 	unsigned long x = 1;
@@ -96,6 +98,11 @@ static int spin(long ms)
 		spin_sink = x;
 		gettimeofday(&now, NULL);
 	} while ((now.tv_sec - start.tv_sec) * 1000L + (now.tv_usec - start.tv_usec) / 1000 < ms);
+}
+
+static int spin(long ms)
+{
+	spin_quiet(ms);
 	printf("ok\n");
 	return 0;
 }
@@ -196,6 +203,33 @@ static int capture(const char *out, char **cmd)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/* A profiling period of MS ms, then N reads of BYTES: the buffer_read profile point's test. */
+static int reads(long n, size_t bytes, long ms)
+{
+	char *buf = malloc(bytes);
+	int fd = open(OPDIR "buffer", O_RDONLY);
+	long got = 0;
+
+	if (!buf || fd < 0)
+		return report(-1);
+	if (enable("1\n"))
+		return report(-1);
+	spin_quiet(ms);
+	if (enable("0\n"))
+		return report(-1);
+	no_restart(SIGALRM);
+	for (long i = 0; i < n; i++) {
+		struct itimerval it = { { 0, 0 }, { 2, 0 } };
+
+		setitimer(ITIMER_REAL, &it, NULL);
+		if (read(fd, buf, bytes) > 0)
+			got++;
+	}
+	close(fd);
+	printf("ok %ld\n", got);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -217,6 +251,8 @@ int main(int argc, char **argv)
 		fwrite(buf, 1, n, stdout);
 		return 0;
 	}
+	if (argc >= 5 && !strcmp(argv[1], "reads"))
+		return reads(atol(argv[2]), strtoul(argv[3], NULL, 0), atol(argv[4]));
 	if (argc >= 3 && !strcmp(argv[1], "open2")) {
 		int a = open(argv[2], O_RDONLY), b;
 

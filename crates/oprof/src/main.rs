@@ -8,12 +8,18 @@
 //!   sampled (`--counter`).
 //! - `oprof events [--cpu-type T]`: the hardware events of a CPU type, like `ophelp`.
 //! - `oprof setup --cpu-type T EVENTS`: place events on counters and print the oprofilefs writes.
+//! - `oprof kprof VMLINUX KPDATA [--granularity BYTES] [--json] [-n N]`: the kprof kernel PC
+//!   histogram (`/dev/oprofile/kprof/kpdata`) per kernel function, like Plan 9's kprof(1).
+//! - `oprof points FILE [--json]`: the profile-point table (`/dev/oprofile/profile_points`, or
+//!   as logged in dmesg), checked and sorted by total time.
 
 mod callgraph;
 mod elf;
 mod events;
 mod flame;
 mod images;
+mod kprof;
+mod points;
 mod report;
 mod resolve;
 mod stream;
@@ -134,6 +140,34 @@ enum Cmd {
         #[arg(long)]
         list_types: bool,
     },
+    /// Kernel ticks per function from a kprof histogram, like Plan 9's kprof(1).
+    ///
+    /// Counts are clock ticks (the module's kprof_hz, all CPUs), not ms. Each non-zero slot
+    /// counts for the function containing its start address; "(no symbol)" when none does.
+    #[command(verbatim_doc_comment)]
+    Kprof {
+        /// Kernel image with symbols (_stext, _etext and functions) the histogram was taken on.
+        vmlinux: PathBuf,
+        /// Copy of /dev/oprofile/kprof/kpdata.
+        kpdata: PathBuf,
+        /// Bytes per slot (a power of two); default: inferred from the slot count and the text size.
+        #[arg(long, value_name = "BYTES")]
+        granularity: Option<u32>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Show at most this many rows in the table (0: all); JSON has every row.
+        #[arg(long, short = 'n', default_value_t = 0)]
+        limit: usize,
+    },
+    /// Check and print the profile-point table, longest total first.
+    Points {
+        /// Copy of /dev/oprofile/profile_points, or a kernel log (dmesg) with its `print` output.
+        file: PathBuf,
+        /// Print JSON (an array of {name, enabled, total_ns, nr, avg_ns}) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Writes `s` to stdout; a closed pipe (`oprof decode BUF | head`) ends the program quietly.
@@ -184,6 +218,22 @@ fn run(cli: Cli) -> Result<()> {
                 emit(&events::list_types())?;
             } else {
                 emit(&events::render(events::model(cpu_type.as_deref())?))?;
+            }
+        }
+        Cmd::Kprof { vmlinux, kpdata, granularity, json, limit } => {
+            let p = kprof::run(&vmlinux, &kpdata, granularity)?;
+            if json {
+                emit(&(serde_json::to_string_pretty(&p)? + "\n"))?;
+            } else {
+                emit(&kprof::render(&p, limit))?;
+            }
+        }
+        Cmd::Points { file, json } => {
+            let points = points::read(&file)?;
+            if json {
+                emit(&(serde_json::to_string_pretty(&points)? + "\n"))?;
+            } else {
+                emit(&points::render(&points))?;
             }
         }
         Cmd::Report {

@@ -13,8 +13,12 @@ pub mod event;
 pub mod events;
 #[path = "../../../rust/common/image.rs"]
 pub mod image;
+#[path = "../../../rust/common/kprof.rs"]
+pub mod kprof;
 #[path = "../../../rust/common/parse.rs"]
 pub mod parse;
+#[path = "../../../rust/common/profile_point.rs"]
+pub mod profile_point;
 #[path = "../../../rust/common/ring.rs"]
 pub mod ring;
 #[path = "../../../rust/common/sync.rs"]

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! kprof: Plan 9's kernel profiler (kprof(3), `/sys/src/9/port/devkprof.c`) as oprofilefs
+//! files `kprof/kpctl` and `kprof/kpdata`.
+//!
+//! While started, kprof's own per-CPU hrtimers ([`CpuTimers`]) tick at `kprof_hz` (module
+//! parameter, default 1000 Hz per CPU) in hard-interrupt context and count the interrupted PC:
+//! word 0 every tick, word 1 when the kernel (not user space) was interrupted, and the PC's
+//! kernel-text slot when it lies in `[_stext, _etext)` (layout and byte order in
+//! `common::kprof`). kprof is independent of oprofilefs sampling: it runs with or without
+//! `enable`, in timer and hardware modes alike, and a timer-mode session and kprof each keep
+//! their own timers.
+//!
+//! Slots are `kprof_granularity` bytes (module parameter; default 0: one instruction position,
+//! 4 bytes on ARM, 2 on Thumb-2 kernels, 1 on x86; a larger power of two coarsens). The count
+//! array, `8 + 4 * ceil((_etext - _stext) / granularity)` bytes (as large as the kernel text at
+//! 4-byte granularity: 4 MiB for the 4 MiB text of our QEMU kernel; Plan 9 accepted 8x its old
+//! size for exact slots), is allocated with `vmalloc` on the first open of either file ("first
+//! attach", as Plan 9) and freed when the module unloads.
+//!
+//! Errors: opening either file gives `ENODEV` when the module has no kernel text bounds (built
+//! without the tree's `System.map`, or loaded into another build; see `kprof_shim.c`), `ENOMEM`
+//! when the array cannot be allocated; writing `kpctl` anything but `start`, `stop` or
+//! `startclr` (one trailing newline allowed) gives `EINVAL`.
+
+use crate::common::kprof::{self as layout, Ctl, Layout};
+use crate::model::timer::{CpuTimers, Tick};
+use crate::oprofilefs;
+use crate::profile_point::{define_profile_point, profile_point_time};
+use crate::cpu_buffer;
+use core::ffi::{c_char, c_int, c_ulong};
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::uaccess::{UserPtr, UserSlice};
+
+extern "C" {
+    fn oprofile_shim_kprof_text(start: *mut c_ulong, end: *mut c_ulong) -> c_int;
+}
+
+define_profile_point!(KPROF_TICK, "kprof_tick");
+
+/// Bytes of one instruction position of the kernel's instruction set.
+const INSN_BYTES: u32 = if cfg!(CONFIG_X86) {
+    1
+} else if cfg!(CONFIG_THUMB2_KERNEL) || cfg!(CONFIG_RISCV_ISA_C) {
+    2
+} else {
+    4
+};
+
+/// The counts: `kpdata` word `i` is `counts[i]`.
+///
+/// # Invariants
+///
+/// `counts.len() == layout.words()`.
+pub(crate) struct KprofData {
+    layout: Layout,
+    counts: VVec<Atomic<u32>>,
+}
+
+impl KprofData {
+    fn new(layout: Layout) -> Result<Self> {
+        let mut counts = VVec::with_capacity(layout.words(), GFP_KERNEL)?;
+        for _ in 0..layout.words() {
+            counts.push_within_capacity(Atomic::new(0)).map_err(|_| ENOMEM)?;
+        }
+        Ok(KprofData { layout, counts })
+    }
+
+    fn bump(&self, word: usize) {
+        if let Some(c) = self.counts.get(word) {
+            c.add(1u32, Relaxed);
+        }
+    }
+
+    fn clear(&self) {
+        for c in self.counts.iter() {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+impl Tick for KprofData {
+    /// One clock tick (Plan 9 `kproftimer`): counts the interrupted context.
+    fn tick(&self) {
+        profile_point_time!(KPROF_TICK);
+        self.bump(layout::TOTAL);
+        if let Some((pc, true)) = cpu_buffer::irq_pc() {
+            self.bump(layout::KERNEL);
+            if let Some(w) = self.layout.word_of(pc) {
+                self.bump(w);
+            }
+        }
+    }
+}
+
+/// `kpctl` state: the counts (after the first attach) and the clock.
+struct State {
+    data: Option<Arc<KprofData>>,
+    timers: CpuTimers<KprofData>,
+}
+
+/// kprof of one module instance.
+#[pin_data]
+pub(crate) struct Kprof {
+    /// Slot size, bytes (a power of two, at least [`INSN_BYTES`]).
+    granularity: u32,
+    hz: u32,
+    #[pin]
+    state: Mutex<State>,
+}
+
+impl Kprof {
+    /// Stopped, unattached kprof ticking at `hz` per CPU with `granularity`-byte slots (0: one
+    /// instruction). Errors: `EINVAL` for `hz` outside 1..=100000 or a granularity that is not
+    /// a power of two between the instruction size and 65536 bytes (logged).
+    pub(crate) fn new(hz: u32, granularity: u32) -> Result<impl PinInit<Self, Error>> {
+        let timers = CpuTimers::new(hz, "kprof_hz")?;
+        let granularity = if granularity == 0 { INSN_BYTES } else { granularity };
+        if Layout::new(0, 1, granularity, INSN_BYTES).is_err() {
+            pr_err!(
+                "kprof_granularity={} is not a power of two in {}..={}\n",
+                granularity,
+                INSN_BYTES,
+                layout::MAX_GRANULARITY
+            );
+            return Err(EINVAL);
+        }
+        Ok(try_pin_init!(Kprof {
+            granularity,
+            hz,
+            state <- new_mutex!(State { data: None, timers }, "oprofile::kprof"),
+        }? Error))
+    }
+
+    /// First attach: allocates the counts if needed. Errors: `ENODEV`, `ENOMEM` (module docs).
+    fn attach(&self) -> Result<Arc<KprofData>> {
+        let mut st = self.state.lock();
+        if let Some(d) = &st.data {
+            return Ok(d.clone());
+        }
+        let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
+        // SAFETY: Valid out-pointers.
+        kernel::error::to_result(unsafe { oprofile_shim_kprof_text(&mut start, &mut end) })?;
+        let l = Layout::new(start as usize, end as usize, self.granularity, INSN_BYTES).map_err(|_| ENODEV)?;
+        let d = Arc::new(KprofData::new(l)?, GFP_KERNEL)?;
+        pr_info!(
+            "kprof: {} slots of {} bytes over kernel text {:#x}..{:#x} ({} KiB)\n",
+            l.slots(),
+            l.granularity(),
+            l.base(),
+            l.end(),
+            l.bytes() / 1024
+        );
+        st.data = Some(d.clone());
+        Ok(d)
+    }
+
+    /// Applies a `kpctl` command. Errors: `EINVAL` for an unknown command; `ENOMEM` if the
+    /// clock cannot start.
+    fn control(&self, input: &[u8]) -> Result {
+        let ctl = Ctl::parse(input).ok_or(EINVAL)?;
+        let mut st = self.state.lock();
+        let data = st.data.clone().ok_or(ENODEV)?;
+        match ctl {
+            Ctl::Stop => st.timers.stop(),
+            Ctl::Start if st.timers.is_running() => {}
+            Ctl::Start => st.timers.start(&data)?,
+            Ctl::StartClr => {
+                st.timers.stop();
+                data.clear();
+                st.timers.start(&data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `kpctl` text: `state started|stopped`, `hz N`, `granularity BYTES`, then once
+    /// attached `text 0xSTART 0xEND` (`_stext`, `_etext`), `slots N`, `bytes N` (the size of
+    /// `kpdata`).
+    fn status(&self) -> Result<CString> {
+        let st = self.state.lock();
+        let state = if st.timers.is_running() { "started" } else { "stopped" };
+        match &st.data {
+            Some(d) => {
+                let l = &d.layout;
+                CString::try_from_fmt(fmt!(
+                    "state {}\nhz {}\ngranularity {}\ntext {:#x} {:#x}\nslots {}\nbytes {}\n",
+                    state,
+                    self.hz,
+                    self.granularity,
+                    l.base(),
+                    l.end(),
+                    l.slots(),
+                    l.bytes()
+                ))
+            }
+            None => CString::try_from_fmt(fmt!("state {}\nhz {}\ngranularity {}\n", state, self.hz, self.granularity)),
+        }
+    }
+}
+
+/// `open` of both files: the first attach allocates the counts (module docs). Keeps the
+/// counts in `private_data` for `kpdata` reads.
+///
+/// # Safety
+///
+/// Called by the VFS for a file of [`CTL_FOPS`]/[`DATA_FOPS`].
+unsafe extern "C" fn kprof_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    let res = crate::oprof::get().and_then(|o| o.kprof().attach());
+    match res {
+        Ok(d) => {
+            // SAFETY: `file` is valid; the `Arc` reference moves into `private_data` and is
+            // released in `kprof_release`.
+            unsafe { (*file).private_data = Arc::into_raw(d).cast_mut().cast() };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `release` of both files: drops the reference taken at open.
+///
+/// # Safety
+///
+/// Called by the VFS for a file opened by [`kprof_open`].
+unsafe extern "C" fn kprof_release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: `private_data` holds the reference `kprof_open` leaked, released once here.
+    drop(unsafe { Arc::from_raw((*file).private_data.cast::<KprofData>()) });
+    0
+}
+
+/// The counts of a file opened by [`kprof_open`].
+///
+/// # Safety
+///
+/// `file` must be open through [`kprof_open`] and not released.
+unsafe fn data_of<'a>(file: *mut bindings::file) -> &'a KprofData {
+    // SAFETY: Our contract: `private_data` holds a live `Arc<KprofData>` reference.
+    unsafe { &*(*file).private_data.cast::<KprofData>() }
+}
+
+/// `read` of `kpctl`: the status text.
+///
+/// # Safety
+///
+/// Called by the VFS for a file of [`CTL_FOPS`].
+unsafe extern "C" fn kpctl_read(_file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    match crate::oprof::get().and_then(|o| o.kprof().status()) {
+        // SAFETY: Forwarding the VFS's arguments.
+        Ok(t) => unsafe { oprofilefs::read_bytes(t.to_bytes(), buf, count, ppos) },
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `write` of `kpctl`: `start`, `stop` or `startclr`.
+///
+/// # Safety
+///
+/// Called by the VFS for a file of [`CTL_FOPS`].
+unsafe extern "C" fn kpctl_write(_file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    // SAFETY: Forwarding the VFS's arguments.
+    let res = unsafe { oprofilefs::write_input(buf, count, ppos) }
+        .and_then(|(data, n)| crate::oprof::get()?.kprof().control(data.get(..n).ok_or(EINVAL)?));
+    match res {
+        Ok(()) => count as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `read` of `kpdata`: the big-endian counts from `*ppos`, a word at a time as they are at
+/// that instant (counting goes on while a reader copies).
+///
+/// # Safety
+///
+/// Called by the VFS for a file of [`DATA_FOPS`].
+unsafe extern "C" fn kpdata_read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    // SAFETY: `file` was opened with `kprof_open`.
+    let d = unsafe { data_of(file) };
+    // SAFETY: `ppos` is valid for the call.
+    let Ok(mut pos) = usize::try_from(unsafe { *ppos }) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let mut w = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
+    let mut chunk = [0u8; 256];
+    let mut done = 0usize;
+    while done < count {
+        let want = chunk.len().min(count - done);
+        let n = layout::read_be(
+            d.counts.len(),
+            |i| d.counts.get(i).map_or(0, |c| c.load(Relaxed)),
+            pos,
+            &mut chunk[..want],
+        );
+        if n == 0 {
+            break;
+        }
+        if let Err(e) = w.write_slice(&chunk[..n]) {
+            if done == 0 {
+                return e.to_errno() as isize;
+            }
+            break;
+        }
+        done += n;
+        pos += n;
+    }
+    // SAFETY: As above.
+    unsafe { *ppos = pos as bindings::loff_t };
+    done as isize
+}
+
+/// `kprof/kpctl` (0644): read the status, write commands.
+pub(crate) const CTL_FOPS: &bindings::file_operations = &bindings::file_operations {
+    open: Some(kprof_open),
+    release: Some(kprof_release),
+    read: Some(kpctl_read),
+    write: Some(kpctl_write),
+    llseek: Some(bindings::default_llseek),
+    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
+    ..unsafe { core::mem::zeroed() }
+};
+
+/// `kprof/kpdata` (0400: kernel text layout is for root): read the counts.
+pub(crate) const DATA_FOPS: &bindings::file_operations = &bindings::file_operations {
+    open: Some(kprof_open),
+    release: Some(kprof_release),
+    read: Some(kpdata_read),
+    llseek: Some(bindings::default_llseek),
+    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
+    ..unsafe { core::mem::zeroed() }
+};
