@@ -48,4 +48,14 @@ echo
 echo
 "$oprof" report "$out/buffer.bin" "${session[@]}" -l -n 30 --flame "$out/flame.svg" "${report_args[@]}"
 echo
+if log_block "$out/guest.log" profile_points "$out/profile_points"; then
+    step "profile points of oprofile.ko during the run (/dev/oprofile/profile_points)"
+    "$oprof" points "$out/profile_points"
+    echo
+fi
+if log_stream "$out/guest.log" kpdata "$out/kpdata.gz" && gunzip -f "$out/kpdata.gz"; then
+    step "kprof: kernel PC histogram of the run (/dev/oprofile/kprof/kpdata)"
+    "$oprof" kprof "$KOUT/vmlinux" "$out/kpdata" -n 12
+    echo
+fi
 step "flame graph: $out/flame.svg; call graph: $oprof report $out/buffer.bin ${session[*]} -l -c"
