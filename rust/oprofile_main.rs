@@ -80,6 +80,7 @@ struct OprofileModule {
 
 impl kernel::Module for OprofileModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        profile_point::check_registry()?;
         let hz = module_parameters::timer_hz.value();
         let model = model::select(module_parameters::timer.value(), hz)?;
         let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value())?;

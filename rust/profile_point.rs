@@ -58,10 +58,10 @@ impl ProfilePoint {
         ProfilePoint { name, enabled: Atomic::new(false), nr: Atomic::new(0), total_ns: Atomic::new(0) }
     }
 
+    /// Whether `name` can name a point: 1..=`NAME_WIDTH` bytes, no blanks, not `all`.
     // Only called in the build-time assertion of `define_profile_point!`, which the dead-code
     // lint does not see.
     #[allow(dead_code)]
-    /// Whether `name` can name a point: 1..=`NAME_WIDTH` bytes, no blanks, not `all`.
     pub(crate) const fn valid_name(name: &str) -> bool {
         let b = name.as_bytes();
         if b.is_empty() || b.len() > table::NAME_WIDTH {
@@ -136,7 +136,8 @@ impl Drop for Guard<'_> {
 
 /// Defines a profile point: `define_profile_point!(STATIC_NAME, "table_name");` makes
 /// `static STATIC_NAME: ProfilePoint` in `.profile_points`. The table name must be at most 20
-/// bytes without blanks and not `all` (a build error otherwise), and unique.
+/// bytes without blanks and not `all` (a build error otherwise), and unique (checked when the
+/// module loads, see [`check_registry`]).
 macro_rules! define_profile_point {
     ($vis:vis $ident:ident, $name:literal) => {
         const _: () = assert!(
@@ -180,6 +181,19 @@ pub(crate) fn points() -> &'static [ProfilePoint] {
     // bytes long, hence a contiguous array of `bytes / size_of` initialized, immutable-by-API
     // (interior-mutable) statics living as long as the module.
     unsafe { core::slice::from_raw_parts(start, bytes / core::mem::size_of::<ProfilePoint>()) }
+}
+
+/// Checks the registry at module init: the section is whole and names are unique (commands
+/// address points by name). Errors: `EINVAL`, logged.
+pub(crate) fn check_registry() -> Result {
+    let all = points();
+    for (i, p) in all.iter().enumerate() {
+        if all.iter().skip(i + 1).any(|q| q.name == p.name) {
+            pr_err!("profile point name '{}' defined twice\n", p.name);
+            return Err(EINVAL);
+        }
+    }
+    Ok(())
 }
 
 /// Applies a `profile_points` write. Errors: `EINVAL` for input that is no command, or a name
