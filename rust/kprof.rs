@@ -24,10 +24,10 @@
 //! `startclr` (one trailing newline allowed) gives `EINVAL`.
 
 use crate::common::kprof::{self as layout, Ctl, Layout};
+use crate::cpu_buffer;
 use crate::model::timer::{CpuTimers, Tick};
 use crate::oprofilefs;
 use crate::profile_point::{define_profile_point, profile_point_time};
-use crate::cpu_buffer;
 use core::ffi::{c_char, c_int, c_ulong};
 use kernel::bindings;
 use kernel::prelude::*;

@@ -14,6 +14,7 @@
 //! `base` is the lowest kernel text address (`_stext`) and `g` the slot granularity in bytes:
 //! one instruction position by default (4 on ARM, 2 on Thumb-2 kernels, 1 on x86), never
 //! rounded up silently (Plan 9 commit 28465682cf: 8-byte rounding misattributes x86 PCs).
+//! Counts wrap at 2^32 (at 1000 Hz on two CPUs, word 0 after 24 days), as Plan 9's `ulong`s.
 //! `kpctl` takes the commands of [`Ctl`].
 
 /// Index of the total-ticks word.
