@@ -22,6 +22,7 @@ use crate::cpu_buffer::{lookup, oprofile_shim_fput};
 use crate::image_ids::ImageIds;
 use crate::model::Poll;
 use crate::oprof::Session;
+use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats;
 use core::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
@@ -29,7 +30,6 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Completion};
 use kernel::workqueue::{self, DelayedWork, Queue};
 use kernel::{impl_has_delayed_work, new_delayed_work};
-use crate::profile_point::{define_profile_point, profile_point_time};
 
 // Profile point: sync passes over all CPU buffers (`sync_all`).
 define_profile_point!(SYNC_PASS, "sync_pass");

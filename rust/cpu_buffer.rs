@@ -61,17 +61,27 @@ pub(crate) fn irq_regs() -> *mut c_void {
     unsafe { oprofile_shim_irq_regs() }
 }
 
-/// The PC the current interrupt interrupted (as `profile_pc`: a lock function's caller) and
-/// whether it was kernel code; `None` outside an interrupt.
-pub(crate) fn irq_pc() -> Option<(usize, bool)> {
+/// The PC of interrupted registers `regs` (as `profile_pc`: a lock function's caller) and
+/// whether it was kernel code; `None` for null `regs`.
+///
+/// # Safety
+///
+/// `regs` must be null or point to live `struct pt_regs`.
+unsafe fn regs_pc(regs: *mut c_void) -> Option<(usize, bool)> {
     let mut pc: c_ulong = 0;
-    // SAFETY: `irq_regs()` is null or the interrupted registers of this interrupt; `pc` is a
-    // valid out-pointer.
-    match unsafe { oprofile_shim_regs_pc(irq_regs(), &mut pc) } {
+    // SAFETY: `regs` is null or valid (our contract); `pc` is a valid out-pointer.
+    match unsafe { oprofile_shim_regs_pc(regs, &mut pc) } {
         0 => Some((pc as usize, false)),
         1 => Some((pc as usize, true)),
         _ => None,
     }
+}
+
+/// The PC the current interrupt interrupted and whether it was kernel code (see [`regs_pc`]);
+/// `None` outside an interrupt.
+pub(crate) fn irq_pc() -> Option<(usize, bool)> {
+    // SAFETY: `irq_regs()` is null or the interrupted registers of this interrupt.
+    unsafe { regs_pc(irq_regs()) }
 }
 
 /// Drops the references a queued entry holds (its file, executable, mm). Process context, or
@@ -226,22 +236,19 @@ impl CpuBuffer {
     /// Must be called on this buffer's CPU from its sampling interrupt (type invariants).
     pub(crate) fn add_sample(&self, cpu: &CpuStats, stats: &Stats, regs: *mut c_void, event: u32, depth: u32) {
         stats::inc(&cpu.sample_received);
-        let mut pc: c_ulong = 0;
-        // SAFETY: `regs` is null or the interrupted registers; `pc` is a valid out-pointer.
-        let mode = unsafe { oprofile_shim_regs_pc(regs, &mut pc) };
-        if mode < 0 {
+        // SAFETY: `regs` is null or the interrupted registers.
+        let Some((pc, kernel)) = (unsafe { regs_pc(regs) }) else {
             stats::inc(&cpu.sample_invalid_eip);
             return;
-        }
+        };
         if !self.has_room() {
             stats::inc(&cpu.sample_lost_overflow);
             return;
         }
-        let kernel = mode == 1;
         let loc = if kernel {
             SampleLoc::Kernel
         } else {
-            match resolve_user(pc as usize) {
+            match resolve_user(pc) {
                 Ok(loc) => loc,
                 Err(Unresolved::NoMapping) => return stats::inc(&stats.sample_lost_no_mapping),
                 Err(Unresolved::NoMm) => return stats::inc(&stats.sample_lost_no_mm),
@@ -255,7 +262,7 @@ impl CpuBuffer {
         if depth > 0 {
             flags |= TRACE_BEGIN;
         }
-        self.push(CpuSample { pc: pc as usize, loc, event, flags, pid, tgid, app });
+        self.push(CpuSample { pc, loc, event, flags, pid, tgid, app });
         if depth > 0 {
             let mut w = Walk { buf: self, cpu, stats, pid, tgid };
             // SAFETY: `regs` as above; `w` lives across the call and `frame` matches the shim's

@@ -13,11 +13,12 @@
 
 use crate::common::sync::EventSink;
 use crate::oprof;
+use crate::oprofilefs;
+use crate::profile_point::{define_profile_point, profile_point_time};
 use core::ffi::c_int;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::uaccess::{UserPtr, UserSlice};
-use crate::profile_point::{define_profile_point, profile_point_time};
 
 // Profile point: copies of the event buffer to a `buffer` reader (`read_to_user`).
 define_profile_point!(BUFFER_READ, "buffer_read");
@@ -151,12 +152,6 @@ unsafe extern "C" fn buffer_read(
     }
 }
 
-/// File operations of `/dev/oprofile/buffer`.
-pub(crate) const BUFFER_FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(buffer_open),
-    release: Some(buffer_release),
-    read: Some(buffer_read),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+/// File operations of `/dev/oprofile/buffer` (opened with `stream_open`: not seekable).
+pub(crate) const BUFFER_FOPS: &bindings::file_operations =
+    &oprofilefs::file_ops(Some(buffer_open), Some(buffer_release), Some(buffer_read), None);

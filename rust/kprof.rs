@@ -120,7 +120,7 @@ impl Kprof {
     pub(crate) fn new(hz: u32, granularity: u32) -> Result<impl PinInit<Self, Error>> {
         let timers = CpuTimers::new(hz, "kprof_hz")?;
         let granularity = if granularity == 0 { INSN_BYTES } else { granularity };
-        if Layout::new(0, 1, granularity, INSN_BYTES).is_err() {
+        if layout::check_granularity(granularity, INSN_BYTES).is_err() {
             pr_err!(
                 "kprof_granularity={} is not a power of two in {}..={}\n",
                 granularity,
@@ -256,19 +256,15 @@ unsafe extern "C" fn kpctl_read(_file: *mut bindings::file, buf: *mut c_char, co
     }
 }
 
-/// `write` of `kpctl`: `start`, `stop` or `startclr`.
+/// `write` of `kpctl`: `start`, `stop` or `startclr` (anything else, an empty write too, is
+/// `EINVAL`).
 ///
 /// # Safety
 ///
 /// Called by the VFS for a file of [`CTL_FOPS`].
 unsafe extern "C" fn kpctl_write(_file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
     // SAFETY: Forwarding the VFS's arguments.
-    let res = unsafe { oprofilefs::write_input(buf, count, ppos) }
-        .and_then(|(data, n)| crate::oprof::get()?.kprof().control(data.get(..n).ok_or(EINVAL)?));
-    match res {
-        Ok(()) => count as isize,
-        Err(e) => e.to_errno() as isize,
-    }
+    unsafe { oprofilefs::write_with(buf, count, ppos, |input| crate::oprof::get()?.kprof().control(input)) }
 }
 
 /// `read` of `kpdata`: the big-endian counts from `*ppos`, a word at a time as they are at
@@ -313,24 +309,9 @@ unsafe extern "C" fn kpdata_read(file: *mut bindings::file, buf: *mut c_char, co
 }
 
 /// `kprof/kpctl` (0644): read the status, write commands.
-pub(crate) const CTL_FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(kprof_open),
-    release: Some(kprof_release),
-    read: Some(kpctl_read),
-    write: Some(kpctl_write),
-    llseek: Some(bindings::default_llseek),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+pub(crate) const CTL_FOPS: &bindings::file_operations =
+    &oprofilefs::file_ops(Some(kprof_open), Some(kprof_release), Some(kpctl_read), Some(kpctl_write));
 
 /// `kprof/kpdata` (0400: kernel text layout is for root): read the counts.
-pub(crate) const DATA_FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(kprof_open),
-    release: Some(kprof_release),
-    read: Some(kpdata_read),
-    llseek: Some(bindings::default_llseek),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+pub(crate) const DATA_FOPS: &bindings::file_operations =
+    &oprofilefs::file_ops(Some(kprof_open), Some(kprof_release), Some(kpdata_read), None);

@@ -16,6 +16,7 @@ use crate::event_buffer::{EventBuffer, WORD};
 use crate::image_ids::ImageIds;
 use crate::kprof::Kprof;
 use crate::model::Model;
+use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::Stats;
 use core::ffi::c_void;
 use kernel::prelude::*;
@@ -24,7 +25,6 @@ use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 use kernel::workqueue::Queue;
-use crate::profile_point::{define_profile_point, profile_point_time};
 
 // Profile point: samples taken (`Session::add_sample`, interrupt context).
 define_profile_point!(SAMPLE_HANDLER, "sample_handler");

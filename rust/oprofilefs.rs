@@ -309,25 +309,38 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
     unsafe { read_bytes(bytes, buf, count, ppos) }
 }
 
-/// Copies a write's data in (legacy `oprofilefs_ulong_from_user` limits): returns the bytes and
-/// their number. Errors: `EINVAL` if `*ppos` is not 0 or `count` exceeds 49 bytes, `EFAULT` for
-/// a bad user pointer.
+/// Handles a `write` of a command file (legacy `oprofilefs_ulong_from_user` limits): copies the
+/// data in and hands it to `apply`. Returns `count` when `apply` succeeds, else the errno:
+/// `EINVAL` if `*ppos` is not 0 or `count` exceeds 49 bytes, `EFAULT` for a bad user pointer,
+/// or `apply`'s error. An empty write reaches `apply` with empty input.
 ///
 /// # Safety
 ///
 /// `buf` must be a user pointer of `count` bytes and `ppos` valid, as the VFS passes them.
-pub(crate) unsafe fn write_input(buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> Result<([u8; MAX_WRITE], usize)> {
+pub(crate) unsafe fn write_with(
+    buf: *const c_char,
+    count: usize,
+    ppos: *mut bindings::loff_t,
+    apply: impl FnOnce(&[u8]) -> Result,
+) -> isize {
     // SAFETY: `ppos` is valid (our contract).
     if unsafe { *ppos } != 0 || count > MAX_WRITE {
-        return Err(EINVAL);
+        return EINVAL.to_errno() as isize;
     }
     let mut data = [0u8; MAX_WRITE];
     let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
-    r.read_slice(data.get_mut(..count).ok_or(EINVAL)?)?;
-    Ok((data, count))
+    let res = match data.get_mut(..count) {
+        Some(input) => r.read_slice(input).and_then(|()| apply(input)),
+        None => Err(EINVAL),
+    };
+    match res {
+        Ok(()) => count as isize,
+        Err(e) => e.to_errno() as isize,
+    }
 }
 
-/// `write` of `enable`, `dump` and the settings. Errors: see the module docs.
+/// `write` of `enable`, `dump` and the settings (an empty write does nothing). Errors: see the
+/// module docs.
 ///
 /// # Safety
 ///
@@ -336,16 +349,8 @@ unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, c
     let (Some(node), Ok(o)) = (unsafe { Node::of_file(file) }, oprof::get()) else {
         return EINVAL.to_errno() as isize;
     };
-    // SAFETY: Forwarding the VFS's arguments.
-    let (data, count) = match unsafe { write_input(buf, count, ppos) } {
-        Ok(r) => r,
-        Err(e) => return e.to_errno() as isize,
-    };
-    if count == 0 {
-        return 0;
-    }
-    let input = &data[..count];
-    let res = match node {
+    let apply = |input: &[u8]| match node {
+        _ if input.is_empty() => Ok(()),
         Node::Dump => {
             o.dump();
             Ok(())
@@ -362,42 +367,50 @@ unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, c
         Node::Counter { counter, field } => o.set_counter(counter as usize, field, input),
         _ => Err(EINVAL),
     };
-    match res {
-        Ok(()) => count as isize,
-        Err(e) => e.to_errno() as isize,
+    // SAFETY: Forwarding the VFS's arguments.
+    unsafe { write_with(buf, count, ppos, apply) }
+}
+
+/// `open`/`release` hook of a `file_operations`.
+pub(crate) type OpenFn = unsafe extern "C" fn(*mut bindings::inode, *mut bindings::file) -> c_int;
+/// `read` hook of a `file_operations`.
+pub(crate) type ReadFn = unsafe extern "C" fn(*mut bindings::file, *mut c_char, usize, *mut bindings::loff_t) -> isize;
+/// `write` hook of a `file_operations`.
+pub(crate) type WriteFn =
+    unsafe extern "C" fn(*mut bindings::file, *const c_char, usize, *mut bindings::loff_t) -> isize;
+
+/// The `file_operations` of an oprofilefs file, owned by this module: `open` (`simple_open`,
+/// which hands `i_private` to `private_data`, when `None`), `release`, `read` and `write` as
+/// given, `default_llseek` (files opened with `stream_open` stay unseekable), nothing else.
+pub(crate) const fn file_ops(
+    open: Option<OpenFn>,
+    release: Option<OpenFn>,
+    read: Option<ReadFn>,
+    write: Option<WriteFn>,
+) -> bindings::file_operations {
+    bindings::file_operations {
+        open: match open {
+            Some(f) => Some(f),
+            None => Some(bindings::simple_open),
+        },
+        release,
+        read,
+        write,
+        llseek: Some(bindings::default_llseek),
+        owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+        // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
+        ..unsafe { core::mem::zeroed() }
     }
 }
 
 /// Read-only attribute files (`cpu_type`, `pointer_size`, stats).
-const RO_FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(bindings::simple_open),
-    read: Some(attr_read),
-    llseek: Some(bindings::default_llseek),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+const RO_FOPS: &bindings::file_operations = &file_ops(None, None, Some(attr_read), None);
 
 /// Read-write attribute files (`enable`, settings).
-const RW_FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(bindings::simple_open),
-    read: Some(attr_read),
-    write: Some(attr_write),
-    llseek: Some(bindings::default_llseek),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+const RW_FOPS: &bindings::file_operations = &file_ops(None, None, Some(attr_read), Some(attr_write));
 
 /// `dump`: write only.
-const DUMP_FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(bindings::simple_open),
-    write: Some(attr_write),
-    llseek: Some(bindings::default_llseek),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+const DUMP_FOPS: &bindings::file_operations = &file_ops(None, None, None, Some(attr_write));
 
 /// The registered filesystem type; unregistered on drop.
 pub(crate) struct Registration(());

@@ -267,32 +267,17 @@ unsafe extern "C" fn pp_read(_file: *mut bindings::file, buf: *mut c_char, count
     }
 }
 
-/// `write` of `profile_points`: one [`Command`]. Errors: as [`command`], and those of
-/// `oprofilefs::write_input`.
+/// `write` of `profile_points`: one [`Command`] (an empty write does nothing). Errors: as
+/// [`command`], and those of `oprofilefs::write_with`.
 ///
 /// # Safety
 ///
 /// Called by the VFS for a file opened with [`FOPS`].
 unsafe extern "C" fn pp_write(_file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
     // SAFETY: Forwarding the VFS's arguments.
-    let res = unsafe { oprofilefs::write_input(buf, count, ppos) }.and_then(|(data, n)| match data.get(..n) {
-        Some(input) if n > 0 => command(input),
-        _ => Ok(()),
-    });
-    match res {
-        Ok(()) => count as isize,
-        Err(e) => e.to_errno() as isize,
-    }
+    unsafe { oprofilefs::write_with(buf, count, ppos, |input| if input.is_empty() { Ok(()) } else { command(input) }) }
 }
 
 /// `profile_points` (mode 0644): read the table; write `enable|disable|reset NAME|all` or
 /// `print`.
-pub(crate) const FOPS: &bindings::file_operations = &bindings::file_operations {
-    open: Some(bindings::simple_open),
-    read: Some(pp_read),
-    write: Some(pp_write),
-    llseek: Some(bindings::default_llseek),
-    owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-    // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-    ..unsafe { core::mem::zeroed() }
-};
+pub(crate) const FOPS: &bindings::file_operations = &oprofilefs::file_ops(None, None, Some(pp_read), Some(pp_write));

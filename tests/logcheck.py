@@ -25,3 +25,8 @@ def received_and_lost(st):
     lost = sum(v for k, v in st.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
     lost += sum(st.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
     return received, lost
+
+
+def expects(log):
+    """The `EXPECT name value` lines a guest script printed (values it measured), as a dict."""
+    return {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}

@@ -143,10 +143,10 @@ check_kprof() { # NAME LOG
         { not_ok "$name: oprof kprof (text) failed"; return; }
     python3 - "$OUT/$name" "$log" "$KOUT/System.map" <<'PY'
 import json, re, struct, sys
-from logcheck import check, read_log, res
+from logcheck import check, expects, read_log, res
 pre, log = sys.argv[1], read_log(sys.argv[2])
 sysmap = {l.split()[2]: int(l.split()[0], 16) for l in open(sys.argv[3]) if len(l.split()) == 3}
-want = {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}
+want = expects(log)
 raw = open(pre + "-run.kpdata", "rb").read()
 be = struct.unpack(">2I", raw[:8]); le = struct.unpack("<2I", raw[:8])
 check(be == (want["total"], want["kernel"]),
@@ -187,9 +187,9 @@ check_points() { # NAME LOG
     done
     python3 - "$OUT/$name" "$log" <<'PY'
 import json, re, sys
-from logcheck import check, read_log, res
+from logcheck import check, expects, read_log, res
 pre, log = sys.argv[1], read_log(sys.argv[2])
-want = {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}
+want = expects(log)
 load = lambda t: {r["name"]: r for r in json.load(open(f"{pre}-{t}.json"))}
 names = {"sample_handler", "sync_pass", "buffer_read", "kprof_tick"}
 init = load("pp_initial")

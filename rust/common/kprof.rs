@@ -64,6 +64,15 @@ pub enum LayoutError {
     TooLarge,
 }
 
+/// Checks a slot size: a power of two, at least `insn` bytes (one instruction), at most
+/// [`MAX_GRANULARITY`]. Errors: [`LayoutError::Granularity`].
+pub fn check_granularity(granularity: u32, insn: u32) -> Result<(), LayoutError> {
+    if !granularity.is_power_of_two() || granularity < insn || granularity > MAX_GRANULARITY {
+        return Err(LayoutError::Granularity);
+    }
+    Ok(())
+}
+
 /// Where kernel-text slots lie: text `[base, end)`, `1 << shift` bytes per slot.
 ///
 /// # Invariants
@@ -83,9 +92,7 @@ impl Layout {
         if end <= base {
             return Err(LayoutError::EmptyText);
         }
-        if !granularity.is_power_of_two() || granularity < insn || granularity > MAX_GRANULARITY {
-            return Err(LayoutError::Granularity);
-        }
+        check_granularity(granularity, insn)?;
         let layout = Layout { base, end, shift: granularity.trailing_zeros() };
         layout
             .slots()
@@ -222,10 +229,9 @@ impl<'a> Kpdata<'a> {
 /// The granularity (bytes, a power of two up to [`MAX_GRANULARITY`]) with which text of
 /// `text_len` bytes gives `slots` slots, if any: how the host matches `kpdata` to a vmlinux.
 pub fn infer_granularity(text_len: usize, slots: usize) -> Option<u32> {
-    (0..=MAX_GRANULARITY.trailing_zeros()).map(|s| 1u32 << s).find(|&g| {
-        let g = g as usize;
-        text_len / g + usize::from(text_len % g != 0) == slots
-    })
+    (0..=MAX_GRANULARITY.trailing_zeros())
+        .map(|s| 1u32 << s)
+        .find(|&g| Layout::new(0, text_len, g, 1).is_ok_and(|l| l.slots() == slots))
 }
 
 #[cfg(test)]
@@ -299,6 +305,15 @@ mod tests {
         assert_eq!(k.nonzero().collect::<Vec<_>>(), [(1, 4), (3, 2)]);
         assert_eq!(Kpdata::new(&bytes[..7]).unwrap_err(), KpdataError::Short(7));
         assert_eq!(Kpdata::new(&bytes[..10]).unwrap_err(), KpdataError::Ragged(10));
+    }
+
+    #[test]
+    fn granularity_checks() {
+        assert_eq!(check_granularity(4, 4), Ok(()));
+        assert_eq!(check_granularity(16, 2), Ok(()));
+        assert_eq!(check_granularity(2, 4), Err(LayoutError::Granularity));
+        assert_eq!(check_granularity(12, 1), Err(LayoutError::Granularity));
+        assert_eq!(check_granularity(MAX_GRANULARITY * 2, 1), Err(LayoutError::Granularity));
     }
 
     #[test]

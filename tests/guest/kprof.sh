@@ -6,11 +6,8 @@
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
 KC=$OP/kprof/kpctl KD=$OP/kprof/kpdata
-# word FILE I: big-endian word I of FILE, in decimal.
-word() { od -A n -t u1 -j $(($2 * 4)) -N 4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
 # kv KEY: value of KEY in kpctl.
 kv() { awk -v k="$1" '$1 == k { print $2 }' $KC; }
-print_gz() { echo "== $1 begin"; gzip -c "$2" | base64; echo "== $1 end"; }
 uptime_cs() { awk '{ split($1, a, "."); print a[1] * 100 + a[2] }' /proc/uptime; }
 
 # Module parameters: bad values fail the load, nothing stays registered.
@@ -52,7 +49,7 @@ expect "state started" started kv state
 expect "start again is harmless" ok optool write $KC start
 expect "stop" ok optool write $KC stop
 expect "state stopped" stopped kv state
-a=$(word $KD 0); sleep 1; b=$(word $KD 0)
+a=$(be_word $KD 0); sleep 1; b=$(be_word $KD 0)
 check "stopped: total stays ($a == $b)" test "$a" = "$b"
 check "ticks were counted ($a > 0)" test "$a" -gt 0
 
@@ -64,7 +61,7 @@ t0=$(uptime_cs)
 expect "capture alongside kprof" ok sh -c "optool capture /tmp/buf sh -c '$work' | cut -d' ' -f1"
 t1=$(uptime_cs)
 expect "stop" ok optool write $KC stop
-total=$(word $KD 0) kern=$(word $KD 1)
+total=$(be_word $KD 0) kern=$(be_word $KD 1)
 cs=$((t1 - t0))
 echo "KPROF total $total kernel $kern centiseconds $cs cpus $n"
 echo "EXPECT total $total"
@@ -74,7 +71,7 @@ check "total ticks fit the elapsed time: $total <= 1000 Hz * ($cs + 50) cs * $n 
 check "total ticks >= 20% of 1000 Hz * $cs cs ($total)" test "$total" -ge $(( cs * 2 ))
 check "kernel ticks <= total ($kern <= $total)" test "$kern" -le "$total"
 check "kernel-bound: kernel ticks > total / 2 ($kern)" test "$kern" -gt $((total / 2))
-rcv=$(cat $OP/stats/cpu*/sample_received | awk '{ s += $1 } END { print s }')
+rcv=$(samples_received)
 check "oprofilefs sampled alongside ($rcv samples)" test "$rcv" -gt 100
 cp $KD /tmp/kpdata.run
 expect "kpdata read at an unaligned offset" "$(head -c 11 $KD | tail -c 9 | od -A n -t x1)" \
@@ -86,7 +83,7 @@ print_gz kpdata_run /tmp/kpdata.run
 # startclr zeroes: a fresh start counts only its own ticks.
 expect "startclr" ok optool write $KC startclr
 expect "stop at once" ok optool write $KC stop
-small=$(word $KD 0)
+small=$(be_word $KD 0)
 echo "EXPECT clr_total $small"
 check "startclr zeroed the counts ($small < $total)" test "$small" -lt "$total"
 cp $KD /tmp/kpdata.clr

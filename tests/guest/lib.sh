@@ -36,6 +36,14 @@ dump_session() {
 print_stream() {
     echo "== $1 begin"; base64 "$2"; echo "== $1 end"
 }
+# print_gz MARK FILE: FILE gzipped, as a base64 block (kpdata is mostly zeros).
+print_gz() {
+    echo "== $1 begin"; gzip -c "$2" | base64; echo "== $1 end"
+}
+# samples_received: the sum of stats/cpu*/sample_received (samples taken on every CPU).
+samples_received() { cat $OP/stats/cpu*/sample_received | awk '{ s += $1 } END { print s }'; }
+# be_word FILE I: big-endian 4-byte word I of FILE (kprof/kpdata), in decimal.
+be_word() { od -A n -t u1 -j $(($2 * 4)) -N 4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
 # print_stats: every stats file as "STAT name value" lines.
 print_stats() {
     for f in $OP/stats/cpu*/* $OP/stats/*; do

@@ -44,7 +44,7 @@ expect "reset zeroes avg.ns" 0 field buffer_read 5
 expect "enable all" ok optool write $PP "enable all"
 expect "reset all" ok optool write $PP "reset all"
 expect "3 reads after a 500 ms period" "ok 3" optool reads 3 4 500
-rcv=$(cat $OP/stats/cpu*/sample_received | awk '{ s += $1 } END { print s }')
+rcv=$(samples_received)
 echo "EXPECT sample_handler $rcv"
 echo "EXPECT buffer_read 3"
 check "samples taken ($rcv > 100)" test "$rcv" -gt 100
@@ -58,7 +58,7 @@ expect "reset all again" ok optool write $PP "reset all"
 expect "kprof startclr" ok optool write $OP/kprof/kpctl startclr
 sleep 1
 expect "kprof stop" ok optool write $OP/kprof/kpctl stop
-ticks=$(od -A n -t u1 -N 4 $OP/kprof/kpdata | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }')
+ticks=$(be_word $OP/kprof/kpdata 0)
 echo "EXPECT kprof_tick $ticks"
 check "kprof ticked ($ticks > 100)" test "$ticks" -gt 100
 expect "kprof_tick nr = kpdata total ticks" "$ticks" field kprof_tick 4

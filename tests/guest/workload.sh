@@ -39,8 +39,7 @@ done
 dmesg | grep 'oprofile:'
 print_stream opbuf /tmp/buf
 echo "== profile_points begin"; cat /dev/oprofile/profile_points; echo "== profile_points end"
-gzip -c /dev/oprofile/kprof/kpdata > /tmp/kpdata.gz
-print_stream kpdata /tmp/kpdata.gz
+print_gz kpdata /dev/oprofile/kprof/kpdata
 dump_session
 run umount /dev/oprofile
 run rmmod oprofile

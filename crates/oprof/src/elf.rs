@@ -107,16 +107,40 @@ impl ElfImage {
     /// `want_lines`, also its DWARF line tables.
     /// Errors name `path`; their root cause is a short reason (shown as `(unreadable: reason)`).
     pub fn load(path: &Path, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_placed(path, None, want_lines).with_context(|| path.display().to_string())
+        ElfImage::load_placed(path, None, want_lines, |_| Ok(())).map(|(image, ())| image)
+    }
+
+    /// Like [`ElfImage::load`], also returning what `inspect` finds in the same parsed file (one
+    /// read and parse for callers that need more than function symbols). Errors name `path`.
+    pub fn load_with<T>(
+        path: &Path,
+        want_lines: bool,
+        inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
+    ) -> Result<(ElfImage, T)> {
+        ElfImage::load_placed(path, None, want_lines, inspect)
     }
 
     /// Loads a kernel module (`ET_REL`) with its sections at the runtime addresses `placement`
     /// (section name → address). Sections without an address get no symbols.
     pub fn load_module(path: &Path, placement: &BTreeMap<String, u64>, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_placed(path, Some(placement), want_lines).with_context(|| path.display().to_string())
+        ElfImage::load_placed(path, Some(placement), want_lines, |_| Ok(())).map(|(image, ())| image)
     }
 
-    fn load_placed(path: &Path, placement: Option<&BTreeMap<String, u64>>, want_lines: bool) -> Result<ElfImage> {
+    fn load_placed<T>(
+        path: &Path,
+        placement: Option<&BTreeMap<String, u64>>,
+        want_lines: bool,
+        inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
+    ) -> Result<(ElfImage, T)> {
+        ElfImage::parse_placed(path, placement, want_lines, inspect).with_context(|| path.display().to_string())
+    }
+
+    fn parse_placed<T>(
+        path: &Path,
+        placement: Option<&BTreeMap<String, u64>>,
+        want_lines: bool,
+        inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
+    ) -> Result<(ElfImage, T)> {
         let data = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}"))?;
         let file = object::File::parse(&*data).map_err(|e| anyhow!("not an ELF file ({e})"))?;
         if file.format() != object::BinaryFormat::Elf {
@@ -204,7 +228,9 @@ impl ElfImage {
         } else {
             (None, None)
         };
-        Ok(ElfImage { path: path.to_path_buf(), loads, symbols: SymbolTable::new(syms, text), lines, lines_error })
+        let found = inspect(&file)?;
+        let image = ElfImage { path: path.to_path_buf(), loads, symbols: SymbolTable::new(syms, text), lines, lines_error };
+        Ok((image, found))
     }
 
     /// An image of given symbols only (tests).

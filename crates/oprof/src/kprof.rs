@@ -38,7 +38,7 @@ use crate::elf::ElfImage;
 use crate::symbols::{demangle, SymbolTable};
 use anyhow::{anyhow, bail, Context, Result};
 use object::{Object, ObjectSymbol};
-use oprofile_common::kprof::{infer_granularity, Kpdata, KpdataError, HEADER_WORDS, MAX_GRANULARITY, WORD_BYTES};
+use oprofile_common::kprof::{check_granularity, infer_granularity, Kpdata, KpdataError, HEADER_WORDS, MAX_GRANULARITY, WORD_BYTES};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,17 +62,14 @@ impl Kernel {
     /// Loads `_stext`, `_etext` and the function symbols of vmlinux `path`; errors name it.
     pub fn load(path: &Path) -> Result<Kernel> {
         let name = path.display().to_string();
-        let image = ElfImage::load(path, false)?;
+        let (image, (base, end)) = ElfImage::load_with(path, false, text_bounds)?;
         anyhow::ensure!(!image.symbols.is_empty(), "{name}: no function symbols (stripped?)");
-        let (base, end) = text_bounds(path).with_context(|| name.clone())?;
         Ok(Kernel { name, base, end, symbols: image.symbols })
     }
 }
 
 /// `(_stext, _etext)` of an ELF (bit 0 cleared on ARM, as for function symbols).
-fn text_bounds(path: &Path) -> Result<(u64, u64)> {
-    let data = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}"))?;
-    let file = object::File::parse(&*data).map_err(|e| anyhow!("not an ELF file ({e})"))?;
+fn text_bounds(file: &object::File<'_>) -> Result<(u64, u64)> {
     let mask = if file.architecture() == object::Architecture::Arm { !1 } else { !0 };
     let find = |want: &str| {
         file.symbols()
@@ -105,7 +102,7 @@ pub fn granularity(kernel: &Kernel, kp_name: &str, kp: &Kpdata<'_>, given: Optio
     let range = format!("{:#x}..{:#x}", kernel.base, kernel.end);
     match given {
         Some(g) => {
-            if !g.is_power_of_two() || g > MAX_GRANULARITY {
+            if check_granularity(g, 1).is_err() {
                 bail!("--granularity {g}: not a power of two from 1 to {MAX_GRANULARITY}");
             }
             let want = len.div_ceil(u64::from(g));
