@@ -21,6 +21,7 @@
 //! - `backtrace_aborted`: the ring filled up during the backtrace; global `bt_lost_no_mapping`:
 //!   a user return address in no mapping (the rest of that backtrace is dropped).
 
+use crate::common::event::ESCAPE_CODE;
 use crate::common::ring;
 use crate::common::sync::{CpuSample, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
 use crate::stats::{self, CpuStats, Stats};
@@ -173,7 +174,9 @@ struct Walk<'a> {
 unsafe extern "C" fn frame(ctx: *mut c_void, pc: c_ulong, user: bool) -> bool {
     // SAFETY: Our contract.
     let w = unsafe { &*ctx.cast::<Walk<'_>>() };
-    if !w.buf.has_room() {
+    // A broken frame can give a PC equal to ESCAPE_CODE, which the event buffer cannot carry as
+    // a value: the trace ends there (legacy `oprofile_add_trace`).
+    if !w.buf.has_room() || pc as usize == ESCAPE_CODE {
         stats::inc(&w.cpu.backtrace_aborted);
         return false;
     }

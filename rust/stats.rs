@@ -14,8 +14,9 @@ pub(crate) struct CpuStats {
     pub(crate) sample_received: Atomic<usize>,
     /// Samples dropped because this CPU's buffer was full.
     pub(crate) sample_lost_overflow: Atomic<usize>,
-    /// Backtraces cut short for want of room: this CPU's ring filled up during the walk, or the
-    /// event buffer had no room for an entry at sync time.
+    /// Backtraces cut short for want of room (this CPU's ring filled up during the walk, or the
+    /// event buffer had no room for an entry at sync time) or at a broken frame whose PC equals
+    /// ESCAPE_CODE (legacy `oprofile_add_trace`).
     pub(crate) backtrace_aborted: Atomic<usize>,
     /// Samples without a valid PC (no interrupt registers).
     pub(crate) sample_invalid_eip: Atomic<usize>,
