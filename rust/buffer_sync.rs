@@ -5,7 +5,12 @@
 //!
 //! [`sync_all`] drains every CPU's ring under the event buffer mutex (legacy `buffer_mutex`),
 //! resolving each sample's location and encoding it with [`SyncPass`]. It runs from
-//! [`SyncWork`] every [`SYNC_INTERVAL_MS`] while profiling, on `dump`, and once more on stop.
+//! [`SyncWork`] every [`SYNC_INTERVAL_MS`] while profiling, and through [`Flush`] on `dump`, on
+//! stop and before MODULE_LOADED. Every pass runs on the module's workqueue, never in the task
+//! that asked for it: naming an image (`d_path`) needs a filesystem root, and the last close of
+//! `buffer` may run in a task that is exiting and has none left (`exit_fs` runs before the
+//! final `fput`'s task work). Image paths are therefore always relative to the root of the
+//! kernel's own threads (init's root), whoever reads `buffer`.
 //!
 //! Kernel samples and kernel backtrace entries carry the raw PC (legacy). User ones were
 //! resolved to a mapped file and offset when sampled (`cpu_buffer`); here the file becomes an
@@ -27,15 +32,21 @@ use crate::stats;
 use core::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::sync::{Arc, Completion};
-use kernel::workqueue::{self, DelayedWork, Queue};
-use kernel::{impl_has_delayed_work, new_delayed_work};
+use kernel::sync::{new_condvar, new_mutex, Arc, Completion, CondVar, Mutex};
+use kernel::workqueue::{self, DelayedWork, Queue, Work};
+use kernel::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work};
 
 // Profile point: sync passes over all CPU buffers (`sync_all`).
 define_profile_point!(SYNC_PASS, "sync_pass");
 
 extern "C" {
-    fn oprofile_shim_user_lookup_mm(mm: *mut c_void, pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong) -> c_int;
+    fn oprofile_shim_user_lookup_mm(
+        mm: *mut c_void,
+        pc: c_ulong,
+        file: *mut *mut c_void,
+        offset: *mut c_ulong,
+        exec: *mut bool,
+    ) -> c_int;
 }
 
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
@@ -63,9 +74,20 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
         SampleLoc::Deferred { mm } => {
             let mut file = core::ptr::null_mut();
             let mut offset: c_ulong = 0;
+            let mut exec = false;
             // SAFETY: The entry holds an mm_users reference on `mm`; valid out-pointers.
-            let r = unsafe { oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut offset) };
+            let r = unsafe {
+                oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut offset, &mut exec)
+            };
+            // A backtrace entry must be a return address: in executable memory.
+            let not_code = s.is_frame() && !exec && (r == lookup::FILE || r == lookup::ANON);
             match r {
+                lookup::FILE if not_code => {
+                    // SAFETY: The lookup gave us this reference.
+                    unsafe { oprofile_shim_fput(file) };
+                    Location::NotCode
+                }
+                _ if not_code => Location::NotCode,
                 lookup::FILE => {
                     let loc = file_location(images, file, offset as usize);
                     // SAFETY: The lookup gave us this reference.
@@ -103,7 +125,7 @@ pub(crate) fn sync_all(session: &Session) {
                 match pass.add_frame(s, loc, &mut *eb) {
                     FrameOutcome::Delivered | FrameOutcome::Orphan => {}
                     FrameOutcome::LostNoMapping => stats::inc(&stats.bt_lost_no_mapping),
-                    FrameOutcome::LostOverflow => {
+                    FrameOutcome::LostOverflow | FrameOutcome::NotCode => {
                         if let Some(c) = stats.cpu.get(cpu) {
                             stats::inc(&c.backtrace_aborted);
                         }
@@ -125,11 +147,11 @@ pub(crate) fn sync_all(session: &Session) {
     }
 }
 
-/// A module reached `MODULE_STATE_COMING` while profiling: queued samples go out first, then
-/// MODULE_LOADED (legacy `module_load_notify`), so samples before it precede it in the stream.
-/// If the event buffer is full the record is dropped and logged.
-pub(crate) fn module_loaded(session: &Session) {
-    sync_all(session);
+/// A module reached `MODULE_STATE_COMING` while profiling: queued samples go out first (through
+/// `flush`), then MODULE_LOADED (legacy `module_load_notify`), so samples before it precede it in
+/// the stream. If the event buffer is full the record is dropped and logged.
+pub(crate) fn module_loaded(session: &Session, flush: &Arc<Flush>) {
+    flush.sync();
     let mut words = [0usize; 2];
     let n = Record::ModuleLoaded.encode(&mut words).unwrap_or(0);
     if !session.event_buffer.lock().write_group(&words[..n]) {
@@ -247,5 +269,82 @@ impl workqueue::WorkItem for SyncWork {
         } else {
             this.stopped.complete_all();
         }
+    }
+}
+
+/// Requests and completions of [`Flush`] passes, counted since the session began.
+struct FlushState {
+    requested: u64,
+    done: u64,
+}
+
+/// On-demand sync passes of one session, run on the module's workqueue: the caller of
+/// [`Flush::sync`] waits until a pass that began after its call has finished. Used by `dump`,
+/// stop (including the last close of `buffer` by an exiting or killed task) and MODULE_LOADED;
+/// see the module docs for why a pass never runs in the caller's task.
+///
+/// # Invariants
+///
+/// `state.done <= state.requested`; a pass of `work` covers every request counted before it
+/// read `requested`, and a request made while no pass is queued queues one.
+#[pin_data]
+pub(crate) struct Flush {
+    session: Arc<Session>,
+    queue: &'static Queue,
+    #[pin]
+    state: Mutex<FlushState>,
+    #[pin]
+    finished: CondVar,
+    #[pin]
+    work: Work<Flush>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Flush { self.work }
+}
+
+impl Flush {
+    /// Flush passes of `session` on `queue`. Errors: `ENOMEM`.
+    pub(crate) fn new(session: Arc<Session>, queue: &'static Queue) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Flush {
+                session,
+                queue,
+                state <- new_mutex!(FlushState { requested: 0, done: 0 }, "oprofile::Flush::state"),
+                finished <- new_condvar!("oprofile::Flush::finished"),
+                work <- new_work!("oprofile::Flush::work"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Moves every sample queued before this call to the event buffer (a [`sync_all`] on the
+    /// workqueue) and waits for it, uninterruptibly: the caller may be an exiting task. Sleeps:
+    /// process context, without the event buffer or images mutex held.
+    pub(crate) fn sync(self: &Arc<Self>) {
+        let ticket = {
+            let mut s = self.state.lock();
+            s.requested = s.requested.saturating_add(1);
+            s.requested
+        };
+        // Already queued: that pass has not read `requested` yet and covers this request.
+        let _ = self.queue.enqueue(self.clone());
+        let mut s = self.state.lock();
+        while s.done < ticket {
+            self.finished.wait(&mut s);
+        }
+    }
+}
+
+impl workqueue::WorkItem for Flush {
+    type Pointer = Arc<Flush>;
+
+    fn run(this: Arc<Flush>) {
+        let covered = this.state.lock().requested;
+        sync_all(&this.session);
+        let mut s = this.state.lock();
+        // INVARIANT: `covered` was read from `requested`, which only grows.
+        s.done = s.done.max(covered);
+        this.finished.notify_all();
     }
 }

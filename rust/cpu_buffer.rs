@@ -18,12 +18,14 @@
 //! - `sample_invalid_eip`: no interrupt registers;
 //! - `sample_lost_overflow`: the ring was full;
 //! - global `sample_lost_no_mapping` / `sample_lost_no_mm`: a user PC in no mapping / no mm;
-//! - `backtrace_aborted`: the ring filled up during the backtrace; global `bt_lost_no_mapping`:
-//!   a user return address in no mapping (the rest of that backtrace is dropped).
+//! - `backtrace_aborted`: the ring filled up during the backtrace, or an entry was not a code
+//!   address of its mode (a kernel entry outside the kernel text and the module area, a user
+//!   entry in a mapping without `VM_EXEC`, or ESCAPE_CODE): the rest of that backtrace is
+//!   dropped; global `bt_lost_no_mapping`: a user return address in no mapping (likewise).
 
 use crate::common::event::ESCAPE_CODE;
 use crate::common::ring;
-use crate::common::sync::{CpuSample, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
+use crate::common::sync::{CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
 use crate::stats::{self, CpuStats, Stats};
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_ulong, c_void};
@@ -43,7 +45,9 @@ pub(crate) mod lookup {
 extern "C" {
     fn oprofile_shim_irq_regs() -> *mut c_void;
     fn oprofile_shim_regs_pc(regs: *mut c_void, pc: *mut c_ulong) -> c_int;
-    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong) -> c_int;
+    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong, exec: *mut bool) -> c_int;
+    fn oprofile_shim_module_area(start: *mut c_ulong, end: *mut c_ulong);
+    fn oprofile_shim_kprof_text(start: *mut c_ulong, end: *mut c_ulong) -> c_int;
     fn oprofile_shim_exe_file_irq() -> *mut c_void;
     fn oprofile_shim_mm_get_irq() -> *mut c_void;
     fn oprofile_shim_backtrace(
@@ -88,17 +92,40 @@ pub(crate) fn irq_pc() -> Option<(usize, bool)> {
 /// Drops the references a queued entry holds (its file, executable, mm). Process context, or
 /// any context where `fput`/`mmput_async` may run (both defer the final release).
 pub(crate) fn release(s: &CpuSample) {
-    match s.loc {
+    release_loc(s.loc);
+    if s.app != 0 {
+        // SAFETY: The entry owned one reference to its executable (`add_sample`).
+        unsafe { oprofile_shim_fput(s.app as *mut c_void) };
+    }
+}
+
+/// Drops the reference a resolved location holds (its file or mm), see [`release`].
+fn release_loc(loc: SampleLoc) {
+    match loc {
         // SAFETY: The entry owned one reference to the file (taken in `resolve_user`).
         SampleLoc::File { file, .. } => unsafe { oprofile_shim_fput(file as *mut c_void) },
         // SAFETY: The entry owned one mm_users reference (taken in `resolve_user`).
         SampleLoc::Deferred { mm } => unsafe { oprofile_shim_mmput(mm as *mut c_void) },
         SampleLoc::Kernel | SampleLoc::Anon => {}
     }
-    if s.app != 0 {
-        // SAFETY: The entry owned one reference to its executable (`add_sample`).
-        unsafe { oprofile_shim_fput(s.app as *mut c_void) };
-    }
+}
+
+/// Where kernel code is on this kernel: the image's text from the build's `System.map` (see
+/// `kprof_shim.c`; unknown if the module was built without it or against another build, which
+/// is logged) and the module area. Process context.
+pub(crate) fn kernel_code() -> KernelCode {
+    let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
+    // SAFETY: Valid out-pointers.
+    let text = match unsafe { oprofile_shim_kprof_text(&mut start, &mut end) } {
+        0 => Some((start as usize, end as usize)),
+        _ => {
+            pr_warn!("kernel text bounds unknown: kernel backtrace entries are not checked\n");
+            None
+        }
+    };
+    // SAFETY: Valid out-pointers.
+    unsafe { oprofile_shim_module_area(&mut start, &mut end) };
+    KernelCode { text, modules: (start as usize, end as usize) }
 }
 
 /// Why a user PC could not be queued.
@@ -108,13 +135,16 @@ enum Unresolved {
 }
 
 /// Resolves user `pc` of the current task (interrupt context); the result owns a reference.
-fn resolve_user(pc: usize) -> core::result::Result<SampleLoc, Unresolved> {
+/// The flag says whether the mapping is executable (`VM_EXEC`); `Deferred` (looked up at sync
+/// time) says true.
+fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc, bool), Unresolved> {
     let mut file = core::ptr::null_mut();
     let mut offset: c_ulong = 0;
+    let mut exec = false;
     // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
-    match unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut offset) } {
-        lookup::FILE => Ok(SampleLoc::File { file: file as usize, offset: offset as usize }),
-        lookup::ANON => Ok(SampleLoc::Anon),
+    match unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut offset, &mut exec) } {
+        lookup::FILE => Ok((SampleLoc::File { file: file as usize, offset: offset as usize }, exec)),
+        lookup::ANON => Ok((SampleLoc::Anon, exec)),
         lookup::NONE => Err(Unresolved::NoMapping),
         lookup::NO_MM => Err(Unresolved::NoMm),
         lookup::RETRY => {
@@ -124,7 +154,7 @@ fn resolve_user(pc: usize) -> core::result::Result<SampleLoc, Unresolved> {
             if mm.is_null() {
                 Err(Unresolved::NoMm)
             } else {
-                Ok(SampleLoc::Deferred { mm: mm as usize })
+                Ok((SampleLoc::Deferred { mm: mm as usize }, true))
             }
         }
         _ => Err(Unresolved::NoMapping),
@@ -161,6 +191,7 @@ struct Walk<'a> {
     buf: &'a CpuBuffer,
     cpu: &'a CpuStats,
     stats: &'a Stats,
+    code: &'a KernelCode,
     pid: i32,
     tgid: i32,
 }
@@ -175,14 +206,21 @@ unsafe extern "C" fn frame(ctx: *mut c_void, pc: c_ulong, user: bool) -> bool {
     // SAFETY: Our contract.
     let w = unsafe { &*ctx.cast::<Walk<'_>>() };
     // A broken frame can give a PC equal to ESCAPE_CODE, which the event buffer cannot carry as
-    // a value: the trace ends there (legacy `oprofile_add_trace`).
-    if !w.buf.has_room() || pc as usize == ESCAPE_CODE {
+    // a value: the trace ends there (legacy `oprofile_add_trace`). So does a kernel entry that
+    // is no kernel code (a walk that strayed into data or the stack).
+    if !w.buf.has_room() || pc as usize == ESCAPE_CODE || (!user && !w.code.contains(pc as usize)) {
         stats::inc(&w.cpu.backtrace_aborted);
         return false;
     }
     let loc = if user {
         match resolve_user(pc as usize) {
-            Ok(loc) => loc,
+            Ok((loc, true)) => loc,
+            Ok((loc, false)) => {
+                // Not a return address: data or stack of the task.
+                release_loc(loc);
+                stats::inc(&w.cpu.backtrace_aborted);
+                return false;
+            }
             Err(_) => {
                 stats::inc(&w.stats.bt_lost_no_mapping);
                 return false;
@@ -237,7 +275,15 @@ impl CpuBuffer {
     /// + `log_sample` + `ops->backtrace`). Counts it in `cpu` / `stats` as the module docs say.
     ///
     /// Must be called on this buffer's CPU from its sampling interrupt (type invariants).
-    pub(crate) fn add_sample(&self, cpu: &CpuStats, stats: &Stats, regs: *mut c_void, event: u32, depth: u32) {
+    pub(crate) fn add_sample(
+        &self,
+        cpu: &CpuStats,
+        stats: &Stats,
+        code: &KernelCode,
+        regs: *mut c_void,
+        event: u32,
+        depth: u32,
+    ) {
         stats::inc(&cpu.sample_received);
         // SAFETY: `regs` is null or the interrupted registers.
         let Some((pc, kernel)) = (unsafe { regs_pc(regs) }) else {
@@ -252,7 +298,7 @@ impl CpuBuffer {
             SampleLoc::Kernel
         } else {
             match resolve_user(pc) {
-                Ok(loc) => loc,
+                Ok((loc, _)) => loc,
                 Err(Unresolved::NoMapping) => return stats::inc(&stats.sample_lost_no_mapping),
                 Err(Unresolved::NoMm) => return stats::inc(&stats.sample_lost_no_mm),
             }
@@ -267,7 +313,7 @@ impl CpuBuffer {
         }
         self.push(CpuSample { pc, loc, event, flags, pid, tgid, app });
         if depth > 0 {
-            let mut w = Walk { buf: self, cpu, stats, pid, tgid };
+            let mut w = Walk { buf: self, cpu, stats, code, pid, tgid };
             // SAFETY: `regs` as above; `w` lives across the call and `frame` matches the shim's
             // callback type.
             unsafe {

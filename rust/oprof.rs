@@ -8,9 +8,10 @@
 //! `buffer` closed: idle. All transitions and setting changes happen under one mutex (legacy
 //! `start_mutex`/`oprofilefs_lock`); the sample path never takes it.
 
-use crate::buffer_sync::{self, SyncWork};
+use crate::buffer_sync::{self, Flush, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
 use crate::common::parse::{self, ParseError};
+use crate::common::sync::KernelCode;
 use crate::cpu_buffer::{self, CpuBuffer};
 use crate::event_buffer::{EventBuffer, WORD};
 use crate::image_ids::ImageIds;
@@ -81,6 +82,8 @@ pub(crate) struct Session {
     pub(crate) cpu_buffers: KVec<CpuBuffer>,
     /// Frames recorded per sample (`backtrace_depth` at `buffer` open; 0: no backtraces).
     pub(crate) backtrace_depth: u32,
+    /// Where kernel backtrace entries may point.
+    kernel_code: KernelCode,
     #[pin]
     pub(crate) event_buffer: Mutex<EventBuffer>,
     /// Image ids of this session (the `images` file). Lock order: `event_buffer` first.
@@ -92,7 +95,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    fn new(stats: Arc<Stats>, s: &Settings) -> Result<Arc<Session>> {
+    fn new(stats: Arc<Stats>, s: &Settings, kernel_code: KernelCode) -> Result<Arc<Session>> {
         let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
         let mut cpu_buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
         for _ in 0..stats.cpu.len() {
@@ -104,6 +107,7 @@ impl Session {
                 stats,
                 cpu_buffers,
                 backtrace_depth: s.backtrace_depth as u32,
+                kernel_code,
                 event_buffer <- new_mutex!(eb, "oprofile::event_buffer"),
                 images <- new_mutex!(images, "oprofile::images"),
                 reader_wait <- new_condvar!("oprofile::buffer_wait"),
@@ -128,7 +132,7 @@ impl Session {
         let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
             return;
         };
-        buf.add_sample(stats, &self.stats, regs, event, self.backtrace_depth);
+        buf.add_sample(stats, &self.stats, &self.kernel_code, regs, event, self.backtrace_depth);
     }
 }
 
@@ -138,6 +142,8 @@ struct Control {
     /// Counter directories `0/ .. N-1/` (empty in timer mode). Kept across mounts, as legacy.
     counters: KVec<CounterConfig>,
     session: Option<Arc<Session>>,
+    /// On-demand sync passes of `session` (`Some` exactly when `session` is).
+    flush: Option<Arc<Flush>>,
     sync: Option<Arc<SyncWork>>,
     /// Start of the running profiling period.
     period_start: Option<Instant<Monotonic>>,
@@ -157,6 +163,7 @@ struct Control {
 pub(crate) struct Oprofile {
     cpu_type: &'static CStr,
     describe: &'static str,
+    kernel_code: KernelCode,
     stats: Arc<Stats>,
     started: Atomic<bool>,
     buffer_busy: Atomic<bool>,
@@ -178,7 +185,8 @@ impl Oprofile {
         try_pin_init!(Oprofile {
             cpu_type: model.cpu_type(),
             describe: model.describe(),
-            stats: Arc::new(Stats::new(kernel::cpu::nr_cpu_ids())?, GFP_KERNEL)?,
+            kernel_code: cpu_buffer::kernel_code(),
+            stats: Arc::new(Stats::new(kernel::cpu::nr_cpu_ids(), model.num_counters())?, GFP_KERNEL)?,
             started: Atomic::new(false),
             buffer_busy: Atomic::new(false),
             queue: {
@@ -201,6 +209,7 @@ impl Oprofile {
                     model,
                     settings: Settings::DEFAULT,
                     session: None,
+                    flush: None,
                     sync: None,
                     period_start: None,
                     period_ns: 0,
@@ -341,10 +350,12 @@ impl Oprofile {
         }
         let r = (|| {
             let mut ctl = self.ctl.lock();
-            let session = Session::new(self.stats.clone(), &ctl.settings)?;
+            let session = Session::new(self.stats.clone(), &ctl.settings, self.kernel_code)?;
+            let flush = Flush::new(session.clone(), self.queue())?;
             let Control { model, counters, .. } = &mut *ctl;
             model.setup(counters)?;
             ctl.session = Some(session);
+            ctl.flush = Some(flush);
             ctl.last_images = KVVec::new();
             Ok(())
         })();
@@ -354,10 +365,13 @@ impl Oprofile {
         r
     }
 
-    /// Closing `buffer` (legacy `oprofile_stop` + `oprofile_shutdown`).
+    /// Closing `buffer` (legacy `oprofile_stop` + `oprofile_shutdown`). Safe in any task that
+    /// may close a file, including one that is exiting or was killed: the final sync runs on the
+    /// workqueue (see [`Flush`]).
     pub(crate) fn shutdown(&self) {
         let mut ctl = self.ctl.lock();
         self.stop_locked(&mut ctl);
+        ctl.flush = None;
         if let Some(session) = ctl.session.take() {
             ctl.model.shutdown();
             ctl.last_images = session.images.lock().take_text();
@@ -411,21 +425,30 @@ impl Oprofile {
             ctl.period_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(0);
         }
         self.started.store(false, Relaxed);
-        if let Some(session) = &ctl.session {
-            buffer_sync::sync_all(session);
-            session.event_buffer.lock().mark_ready();
-            session.reader_wait.notify_all();
+        if let (Some(session), Some(flush)) = (&ctl.session, &ctl.flush) {
+            Self::flush_and_wake(session, flush);
         }
+    }
+
+    /// Moves every queued sample to the event buffer and wakes the reader, even if the buffer
+    /// is below its watershed.
+    fn flush_and_wake(session: &Session, flush: &Arc<Flush>) {
+        flush.sync();
+        session.event_buffer.lock().mark_ready();
+        session.reader_wait.notify_all();
+    }
+
+    /// The open session and its flush passes, if `buffer` is open.
+    fn session(&self) -> Option<(Arc<Session>, Arc<Flush>)> {
+        let ctl = self.ctl.lock();
+        Some((ctl.session.clone()?, ctl.flush.clone()?))
     }
 
     /// `dump`: moves queued samples to the event buffer and wakes the reader, even if empty.
     /// (Legacy only woke the reader; flushing the CPU buffers first loses nothing.)
     pub(crate) fn dump(&self) {
-        let session = self.ctl.lock().session.clone();
-        if let Some(session) = session {
-            buffer_sync::sync_all(&session);
-            session.event_buffer.lock().mark_ready();
-            session.reader_wait.notify_all();
+        if let Some((session, flush)) = self.session() {
+            Self::flush_and_wake(&session, &flush);
         }
     }
 
@@ -447,15 +470,15 @@ impl Oprofile {
     /// A kernel module is coming: while profiling, emit MODULE_LOADED (see
     /// [`buffer_sync::module_loaded`]).
     pub(crate) fn module_coming(&self) {
-        let session = {
+        let running = {
             let ctl = self.ctl.lock();
-            if ctl.sync.is_none() {
-                return;
+            match (&ctl.sync, &ctl.session, &ctl.flush) {
+                (Some(_), Some(session), Some(flush)) => Some((session.clone(), flush.clone())),
+                _ => None,
             }
-            ctl.session.clone()
         };
-        if let Some(session) = session {
-            buffer_sync::module_loaded(&session);
+        if let Some((session, flush)) = running {
+            buffer_sync::module_loaded(&session, &flush);
         }
     }
 

@@ -18,6 +18,7 @@
 //! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
 //! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
 //! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
+//! | `stats/N/*` | 0444 | `"%lu\n"`: losses of counter N (`sample_lost_no_irq`, `sample_lost_overrun`, `event_throttled`) | – |
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `N/total` | 0444 | events counted by counter N in the current or last period | – |
 //! | `profile_points` | 0644 | the profile point table (`profile_point`) | `enable`/`disable`/`reset` `NAME`\|`all`, `print` |
@@ -35,7 +36,7 @@ use crate::common::parse;
 use crate::event_buffer::{self, WORD};
 use crate::oprof::{self, Setting};
 use crate::{kprof, profile_point};
-use crate::stats::{CPU_STATS, GLOBAL_STATS};
+use crate::stats::{COUNTER_STATS, CPU_STATS, GLOBAL_STATS};
 use core::ffi::{c_int, c_ulong};
 use kernel::bindings;
 use kernel::prelude::*;
@@ -80,6 +81,8 @@ pub(crate) enum Node {
     PeriodNs,
     /// `images`.
     Images,
+    /// `stats/<counter>/<name>`: index into [`COUNTER_STATS`].
+    CounterStat { counter: u32, stat: u8 },
 }
 
 impl Node {
@@ -104,6 +107,7 @@ impl Node {
             Node::CounterTotal(counter) => (12, 0, counter.into()),
             Node::PeriodNs => (13, 0, 0),
             Node::Images => (14, 0, 0),
+            Node::CounterStat { counter, stat } => (15, stat.into(), counter.into()),
         };
         kind | stat << 8 | cpu << 16
     }
@@ -125,6 +129,7 @@ impl Node {
             12 => Node::CounterTotal((raw >> 16) as u32),
             13 => Node::PeriodNs,
             14 => Node::Images,
+            15 => Node::CounterStat { counter: (raw >> 16) as u32, stat },
             _ => return None,
         })
     }
@@ -222,6 +227,10 @@ fn fill_root(root: &Dir) -> Result {
             dir.file(field.name(), 0o644, Node::Counter { counter, field })?;
         }
         dir.file(c"total", 0o444, Node::CounterTotal(counter))?;
+        let dir = stats.mkdir(numbered_name(b"", counter, &mut name)?)?;
+        for (i, (stat, _)) in COUNTER_STATS.iter().enumerate() {
+            dir.file(stat, 0o444, Node::CounterStat { counter, stat: i as u8 })?;
+        }
     }
     Ok(())
 }
@@ -298,6 +307,12 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
             Err(e) => return e.to_errno() as isize,
         },
         Node::CounterTotal(counter) => parse::format_ulong(o.counter_total(counter as usize), &mut num),
+        Node::CounterStat { counter, stat } => {
+            match (o.stats().counter.get(counter as usize), COUNTER_STATS.get(usize::from(stat))) {
+                (Some(c), Some((_, get))) => parse::format_ulong(get(c).load(Relaxed) as u64, &mut num),
+                _ => return EINVAL.to_errno() as isize,
+            }
+        }
         Node::PeriodNs => parse::format_ulong(o.period_ns(), &mut num),
         Node::Images => match o.images_text() {
             // SAFETY: Forwarding the VFS's arguments.

@@ -48,10 +48,11 @@ int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc)
 }
 
 static int lookup_vma(struct vm_area_struct *vma, unsigned long pc, struct file **file,
-		      unsigned long *offset, bool irq)
+		      unsigned long *offset, bool *exec, bool irq)
 {
 	if (!vma)
 		return OPROFILE_LOOKUP_NONE;
+	*exec = vma->vm_flags & VM_EXEC;
 	if (!vma->vm_file) {
 		*offset = pc;
 		return OPROFILE_LOOKUP_ANON;
@@ -70,9 +71,11 @@ static int lookup_vma(struct vm_area_struct *vma, unsigned long pc, struct file 
 
 /*
  * Resolves user @pc in current->mm from interrupt context, without sleeping or locking.
- * OPROFILE_LOOKUP_FILE gives a referenced *@file (release with oprofile_shim_fput).
+ * OPROFILE_LOOKUP_FILE gives a referenced *@file (release with oprofile_shim_fput); FILE and
+ * ANON set *@exec to whether the mapping is executable (VM_EXEC).
  */
-int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset)
+int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset,
+				  bool *exec)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned int seq;
@@ -84,7 +87,7 @@ int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned
 	guard(rcu)();
 	if (!mmap_lock_speculate_try_begin(mm, &seq))
 		return OPROFILE_LOOKUP_RETRY;
-	ret = lookup_vma(vma_lookup(mm, pc), pc, file, offset, true);
+	ret = lookup_vma(vma_lookup(mm, pc), pc, file, offset, exec, true);
 	/* Whatever was read above is only valid if no writer ran meanwhile. */
 	if (mmap_lock_speculate_retry(mm, seq)) {
 		if (*file)
@@ -116,13 +119,13 @@ struct mm_struct *oprofile_shim_mm_get_irq(void)
 
 /* Process context: resolves @pc in @mm under mmap_lock (see oprofile_shim_user_lookup_irq). */
 int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct file **file,
-				 unsigned long *offset)
+				 unsigned long *offset, bool *exec)
 {
 	int ret;
 
 	*file = NULL;
 	mmap_read_lock(mm);
-	ret = lookup_vma(vma_lookup(mm, pc), pc, file, offset, false);
+	ret = lookup_vma(vma_lookup(mm, pc), pc, file, offset, exec, false);
 	mmap_read_unlock(mm);
 	return ret;
 }
@@ -274,6 +277,21 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 	}
 #endif
 	return bt.n;
+}
+
+/*
+ * Bounds of the area module text is loaded into (MODULES_VADDR..MODULES_END): constants the
+ * Rust side cannot name (arch headers). is_module_text_address() is not exported.
+ */
+void oprofile_shim_module_area(unsigned long *start, unsigned long *end)
+{
+#ifdef MODULES_VADDR
+	*start = MODULES_VADDR;
+	*end = MODULES_END;
+#else
+	*start = 0;
+	*end = 0;
+#endif
 }
 
 static int oprofile_module_notify(struct notifier_block *nb, unsigned long state, void *data)

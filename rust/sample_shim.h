@@ -26,11 +26,13 @@ typedef bool (*oprofile_frame_fn)(void *ctx, unsigned long pc, bool user);
 struct pt_regs *oprofile_shim_irq_regs(void);
 int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc);
 
-int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset);
+int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset,
+				  bool *exec);
 struct file *oprofile_shim_exe_file_irq(void);
 struct mm_struct *oprofile_shim_mm_get_irq(void);
 int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct file **file,
-				 unsigned long *offset);
+				 unsigned long *offset, bool *exec);
+void oprofile_shim_module_area(unsigned long *start, unsigned long *end);
 void oprofile_shim_mmput(struct mm_struct *mm);
 
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt);

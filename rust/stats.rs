@@ -4,6 +4,9 @@
 //!
 //! Per-CPU counters are written in interrupt context by their own CPU and read from process
 //! context, so they are relaxed atomics. All counters are reset on every `enable=1`.
+//!
+//! Losses that belong to one hardware counter are counted twice: under `stats/N/` for counter
+//! `N` ([`CounterStats`]) and in the global file of the same name, which is their sum.
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -30,9 +33,26 @@ pub(crate) const CPU_STATS: [(&CStr, fn(&CpuStats) -> &Atomic<usize>); 4] = [
     (c"sample_invalid_eip", |s| &s.sample_invalid_eip),
 ];
 
-/// All counters: one [`CpuStats`] per possible CPU (index = CPU id) and the global ones.
+/// Losses of one hardware counter, as `stats/N/<name>` (mode 0444, `"%lu\n"`), summed over
+/// CPUs. See the global counters of the same names.
+pub(crate) struct CounterStats {
+    pub(crate) sample_lost_no_irq: Atomic<usize>,
+    pub(crate) sample_lost_overrun: Atomic<usize>,
+    pub(crate) event_throttled: Atomic<usize>,
+}
+
+/// Names and accessors of the per-counter losses.
+pub(crate) const COUNTER_STATS: [(&CStr, fn(&CounterStats) -> &Atomic<usize>); 3] = [
+    (c"sample_lost_no_irq", |s| &s.sample_lost_no_irq),
+    (c"sample_lost_overrun", |s| &s.sample_lost_overrun),
+    (c"event_throttled", |s| &s.event_throttled),
+];
+
+/// All counters: one [`CpuStats`] per possible CPU (index = CPU id), one [`CounterStats`] per
+/// hardware counter (index = counter number; none in timer mode) and the global ones.
 pub(crate) struct Stats {
     pub(crate) cpu: KVec<CpuStats>,
+    pub(crate) counter: KVec<CounterStats>,
     /// User samples of a task without mm.
     pub(crate) sample_lost_no_mm: Atomic<usize>,
     /// User samples whose PC lies in no mapping.
@@ -43,11 +63,14 @@ pub(crate) struct Stats {
     /// Backtraces cut short at a user return address in no mapping (the rest is dropped).
     pub(crate) bt_lost_no_mapping: Atomic<usize>,
     /// Counter overflows the PMU did not signal with an interrupt (sampling periods that
-    /// elapsed without a sample), estimated from the counts; hardware models only.
+    /// elapsed without a sample), estimated from the counts; hardware models only. Sum of
+    /// `stats/N/sample_lost_no_irq`.
     pub(crate) sample_lost_no_irq: Atomic<usize>,
     /// Sampling periods skipped because an overflow interrupt came more than a period late.
+    /// Sum of `stats/N/sample_lost_overrun`.
     pub(crate) sample_lost_overrun: Atomic<usize>,
-    /// Times perf throttled a sampling counter (no samples from it until the next tick).
+    /// Times perf throttled a sampling counter (it counts nothing until perf's next tick
+    /// restarts it). Sum of `stats/N/event_throttled`.
     pub(crate) event_throttled: Atomic<usize>,
 }
 
@@ -73,15 +96,31 @@ impl CpuStats {
     }
 }
 
+impl CounterStats {
+    fn new() -> Self {
+        CounterStats {
+            sample_lost_no_irq: Atomic::new(0),
+            sample_lost_overrun: Atomic::new(0),
+            event_throttled: Atomic::new(0),
+        }
+    }
+}
+
 impl Stats {
-    /// Counters for `nr_cpus` CPUs (ids `0..nr_cpus`), all zero. Errors: `ENOMEM`.
-    pub(crate) fn new(nr_cpus: u32) -> Result<Self> {
+    /// Counters for `nr_cpus` CPUs (ids `0..nr_cpus`) and `nr_counters` hardware counters, all
+    /// zero. Errors: `ENOMEM`.
+    pub(crate) fn new(nr_cpus: u32, nr_counters: usize) -> Result<Self> {
         let mut cpu = KVec::with_capacity(nr_cpus as usize, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
             cpu.push(CpuStats::new(), GFP_KERNEL)?;
         }
+        let mut counter = KVec::with_capacity(nr_counters, GFP_KERNEL)?;
+        for _ in 0..nr_counters {
+            counter.push(CounterStats::new(), GFP_KERNEL)?;
+        }
         Ok(Stats {
             cpu,
+            counter,
             sample_lost_no_mm: Atomic::new(0),
             sample_lost_no_mapping: Atomic::new(0),
             event_lost_overflow: Atomic::new(0),
@@ -96,6 +135,11 @@ impl Stats {
     pub(crate) fn reset(&self) {
         for c in self.cpu.iter() {
             for (_, get) in CPU_STATS {
+                get(c).store(0, Relaxed);
+            }
+        }
+        for c in self.counter.iter() {
+            for (_, get) in COUNTER_STATS {
                 get(c).store(0, Relaxed);
             }
         }

@@ -86,6 +86,31 @@ pub enum Location {
     NoMm,
     /// No mapping contains the PC (`sample_lost_no_mapping`).
     NoMapping,
+    /// A backtrace entry in a mapping that is not executable: not a return address (the chain
+    /// ends there, `backtrace_aborted`). Never given for a sample's own PC.
+    NotCode,
+}
+
+/// Where kernel code can be, for checking kernel backtrace entries (a frame walk that strays
+/// into data must not put data or stack addresses into the stream as kernel PCs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelCode {
+    /// The kernel image's text `_stext.._etext` (end exclusive), if known.
+    pub text: Option<(usize, usize)>,
+    /// The area modules are loaded into (`MODULES_VADDR..MODULES_END`, end exclusive).
+    pub modules: (usize, usize),
+}
+
+impl KernelCode {
+    /// Whether `pc` can be a kernel return address: inside the kernel text or the module area.
+    /// Every address is accepted when the text bounds are unknown.
+    pub fn contains(&self, pc: usize) -> bool {
+        let within = |(start, end): (usize, usize)| start <= pc && pc < end;
+        match self.text {
+            Some(text) => within(text) || within(self.modules),
+            None => true,
+        }
+    }
 }
 
 /// What became of one sample.
@@ -111,6 +136,9 @@ pub enum FrameOutcome {
     /// Dropped with the rest of its backtrace: no room in the event buffer
     /// (`backtrace_aborted`).
     LostOverflow,
+    /// Dropped with the rest of its backtrace: not a code address ([`Location::NotCode`],
+    /// `backtrace_aborted`).
+    NotCode,
     /// Dropped silently: its sample was dropped, or an earlier entry of the backtrace was.
     Orphan,
 }
@@ -185,7 +213,8 @@ impl SyncPass {
         self.trace_live = false;
         let (pc, cookie) = match loc {
             Location::NoMm => return Outcome::LostNoMm,
-            Location::NoMapping => return Outcome::LostNoMapping,
+            // `NotCode` is only given for frames; a sample's PC was executing.
+            Location::NoMapping | Location::NotCode => return Outcome::LostNoMapping,
             Location::Kernel => (s.pc as u64, None),
             Location::User { cookie, offset } => (offset, Some(cookie)),
         };
@@ -245,6 +274,10 @@ impl SyncPass {
             Location::NoMm | Location::NoMapping => {
                 self.trace_live = false;
                 return FrameOutcome::LostNoMapping;
+            }
+            Location::NotCode => {
+                self.trace_live = false;
+                return FrameOutcome::NotCode;
             }
             Location::Kernel => (f.pc as u64, None),
             Location::User { cookie, offset } => (offset, Some(cookie)),
@@ -413,6 +446,32 @@ mod tests {
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
         let frames = decode(&sink.words).iter().filter(|r| **r == Record::Sample { pc: 0xc000_2000, event: 0 }).count();
         assert_eq!(frames, 0);
+    }
+
+    #[test]
+    fn frames_that_are_not_code_end_the_backtrace() {
+        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut p = SyncPass::new(0);
+        let mut s = ks(0xc000_1000, 4);
+        s.flags |= TRACE_BEGIN;
+        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        p.add_sample(&s, Location::Kernel, 0, &mut sink);
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
+        assert_eq!(p.add_frame(&kf, Location::NotCode, &mut sink), FrameOutcome::NotCode);
+        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+    }
+
+    #[test]
+    fn kernel_code_ranges() {
+        let code = KernelCode { text: Some((0xc010_0000, 0xc080_0000)), modules: (0xbf00_0000, 0xc000_0000) };
+        for pc in [0xc010_0000, 0xc07f_fffc, 0xbf00_0000, 0xbfff_fffc] {
+            assert!(code.contains(pc), "{pc:#x}");
+        }
+        // What stray frame walks produced: user, small, ~1, direct-mapped data, vmalloc stack.
+        for pc in [0x72cc_818f, 0xcc0, 0xffff_fffe, 0xc19a_2088, 0xd096_5f38, 0xc080_0000] {
+            assert!(!code.contains(pc), "{pc:#x}");
+        }
+        assert!(KernelCode { text: None, ..code }.contains(0xcc0));
     }
 
     #[test]

@@ -107,6 +107,9 @@ struct Slot {
     user: bool,
     /// Overflow handler calls.
     handled: Atomic<usize>,
+    /// Samples lost by this event as of the last refresh ([`counter::losses`]).
+    lost_no_irq: Atomic<usize>,
+    lost_overrun: Atomic<usize>,
     session: Arc<Session>,
 }
 
@@ -140,7 +143,8 @@ pub(crate) struct PerfRun {
 
 impl PerfRun {
     /// Reads every event, updates the totals and the loss stats (`sample_lost_no_irq`,
-    /// `sample_lost_overrun`), logs each kind of loss once per run. Process context (reading a counter of another CPU takes an IPI).
+    /// `sample_lost_overrun`, per counter under `stats/N/` and their sums), logs each kind of
+    /// loss once per run. Process context (reading a counter of another CPU takes an IPI).
     fn refresh(&self) {
         let mut st = self.state.lock();
         if st.released {
@@ -149,7 +153,7 @@ impl PerfRun {
         for t in st.totals.iter_mut() {
             *t = 0;
         }
-        let (mut no_irq, mut overrun) = (0u64, 0u64);
+
         for slot in self.slots.iter() {
             let ev = slot.perf.load(Relaxed);
             if ev.is_null() {
@@ -177,8 +181,8 @@ impl PerfRun {
                     counter, self.event_name(counter), slot.cpu, counter
                 );
             }
-            no_irq = no_irq.saturating_add(l.no_irq);
-            overrun = overrun.saturating_add(l.overrun);
+            slot.lost_no_irq.store(usize::try_from(l.no_irq).unwrap_or(usize::MAX), Relaxed);
+            slot.lost_overrun.store(usize::try_from(l.overrun).unwrap_or(usize::MAX), Relaxed);
             if enabled > 0 && running < enabled && !st.warned_sched {
                 st.warned_sched = true;
                 pr_warn!(
@@ -187,9 +191,20 @@ impl PerfRun {
                 );
             }
         }
+        // Per counter (`stats/N/`), then the global sums; each file is stored once per refresh.
         let stats = &self.session.stats;
-        stats.sample_lost_no_irq.store(usize::try_from(no_irq).unwrap_or(usize::MAX), Relaxed);
-        stats.sample_lost_overrun.store(usize::try_from(overrun).unwrap_or(usize::MAX), Relaxed);
+        let sum = |counter: Option<usize>, lost: fn(&Slot) -> &Atomic<usize>| {
+            self.slots
+                .iter()
+                .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
+                .fold(0usize, |acc, s| acc.saturating_add(lost(s).load(Relaxed)))
+        };
+        for (n, c) in stats.counter.iter().enumerate() {
+            c.sample_lost_no_irq.store(sum(Some(n), |s| &s.lost_no_irq), Relaxed);
+            c.sample_lost_overrun.store(sum(Some(n), |s| &s.lost_overrun), Relaxed);
+        }
+        stats.sample_lost_no_irq.store(sum(None, |s| &s.lost_no_irq), Relaxed);
+        stats.sample_lost_overrun.store(sum(None, |s| &s.lost_overrun), Relaxed);
         let throttled = stats.event_throttled.load(Relaxed);
         if throttled > 0 && !st.warned_throttle {
             st.warned_throttle = true;
@@ -272,7 +287,11 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, regs: *mu
     let slot = unsafe { &*context.cast::<Slot>() };
     slot.handled.add(1, Relaxed);
     if throttled {
-        stats::inc(&slot.session.stats.event_throttled);
+        let stats = &slot.session.stats;
+        stats::inc(&stats.event_throttled);
+        if let Some(c) = stats.counter.get(slot.counter as usize) {
+            stats::inc(&c.event_throttled);
+        }
     }
     if (kernel && !slot.kernel) || (!kernel && !slot.user) {
         return;
@@ -358,6 +377,8 @@ impl PerfModel {
                         kernel: c.kernel != 0,
                         user: c.user != 0,
                         handled: Atomic::new(0),
+                        lost_no_irq: Atomic::new(0),
+                        lost_overrun: Atomic::new(0),
                         session: session.clone(),
                     },
                     GFP_KERNEL,

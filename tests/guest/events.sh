@@ -23,6 +23,8 @@ for f in enabled event count unit_mask kernel user; do
 done
 expect "mode of 0/total" 444 stat -c %a $OP/0/total
 expect "mode of stats/period_ns" 444 stat -c %a $OP/stats/period_ns
+expect "per-counter loss files stats/$last/ and their mode" "event_throttled sample_lost_no_irq sample_lost_overrun 444" \
+    sh -c "cd $OP/stats/$last && echo \$(ls) \$(stat -c %a sample_lost_overrun)"
 expect "defaults enabled/event/count/unit_mask/kernel/user" "0 0 0 0 1 1" \
     sh -c "echo \$(cat $OP/1/enabled $OP/1/event $OP/1/count $OP/1/unit_mask $OP/1/kernel $OP/1/user)"
 expect "total before any run" 0 cat $OP/0/total
@@ -94,6 +96,8 @@ if [ $board = a8 ]; then
     expect "no-irq: sampling capture" ok sh -c "optool capture /tmp/c4 optool spin 500 | head -1"
     lost=$(cat $OP/stats/sample_lost_no_irq)
     check "no-irq: stats/sample_lost_no_irq counts the lost samples ($lost)" test "$lost" -gt 100
+    expect "no-irq: all of them on counter 0 (stats/0/sample_lost_no_irq)" "$lost 0" \
+        sh -c "echo \$(cat $OP/stats/0/sample_lost_no_irq $OP/stats/1/sample_lost_no_irq)"
     check "no-irq: one kernel log line" test "$(dmesg | grep -c 'raised no overflow interrupt')" = 1
 else
     # Event-based sampling: CCNT every 2M cycles and an event counter every 1M cycles.

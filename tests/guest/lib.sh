@@ -46,7 +46,7 @@ samples_received() { cat $OP/stats/cpu*/sample_received | awk '{ s += $1 } END {
 be_word() { od -A n -t u1 -j $(($2 * 4)) -N 4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
 # print_stats: every stats file as "STAT name value" lines.
 print_stats() {
-    for f in $OP/stats/cpu*/* $OP/stats/*; do
+    for f in $OP/stats/cpu*/* $OP/stats/[0-9]*/* $OP/stats/*; do
         [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
     done
 }
