@@ -14,8 +14,8 @@
 # load/unload cycles). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 #
-# The convention (DEVELOPERS.md, "Adding a guest script with a host check"): every part reports
-# TAP, a plan line "1..N" and exactly N "ok - ..." / "not ok - ..." lines.
+# The convention (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check"):
+# every part reports TAP, a plan line "1..N" and exactly N "ok - ..." / "not ok - ..." lines.
 #   - tests/guest/NAME.sh sources /tests/lib.sh, declares `plan N` right after (computed up
 #     front when it depends on the board or the CPUs), reports N checks (check/expect) and ends
 #     with `summary`. Add NAME to SCRIPTS below.
