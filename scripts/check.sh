@@ -1,15 +1,52 @@
 #!/usr/bin/env bash
-# `make check`: every test. Sets the host up (packages, kernel) when needed, then runs the host
-# crates' tests and the QEMU integration tests. Fails if any part fails.
+# `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
+# checks (pyflakes3 tests/checks), runs the host crates' tests (cargo test) and the QEMU
+# integration tests (tests/run-qemu-tests.sh). The last line counts every test of all three:
+# "N passed, M failed" (cargo's "test result:" lines, the QEMU runner's "qemu: N passed, M
+# failed", one check for the lint; a part that ends without its counts is one failure). Exits
+# non-zero if anything failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-status=0
-bash "$REPO/scripts/setup-host.sh" || die "host setup failed"
+OUT=$REPO/build
+mkdir -p "$OUT/tests"
+pass=0 fail=0
+# finish: the closing line, and the exit status.
+finish() {
+    step "make check: $([ $fail = 0 ] && echo PASSED || echo FAILED)"
+    echo "$pass passed, $fail failed"
+    [ $fail = 0 ]; exit
+}
+# counted PART N M: adds a part's passed/failed counts.
+counted() { pass=$((pass + $2)); fail=$((fail + $3)); step "$1: $2 passed, $3 failed"; }
+
+bash "$REPO/scripts/setup-host.sh" || { echo "not ok - host setup failed"; fail=$((fail + 1)); finish; }
+
+step "lint: pyflakes3 tests/checks"
+if pyflakes3 "$REPO/tests/checks"; then counted lint 1 0; else echo "not ok - pyflakes3 tests/checks"; counted lint 0 1; fi
+
 step "cargo test (host crates)"
-(cd "$REPO" && cargo test --locked) || status=1
+rc=0; (cd "$REPO" && cargo test --locked 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
+# One "test result: ok. N passed; M failed; ..." line per test binary and doc-test run.
+read -r p f < <(sed -n 's/^test result: [^.]*\. \([0-9]*\) passed; \([0-9]*\) failed;.*/\1 \2/p' "$OUT/cargo-test.log" |
+                awk '{ p += $1; f += $2 } END { print p + 0, f + 0 }')
+if [ $rc != 0 ] && [ "$f" = 0 ]; then
+    echo "not ok - cargo test exited with status $rc without a failed test (build error?)"; f=1
+fi
+counted "cargo test" "$p" "$f"
+
 step "building the module and the host tool"
-make -C "$REPO" --no-print-directory module testmod host || die "build failed"
+if ! make -C "$REPO" --no-print-directory module testmod host; then
+    echo "not ok - build of the module, the test module or the host tool failed"; fail=$((fail + 1)); finish
+fi
+
 step "QEMU integration tests"
-bash "$REPO/tests/run-qemu-tests.sh" || status=1
-step "make check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
-exit $status
+rc=0; bash "$REPO/tests/run-qemu-tests.sh" | tee "$OUT/tests/qemu.tap" || rc=$?
+last=$(tail -n 1 "$OUT/tests/qemu.tap")
+if [[ $last =~ ^qemu:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - tests/run-qemu-tests.sh exited with status $rc"; f=1; fi
+    counted qemu "$p" "$f"
+else
+    echo "not ok - tests/run-qemu-tests.sh ended without its 'qemu: N passed, M failed' line"; counted qemu 0 1
+fi
+finish

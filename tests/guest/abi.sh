@@ -1,5 +1,9 @@
 # oprofilefs ABI: tree, modes, formats, defaults and every errno (reference §1-2).
 . /tests/lib.sh
+possible=$(cat /sys/devices/system/cpu/possible)
+last=${possible##*-}
+# 86 checks + 4 per possible CPU (its stats/cpuN/ files).
+plan $((86 + 4 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -16,8 +20,6 @@ expect "mode of stats/" 755 mode stats
 for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled period_ns; do
     expect "mode of stats/$s" 444 mode stats/$s
 done
-possible=$(cat /sys/devices/system/cpu/possible)
-last=${possible##*-}
 for cpu in $(seq 0 "$last"); do
     for s in sample_received sample_lost_overflow backtrace_aborted sample_invalid_eip; do
         expect "stats/cpu$cpu/$s exists, 0444" 444 mode stats/cpu$cpu/$s

@@ -2,6 +2,7 @@
 # other cycle also runs kprof (4 MiB allocation, its own timers) and all profile points, and
 # unloads with kprof still ticking.
 . /tests/lib.sh
+plan 2
 echo 1 > /proc/sys/kernel/printk
 i=0 bad=0
 while [ $i -lt 50 ]; do

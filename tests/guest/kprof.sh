@@ -1,8 +1,9 @@
 # kprof (Plan 9 kprof(3)): files, modes, kpctl commands and errnos, module parameters, the raw
 # kpdata header and byte order, startclr, stop, and a kernel-bound workload profiled alongside
 # a timer-mode oprofilefs session. kpdata copies go to the host (gzip + base64) for
-# `oprof kprof` (tests/run-qemu-tests.sh check_kprof).
+# `oprof kprof` (host checks: tests/checks/kprof.py).
 . /tests/lib.sh
+plan 58
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
 KC=$OP/kprof/kpctl KD=$OP/kprof/kpdata

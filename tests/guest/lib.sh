@@ -1,6 +1,11 @@
-# Sourced by guest test scripts: assertions printing "ok - ..." / "not ok - ..." and a summary.
-PASS=0 FAIL=0
+# Sourced by guest test scripts: a TAP plan, assertions printing "ok - ..." / "not ok - ..." and a
+# summary. Every script declares its plan right after sourcing this file, `plan N`, and then
+# reports exactly N checks (the host, tests/run-qemu-tests.sh, counts them against the plan).
+PASS=0 FAIL=0 PLAN=
 OP=/dev/oprofile
+# plan N: the number of checks this script reports (TAP "1..N"); compute N up front when it
+# depends on the board or the CPUs, from the same values the checks' loops use.
+plan() { PLAN=$1; echo "1..$1"; }
 ok()     { PASS=$((PASS + 1)); echo "ok - $*"; }
 not_ok() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
 # expect DESC EXPECTED CMD... : CMD's first output line must equal EXPECTED.
@@ -17,7 +22,7 @@ load() {
 unload() { umount $OP && rmmod oprofile; }
 summary() {
     echo "== dmesg begin"; dmesg; echo "== dmesg end"
-    echo "guest: $PASS passed, $FAIL failed"
+    echo "guest: $PASS passed, $FAIL failed, plan ${PLAN:-missing}"
 }
 # dump_session: what the host needs besides the sample stream, as text blocks: the images file
 # (image id -> path), /proc/modules and every module's section addresses (module attribution).

@@ -1,7 +1,8 @@
 # Profile points: the table, its commands and errnos, and exact counts in controlled runs
 # (buffer_read = reads that copied data, sample_handler = samples taken, kprof_tick = kprof
-# ticks). The host parses the printed tables with `oprof points` (tests/run-qemu-tests.sh).
+# ticks). The host parses the printed tables with `oprof points` (tests/checks/points.py).
 . /tests/lib.sh
+plan 46
 echo 1 > /proc/sys/kernel/printk
 PP=$OP/profile_points
 # field NAME N: column N of NAME's row (1 status, 2 name, 3 total, 4 nr, 5 avg.ns).

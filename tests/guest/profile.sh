@@ -1,6 +1,7 @@
 # Profiles a kernel-bound and a user-bound workload; prints stats and the raw stream (base64)
 # for the host to decode and check.
 . /tests/lib.sh
+plan 3
 echo 1 > /proc/sys/kernel/printk
 check "load (timer mode)" load timer=1
 dd if=/dev/urandom of=/tmp/data bs=1M count=4 2>/dev/null

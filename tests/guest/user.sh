@@ -1,11 +1,13 @@
 # User-space attribution (issue 4): programs with known hot functions, a process tree that
 # munmaps/execs/exits while sampled, a module loaded while profiling. Each case prints its
 # sample stream, stats and session files (images, modules) for the host checks in
-# tests/run-qemu-tests.sh, prefixed by the case name.
+# tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
+a15=0; grep -q realview /proc/device-tree/compatible || a15=1
+# 15 checks, + 3 on the A15 (the hot_cycles case with hardware events).
+plan $((15 + 3 * a15))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
-a15=0; grep -q realview /proc/device-tree/compatible || a15=1
 
 # case NAME CMD...: one profiling session around CMD, everything printed under NAME.
 case_run() {

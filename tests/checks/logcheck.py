@@ -1,0 +1,189 @@
+"""Shared library of the host checks in tests/checks/ (one module per guest script).
+
+tests/run-qemu-tests.sh boots a board with tests/guest/SCRIPT.sh, then runs
+tests/checks/SCRIPT.py (when there is one) on the guest's serial log. A check module extracts
+what the guest printed (base64 streams and text blocks between "== MARK begin" and
+"== MARK end" lines), runs `oprof` on it and reports TAP on stdout:
+
+    1..N          the plan, printed first and computed from the arguments only (the board)
+    ok - ...      one line per check, N lines in all
+    not ok - ...
+
+Exit status 0 means that every planned check ran (passed or failed). Anything else is a crash:
+an exception (traceback on stderr, status 1) or missing input, i.e. a block the guest did not
+print or `oprof` failing (Bail: a "Bail out! REASON" line, status 2). The runner then reports
+the reason and counts the checks that did not run as failed.
+
+Every module takes the same arguments (main() parses them):
+
+    --log LOG      the guest's serial log, e.g. build/tests/virt-a15-user.log (required)
+    --board BOARD  realview-pb-a8 or virt-a15 (default: the start of the log's file name)
+    --out DIR      where extracted files and oprof's output go (default: the log's directory)
+    --name NAME    prefix of those files (default: the log's file name without .log)
+    --kout DIR     kernel build tree with vmlinux and System.map (default: $KOUT, else the
+                   cached tree scripts/build-kernel.sh prints)
+    --oprof PATH   the host tool (default: target/release/oprof of this checkout)
+    --root DIR     the guest's sysroot (default: OUT/initramfs.root)
+
+By hand, on a saved log: python3 tests/checks/user.py --log build/tests/virt-a15-user.log
+"""
+import argparse
+import base64
+import gzip
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The boards tests/run-qemu-tests.sh boots (scripts/qemu.sh), with their CPU count.
+BOARDS = {"realview-pb-a8": 1, "virt-a15": 2}
+# The boards whose PMU raises overflow interrupts: event-based sampling works there.
+PMU_IRQ = {"virt-a15"}
+
+
+class Bail(Exception):
+    """Input a check needs is missing (a block the guest did not print, `oprof` failing)."""
+
+
+class Session:
+    """One run of a check module: its arguments, the guest log and the checks reported so far.
+
+    Files it writes are named OUT/NAME + suffix (`path`), e.g. build/tests/virt-a15-user-churn.buf.
+    """
+
+    def __init__(self, args):
+        self.board, self.cpus = args.board, BOARDS[args.board]
+        self.out = args.out or os.path.dirname(os.path.abspath(args.log))
+        self.name = args.name or re.sub(r"\.log$", "", os.path.basename(args.log))
+        self.root = args.root or os.path.join(self.out, "initramfs.root")
+        self.oprof_path = args.oprof
+        self._kout = args.kout
+        self.ran = 0
+        self.log = read_log(args.log)
+
+    @property
+    def kout(self):
+        """The kernel build tree: --kout, $KOUT or scripts/build-kernel.sh's cached tree."""
+        if not self._kout:
+            self._kout = os.environ.get("KOUT") or subprocess.run(
+                ["bash", os.path.join(REPO, "scripts/build-kernel.sh")],
+                check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+        return self._kout
+
+    def path(self, suffix):
+        """OUT/NAME + suffix."""
+        return os.path.join(self.out, self.name + suffix)
+
+    def check(self, ok, msg):
+        """Reports one check as a TAP line, at once (a later crash keeps what was reported)."""
+        self.ran += 1
+        print(("ok - " if ok else "not ok - ") + msg, flush=True)
+
+    def not_run(self, n, why):
+        """Reports N planned checks that could not run (their input is missing) as failed."""
+        for i in range(n):
+            self.check(False, f"{why} (check {i + 1} of {n} not run)")
+
+    def _lines(self, mark):
+        """The lines between "== MARK begin" and "== MARK end" (once in the log)."""
+        lines = self.log.split("\n")
+        begins = [i for i, l in enumerate(lines) if l.startswith(f"== {mark} begin")]
+        if not begins:
+            raise Bail(f"no {mark} block in log")
+        if len(begins) > 1:
+            raise Bail(f"{mark} block printed {len(begins)} times")
+        end = next((i for i in range(begins[0] + 1, len(lines)) if lines[i].startswith(f"== {mark} end")), None)
+        if end is None:
+            raise Bail(f"{mark} block has no end line (guest stopped while printing it?)")
+        return lines[begins[0] + 1:end]
+
+    def block(self, mark, suffix):
+        """The text block MARK (guest: echo "== MARK begin"; ...; echo "== MARK end"), written
+        to path(suffix); returns that path (scripts/lib.sh log_block does the same in bash)."""
+        p = self.path(suffix)
+        with open(p, "w") as f:
+            f.write("".join(l + "\n" for l in self._lines(mark)))
+        return p
+
+    def stream(self, mark, suffix, gz=False):
+        """The base64 block MARK (guest lib.sh print_stream, or print_gz with gz=True) decoded
+        into path(suffix); returns that path (scripts/lib.sh log_stream does it in bash). Lines
+        that are not base64 (a kernel message in between) are skipped, as log_stream does."""
+        b64 = "".join(l for l in self._lines(mark) if re.fullmatch(r"[A-Za-z0-9+/=]+", l))
+        try:
+            data = base64.b64decode(b64, validate=True)
+            if gz:
+                data = gzip.decompress(data)
+        except (ValueError, OSError, EOFError) as e:
+            raise Bail(f"{mark} block does not decode: {e}") from e
+        p = self.path(suffix)
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def oprof(self, *args, out=None, what=None):
+        """Runs `oprof ARGS...`; its stdout goes to path(out) when OUT is given and is returned.
+        Fails (Bail) with the head of its stderr when it exits non-zero."""
+        r = subprocess.run([self.oprof_path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, errors="replace")
+        if r.returncode != 0:
+            raise Bail(f"oprof {what or args[0]} failed (status {r.returncode}): {r.stderr[:300].strip()}")
+        if out:
+            with open(self.path(out), "w") as f:
+                f.write(r.stdout)
+        return r.stdout
+
+
+def read_log(path):
+    """A guest serial log as text, CRLF-safe."""
+    with open(path, errors="replace") as f:
+        return f.read().replace("\r", "")
+
+
+def stats(log):
+    """The `STAT name value` lines a guest script printed, as a dict."""
+    return {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
+
+
+def received_and_lost(st):
+    """Samples taken (sum of cpuN/sample_received) and samples lost after being taken."""
+    received = sum(v for k, v in st.items() if k.endswith("/sample_received"))
+    lost = sum(v for k, v in st.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
+    lost += sum(st.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+    return received, lost
+
+
+def expects(log):
+    """The `EXPECT name value` lines a guest script printed (values it measured), as a dict."""
+    return {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}
+
+
+def main(doc, plan, checks):
+    """Runs a check module: parses the common arguments (module docstring DOC as help), prints
+    the plan `1..plan(board)`, runs checks(Session) and verifies that it reported that many.
+    A plan of 0 prints "1..0 # SKIP" (nothing to check on this board)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--log", required=True, help="the guest's serial log")
+    p.add_argument("--board", choices=sorted(BOARDS), help="default: the start of the log's file name")
+    p.add_argument("--out", help="directory for extracted files and oprof output (default: the log's)")
+    p.add_argument("--name", help="prefix of those files (default: the log's name without .log)")
+    p.add_argument("--kout", help="kernel build tree (default: $KOUT or the cached tree)")
+    p.add_argument("--oprof", default=os.path.join(REPO, "target/release/oprof"), help="the host tool")
+    p.add_argument("--root", help="the guest's sysroot (default: OUT/initramfs.root)")
+    args = p.parse_args()
+    if not args.board:
+        base = os.path.basename(args.log)
+        args.board = next((b for b in BOARDS if base.startswith(b + "-")), None)
+        if not args.board:
+            p.error(f"--board: cannot tell the board from the log's name {base!r}")
+    n = plan(args.board)
+    print(f"1..{n}" + (f" # SKIP nothing to check on {args.board}" if n == 0 else ""), flush=True)
+    try:
+        s = Session(args)
+        checks(s)
+    except Bail as e:
+        print(f"Bail out! {e}", flush=True)
+        sys.exit(2)
+    if s.ran != n:
+        sys.exit(f"{s.ran} checks reported, the plan says {n}")

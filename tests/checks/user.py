@@ -1,0 +1,123 @@
+"""Host checks of tests/guest/user.sh: every case it profiled (its sample stream, stats and
+session files: images, /proc/modules, module sections) through `oprof report` with the guest's
+sysroot: exact accounting, image records, symbols and source lines, call graphs, flame graph,
+samples in unmapped/exec'd/exited code and in a module loaded while profiling.
+
+Cases: hot_timer, churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles.
+Plan: per case 2 checks, + 3 for hot_*, + 5 for hot_timer, + 4 for churn, + 2 for kmod:
+hot_timer 10, churn 6, kmod 4, hot_cycles 5 (20 on realview-pb-a8, 25 on virt-a15). A case
+whose stream, session blocks or reports are missing reports its planned checks as failed.
+
+Usage (see tests/checks/logcheck.py for every option):
+    python3 tests/checks/user.py --log build/tests/virt-a15-user.log [--board virt-a15]
+        [--out build/tests] [--root build/tests/initramfs.root] [--kout KERNEL_TREE]
+        [--oprof target/release/oprof]
+Writes NAME-CASE.buf, .images, .proc_modules, .module_sections, .json, .txt, .svg, .decode and
+NAME-CASE-g.json next to the log (NAME: the log's name).
+"""
+import json
+import os
+import re
+
+from logcheck import PMU_IRQ, REPO, Bail, main, received_and_lost, stats as read_stats
+
+
+def cases(board):
+    return ["hot_timer", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
+
+
+def case_plan(c):
+    return 2 + 3 * c.startswith("hot") + 5 * (c == "hot_timer") + 4 * (c == "churn") + 2 * (c == "kmod")
+
+
+def plan(board):
+    return sum(case_plan(c) for c in cases(board))
+
+
+def run_oprof(s, c):
+    """Extracts case C's stream and session files and runs oprof on them (Bail if one fails)."""
+    buf = s.stream(f"{c}.buf", f"-{c}.buf")
+    for b in ("images", "proc_modules", "module_sections"):
+        s.block(f"{c}.{b}", f"-{c}.{b}")
+    session = ["--images", s.path(f"-{c}.images"), "--proc-modules", s.path(f"-{c}.proc_modules"),
+               "--module-sections", s.path(f"-{c}.module_sections"), "--vmlinux", f"{s.kout}/vmlinux",
+               "--sysroot", s.root, "--image-path", f"{s.root}/lib", "--image-path", REPO,
+               "--image-path", f"{REPO}/tests/kmod"]
+    rep = json.loads(s.oprof("report", buf, *session, "-l", "-c", "--json", out=f"-{c}.json"))
+    s.oprof("report", buf, *session, "-l", "-c", "-n", "20", "--flame", s.path(f"-{c}.svg"), out=f"-{c}.txt",
+            what="report (text, flame graph)")
+    s.oprof("decode", buf, out=f"-{c}.decode")
+    s.oprof("report", buf, *session, "-g", "--json", out=f"-{c}-g.json", what="report -g")
+    return rep
+
+
+def check_case(s, c, rep, allstats):
+    pre = s.path(f"-{c}")
+    st = {k.split(":", 1)[1]: v for k, v in allstats.items() if k.startswith(c + ":")}
+    received, lost = received_and_lost(st)
+    s.check(received > 0 and received == rep["total"] + lost,
+            f"{c}: sample_received {received} == delivered {rep['total']} + lost {lost} (exact accounting)")
+    rows = rep["rows"]
+    lost_ctx = sum(r["samples"] for r in rows if r["image"].startswith("(user, no image)") or r["image"] == "(no context)")
+    s.check(lost_ctx == 0, f"{c}: every user sample has its image record (COOKIE_SWITCH) and context ({lost_ctx} without)")
+
+    def samples(image, symbol=None):
+        return sum(r["samples"] for r in rows if r["image"] == image and (symbol is None or r["symbol"] == symbol))
+    if c.startswith("hot"):
+        a, b = samples("/bin/hot", "hot_a"), samples("/bin/hot", "hot_b")
+        share = a / (a + b) if a + b else 0
+        s.check(a + b >= 300 and abs(share - 0.70) <= 0.10,
+                f"{c}: hot_a {a} / hot_b {b} samples = {share:.1%} / {1 - share:.1%} (want 70/30 +-10 points)")
+        order = [r["symbol"] for r in rows if r["image"] == "/bin/hot"]
+        s.check(order[:2] == ["hot_a", "hot_b"], f"{c}: /bin/hot's hottest symbols in order: {order[:3]}")
+        s.check(samples("vmlinux") > 0, f"{c}: kernel symbols next to user ones ({samples('vmlinux')} vmlinux samples)")
+    if c == "hot_timer":
+        with open(os.path.join(REPO, "tests/guest/hot.c")) as f:
+            src = f.read().split("\n")
+        loop = 1 + next(i for i, l in enumerate(src) if "x = x * 1103515245u" in l)
+        with open(f"{pre}-g.json") as f:
+            lines = json.load(f)["rows"]
+        top = next((r.get("source", {}).get("display") for r in lines if r["symbol"] == "hot_a"), None)
+        s.check(top == f"hot.c:{loop}", f"{c}: -g puts hot_a's samples on its loop, hot.c:{loop} (got {top})")
+        s.check(rep.get("traced", 0) >= rep["total"] * 0.9,
+                f"{c}: backtraces recorded ({rep.get('traced')} of {rep['total']} samples)")
+        with open(f"{pre}.txt") as f:
+            text = f.read()
+        s.check(re.search(r"work", text) is not None and "hot_a" in text, f"{c}: call graph text names work and hot_a")
+        cg = json.dumps(rep.get("callgraph"))
+        s.check('"work"' in cg and '"hot_a"' in cg and '"main"' in cg, f"{c}: JSON call graph links main, work, hot_a")
+        svg = ""
+        if os.path.exists(f"{pre}.svg"):
+            with open(f"{pre}.svg") as f:
+                svg = f.read()
+        s.check(svg.startswith("<?xml") and "hot_a" in svg and "work" in svg, f"{c}: flame graph SVG shows hot_a under work")
+    if c == "churn":
+        lib = samples("/lib/libspin.so", "spin_in_lib")
+        s.check(lib > 0, f"{c}: samples in dlclose()d /lib/libspin.so spin_in_lib ({lib})")
+        child = samples("/bin/churn", "child_spin")
+        s.check(child > 0, f"{c}: samples in forked and exec'd children's child_spin ({child})")
+        anon = sum(r["samples"] for r in rows if r["image"].startswith("[anon]"))
+        s.check(anon > 0, f"{c}: samples in munmap()ed anonymous code ({anon})")
+        missing = sorted({r["image"] for r in rows if r["symbol"] == "(image not found)"})
+        s.check(not missing, f"{c}: every user image found under the sysroot (missing: {missing})")
+    if c == "kmod":
+        with open(f"{pre}.decode") as f:
+            dec = f.read()
+        s.check("ModuleLoaded" in dec and rep.get("module_loaded", 0) >= 1, f"{c}: MODULE_LOADED in the stream")
+        spin = samples("optest.ko", "optest_spin")
+        s.check(spin >= 100, f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples)")
+
+
+def checks(s):
+    allstats = read_stats(s.log)
+    for c in cases(s.board):
+        try:
+            rep = run_oprof(s, c)
+        except (Bail, ValueError) as e:   # ValueError: a report that is not JSON
+            s.not_run(case_plan(c), f"{c}: {e}")
+            continue
+        check_case(s, c, rep, allstats)
+
+
+if __name__ == "__main__":
+    main(__doc__, plan, checks)
