@@ -34,7 +34,7 @@
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles}
+SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"

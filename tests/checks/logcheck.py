@@ -159,6 +159,52 @@ def expects(log):
     return {m[0]: int(m[1]) for m in re.findall(r"^EXPECT (\w+) (\d+)$", log, re.M)}
 
 
+def kernel_code_ranges(sysmap_path, proc_modules_path):
+    """Kernel code ranges: vmlinux text (_stext.._etext from System.map) and every module's
+    [address, address + size) from /proc/modules."""
+    syms = {}
+    for line in open(sysmap_path):
+        f = line.split()
+        if len(f) == 3:
+            syms[f[2]] = int(f[0], 16)
+    ranges = [(syms["_stext"], syms["_etext"], "vmlinux")]
+    for line in open(proc_modules_path):
+        f = line.split()
+        if len(f) >= 6:
+            base = int(f[5], 16)
+            ranges.append((base, base + int(f[1]), f[0]))
+    return ranges
+
+
+def stray_kernel_entries(decode_text, ranges):
+    """Kernel-mode samples and backtrace entries of an `oprof decode` listing that are no kernel
+    code: [(offset, pc, 'sample'|'frame')]."""
+    kernel = None
+    in_trace = False
+    first = False
+    bad = []
+    for line in decode_text.splitlines():
+        off, _, rec = line.partition(": ")
+        rec = rec.strip()
+        if rec == "KernelEnter":
+            kernel = True
+        elif rec == "KernelExit":
+            kernel = False
+        elif rec == "TraceBegin":
+            in_trace, first = True, True
+        elif rec.startswith("CpuSwitch") or (rec.startswith("CtxSwitch") and not first):
+            # A trace's own CTX_SWITCH comes between TRACE_BEGIN and its sample.
+            in_trace = False
+        elif rec.startswith("Sample"):
+            m = re.search(r"pc: (?:0x)?([0-9a-f]+)", rec)
+            pc = int(m[1], 16)
+            kind = "frame" if in_trace and not first else "sample"
+            first = False
+            if kernel and not any(lo <= pc < hi for lo, hi, _ in ranges):
+                bad.append((off.strip(), pc, kind))
+    return bad
+
+
 def main(doc, plan, checks):
     """Runs a check module: parses the common arguments (module docstring DOC as help), prints
     the plan `1..plan(board)`, runs checks(Session) and verifies that it reported that many.

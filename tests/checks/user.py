@@ -4,8 +4,8 @@ sysroot: exact accounting, image records, symbols and source lines, call graphs,
 samples in unmapped/exec'd/exited code and in a module loaded while profiling.
 
 Cases: hot_timer, churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles.
-Plan: per case 2 checks, + 3 for hot_*, + 5 for hot_timer, + 4 for churn, + 2 for kmod:
-hot_timer 10, churn 6, kmod 4, hot_cycles 5 (20 on realview-pb-a8, 25 on virt-a15). A case
+Plan: per case 3 checks, + 3 for hot_*, + 5 for hot_timer, + 4 for churn, + 2 for kmod:
+hot_timer 11, churn 7, kmod 5, hot_cycles 6 (23 on realview-pb-a8, 29 on virt-a15). A case
 whose stream, session blocks or reports are missing reports its planned checks as failed.
 
 Usage (see tests/checks/logcheck.py for every option):
@@ -19,7 +19,8 @@ import json
 import os
 import re
 
-from logcheck import PMU_IRQ, REPO, Bail, main, received_and_lost, stats as read_stats
+from logcheck import PMU_IRQ, REPO, Bail, kernel_code_ranges, main, received_and_lost, stray_kernel_entries
+from logcheck import stats as read_stats
 
 
 def cases(board):
@@ -27,7 +28,7 @@ def cases(board):
 
 
 def case_plan(c):
-    return 2 + 3 * c.startswith("hot") + 5 * (c == "hot_timer") + 4 * (c == "churn") + 2 * (c == "kmod")
+    return 3 + 3 * c.startswith("hot") + 5 * (c == "hot_timer") + 4 * (c == "churn") + 2 * (c == "kmod")
 
 
 def plan(board):
@@ -60,6 +61,12 @@ def check_case(s, c, rep, allstats):
     rows = rep["rows"]
     lost_ctx = sum(r["samples"] for r in rows if r["image"].startswith("(user, no image)") or r["image"] == "(no context)")
     s.check(lost_ctx == 0, f"{c}: every user sample has its image record (COOKIE_SWITCH) and context ({lost_ctx} without)")
+
+    with open(f"{pre}.decode") as f:
+        dec = f.read()
+    stray = stray_kernel_entries(dec, kernel_code_ranges(f"{s.kout}/System.map", f"{pre}.proc_modules"))
+    s.check(not stray, f"{c}: every kernel-mode sample and backtrace entry is kernel or module text "
+            f"({len(stray)} stray: {[(o, hex(pc), k) for o, pc, k in stray[:5]]})")
 
     def samples(image, symbol=None):
         return sum(r["samples"] for r in rows if r["image"] == image and (symbol is None or r["symbol"] == symbol))
@@ -101,11 +108,15 @@ def check_case(s, c, rep, allstats):
         missing = sorted({r["image"] for r in rows if r["symbol"] == "(image not found)"})
         s.check(not missing, f"{c}: every user image found under the sysroot (missing: {missing})")
     if c == "kmod":
-        with open(f"{pre}.decode") as f:
-            dec = f.read()
         s.check("ModuleLoaded" in dec and rep.get("module_loaded", 0) >= 1, f"{c}: MODULE_LOADED in the stream")
+        # optest_spin runs 300 ms of wall-clock time; on a busy host the vCPU is descheduled
+        # part of it and the timer ticks it missed merge, so its count varies. Its share of the
+        # capture (insmod alone, on one of the CPUs) does not: ~40% on 2 CPUs, ~80% on one.
         spin = samples("optest.ko", "optest_spin")
-        s.check(spin >= 100, f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples)")
+        share = spin / rep["total"] if rep["total"] else 0
+        s.check(spin >= 30 and share >= 0.25,
+                f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples, "
+                f"{share:.0%} of the capture; want >= 30 and >= 25%)")
 
 
 def checks(s):

@@ -7,10 +7,10 @@
 # checks, the A15 3 sampling checks.
 if grep -q realview /proc/device-tree/compatible; then
     board=a8 want_type=arm/armv7 want_n=5
-    plan 55
+    plan 57
 else
     board=a15 want_type=arm/armv7-ca15 want_n=7
-    plan 53
+    plan 54
 fi
 echo 1 > /proc/sys/kernel/printk
 # Emulation makes PMU interrupts slow; keep perf from lowering the sample rate under us.
