@@ -10,14 +10,19 @@
 # exact accounting; a module loaded while profiling), kprof.sh (Plan 9 kprof files, kpdata
 # header/byte order/startclr, a kernel-bound workload alongside sampling; checked on the host
 # with `oprof kprof`), points.sh (profile point table, commands, exact counts; tables parsed
-# with `oprof points`), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
+# with `oprof points`), cycles.sh (load/unload cycles; 200, or GUEST_ARGS=opcycles=N), fuzz.sh
+# (seeded writes/reads of every file against the documented errnos), stress.sh (30 s of
+# concurrent enable/settings/reader, kills, umount/rmmod/second mount), storm.sh (minimum-count
+# overflow storm; host checks the stream's accounting), priv.sh (uid 1000 and missing
+# capabilities). Every log must end cleanly, without "not ok" lines and
 # without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 # Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
-# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything).
+# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything);
+# QEMU_TIMEOUT (s, default 900) bounds each boot; GUEST_ARGS passes words to the guest scripts.
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles}
+SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles fuzz stress storm priv}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
@@ -177,6 +182,21 @@ print("\n".join(res))
 PY
 }
 
+# Overflow storm: every sample taken is in the stream or a loss counter.
+check_storm() { # NAME LOG
+    local name=$1 log=$2 buf=$OUT/$1.buf
+    { log_stream "$log" storm.buf "$buf.gz" && gunzip -f "$buf.gz"; } || { not_ok "$name: no storm stream in log"; return; }
+    "$OPROF" report "$buf" --json > "$OUT/$name.json" 2> "$OUT/$name.err" ||
+        { not_ok "$name: oprof report failed: $(cat "$OUT/$name.err")"; return; }
+    python3 - "$OUT/$name.json" "$log" <<'PY'
+import json, sys
+from logcheck import check, read_log, received_and_lost, res, stats as read_stats
+rep = json.load(open(sys.argv[1])); received, lost = received_and_lost(read_stats(read_log(sys.argv[2])))
+check(received == rep["total"] + lost, f"storm: sample_received {received} == delivered {rep['total']} + lost {lost}")
+print("\n".join(res))
+PY
+}
+
 # Profile points: the tables points.sh printed, through `oprof points`.
 check_points() { # NAME LOG
     local name=$1 log=$2 t
@@ -296,7 +316,7 @@ run_board() { # BOARD CPUS
     for s in $SCRIPTS; do
         log=$OUT/$board-$s.log
         step "qemu $board: $s.sh"
-        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" 900 || rc=$?
+        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" "${QEMU_TIMEOUT:-900}" || rc=$?
         [ $rc = 0 ] || not_ok "$board $s: qemu exited with $rc"
         check_log "$board $s" "$log"
         if [ $s = profile ]; then
@@ -309,7 +329,7 @@ run_board() { # BOARD CPUS
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
             done < <(check_user "$board-user" "$log" "$OUT/initramfs.root")
         fi
-        if [ $s = kprof ] || [ $s = points ]; then
+        if [ $s = kprof ] || [ $s = points ] || [ $s = storm ]; then
             while IFS= read -r line; do
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
             done < <(check_$s "$board-$s" "$log")
