@@ -12,7 +12,7 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 
-.PHONY: all module testmod modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
+.PHONY: all module testmod modules_install rust-analyzer setup kernel host run check soak test-host test-qemu clean
 
 all: module
 
@@ -43,6 +43,11 @@ run: module testmod host
 
 check:
 	@bash scripts/check.sh
+
+# 1,000 load/mount/open/enable/disable/close/umount/unload cycles with kprof and every profile
+# point on, on both boards (tests/guest/cycles.sh; make check runs 200).
+soak: module testmod host
+	@GUEST_ARGS="opcycles=1000 opsoak=1" SCRIPTS=cycles QEMU_TIMEOUT=3600 bash tests/run-qemu-tests.sh
 
 test-host:
 	@cargo test --locked

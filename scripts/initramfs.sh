@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the guest initramfs: busybox (armhf, static), optool, oprofile.ko, tests/guest/*.sh, the
+# Builds the guest initramfs: busybox (armhf, static), optool, opfuzz, oprofile.ko, tests/guest/*.sh, the
 # guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
 # pointers) and the armhf glibc they need.
 # Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]
@@ -7,7 +7,8 @@
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
 # finds the guest's images in.
 # /init mounts proc/sys/devtmpfs/tmpfs, then runs the script named by `opscript=` on the kernel
-# command line (a file in /tests) and powers off.
+# command line (a file in /tests) and powers off. Scripts read further `name=value` words of the
+# command line (GUEST_ARGS of scripts/qemu.sh) with lib.sh's guest_arg.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
@@ -18,6 +19,7 @@ mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root,lib}
 chmod 0755 "$root"   # the guest "/" must be traversable by non-root
 install -m 0755 "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
 arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -o "$root/bin/optool" "$REPO/tests/guest/optool.c"
+arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -pthread -o "$root/bin/opfuzz" "$REPO/tests/guest/opfuzz.c"
 # Profiled programs: -marm -fno-omit-frame-pointer is what the user backtrace walker follows.
 cflags=(-O1 -g -marm -fno-omit-frame-pointer -Wall -Werror)
 for p in hot churn opwork; do

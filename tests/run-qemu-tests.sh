@@ -10,8 +10,12 @@
 # CPU_CYCLES; backtraces; munmap/exec/exit churn with exact accounting; a module loaded while
 # profiling; user.py), kprof.sh (Plan 9 kprof files, kpdata header/byte order/startclr, a
 # kernel-bound workload alongside sampling; kprof.py with `oprof kprof`), points.sh (profile
-# point table, commands, exact counts; points.py with `oprof points`), cycles.sh (50
-# load/unload cycles). Every log must end cleanly, without "not ok" lines and without a kernel
+# point table, commands, exact counts; points.py with `oprof points`), death.sh (a profiling
+# process exits or is killed with buffer open), cycles.sh (load/unload cycles; 200, or
+# GUEST_ARGS=opcycles=N), fuzz.sh (seeded writes/reads of every file against the documented
+# errnos), stress.sh (30 s of concurrent enable/settings/reader, kills, umount/rmmod/second
+# mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
+# priv.sh (uid 1000 and missing capabilities). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 #
 # The convention (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check"):
@@ -30,11 +34,12 @@
 # fails, with its missing checks counted as failed; a missing plan or more checks than planned
 # fail too. At the end the sum of all plans must equal passed + failed (an explicit check), then
 # the last line is "qemu: N passed, M failed"; exits non-zero on failure.
-# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything).
+# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything);
+# QEMU_TIMEOUT (s, default 900) bounds each boot; GUEST_ARGS passes words to the guest scripts.
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles}
+SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles fuzz stress storm priv}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
@@ -116,7 +121,7 @@ run_board() {
     for s in $SCRIPTS; do
         log=$OUT/$board-$s.log
         step "qemu $board: $s.sh"
-        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" 900 || rc=$?
+        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" "${QEMU_TIMEOUT:-900}" || rc=$?
         check_log "$board $s" "$log" $rc
         [ ! -f "$REPO/tests/checks/$s.py" ] || host_check "$board $s" "$s" "$log" "$board"
     done

@@ -15,7 +15,7 @@ mode() { stat -c %a "$OP/$1"; }
 for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth pointer_size; do
     expect "mode of $f" 644 mode $f
 done
-expect "mode of dump" 666 mode dump
+expect "mode of dump (root only, write only)" 200 mode dump
 expect "mode of stats/" 755 mode stats
 for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled period_ns; do
     expect "mode of stats/$s" 444 mode stats/$s
