@@ -35,6 +35,7 @@ use crate::model::timer::{CpuTimers, Tick};
 use crate::oprofilefs;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use core::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -68,11 +69,16 @@ pub(crate) struct KprofData {
 }
 
 impl KprofData {
+    /// All-zero counts, zeroed by the allocator (pushing a million `Atomic::new(0)` one by one
+    /// took 0.7 s per attach on QEMU's virt-a15).
     fn new(layout: Layout) -> Result<Self> {
-        let mut counts = VVec::with_capacity(layout.words(), GFP_KERNEL)?;
-        for _ in 0..layout.words() {
-            counts.push_within_capacity(Atomic::new(0)).map_err(|_| ENOMEM)?;
-        }
+        let n = layout.words();
+        let mut counts: VVec<Atomic<u32>> = VVec::with_capacity(n, GFP_KERNEL | __GFP_ZERO)?;
+        // SAFETY: `with_capacity(n)` left `len` 0 and `capacity >= n`; `__GFP_ZERO` zeroed the
+        // memory, and `Atomic<u32>` is `repr(transparent)` over its 32-bit representation, so
+        // all-zero bytes are `Atomic::new(0)`: the first `n` elements are initialised.
+        unsafe { counts.inc_len(n) };
+        // INVARIANT: `counts.len() == layout.words()`.
         Ok(KprofData { layout, counts })
     }
 

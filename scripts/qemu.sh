@@ -5,12 +5,13 @@
 #   node with PPI 7 added to QEMU's DTB).
 # GUEST_ARGS (env): extra kernel command line words for the guest script (guest_arg in
 # tests/guest/lib.sh), e.g. GUEST_ARGS=opseed=123 to replay a fuzz run.
-# The serial console goes to LOG; returns QEMU's status (124 on timeout).
+# An oops panics and ends the boot at once (oops=panic panic=-1 -no-reboot) instead of hanging
+# until the timeout. The serial console goes to LOG; returns QEMU's status (124 on timeout).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 board=$1 initrd=$2 script=$3 log=$4 tmo=${5:-600}
 KOUT=${KOUT:-$(bash "$REPO/scripts/build-kernel.sh")}
-append="console=ttyAMA0 loglevel=4 panic=-1 opscript=$script${GUEST_ARGS:+ $GUEST_ARGS}"
+append="console=ttyAMA0 loglevel=4 oops=panic panic=-1 opscript=$script${GUEST_ARGS:+ $GUEST_ARGS}"
 case "$board" in
 realview-pb-a8)
     machine=(-M realview-pb-a8 -m 256)

@@ -10,8 +10,9 @@
  *   opfuzz reader SECONDS          open buffer and read it until SECONDS passed (stress.sh)
  *   opfuzz hold ENABLE             open buffer (ENABLE 1: and enable=1), print "holding", read
  *                                  until killed
- *   opfuzz exitopen MS             open buffer, enable=1, spin MS ms in user space, exit without
- *                                  closing (the release runs in the exiting task)
+ *   opfuzz exitopen MS [kill]      open buffer, enable=1, spin MS ms in user space, then exit
+ *                                  (kill: SIGKILL itself) without closing: the release runs in
+ *                                  the exiting task, before the first periodic sync if MS < 100
  *   opfuzz closerace ENABLE        one thread blocks reading buffer while the main thread closes
  *                                  the descriptor; dump wakes the reader; then buffer is free
  *   opfuzz delmod NAME             delete_module(NAME, O_NONBLOCK) (rmmod's errno)
@@ -1275,7 +1276,7 @@ static int hold(int en)
 
 static volatile unsigned long spin_sink;
 
-static int exitopen(double ms)
+static int exitopen(double ms, int killself)
 {
 	int fd = open(OP "/buffer", O_RDONLY), e;
 	double end = now() + ms / 1000;
@@ -1289,6 +1290,8 @@ static int exitopen(double ms)
 		for (int i = 0; i < 100000; i++)
 			spin_sink = x = x * 6364136223846793005UL + 1;
 	printf("ok exiting with buffer open and profiling enabled\n");
+	if (killself)
+		kill(getpid(), SIGKILL);
 	_exit(0);
 }
 
@@ -1423,7 +1426,7 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "hold"))
 		return hold(atoi(argv[2]));
 	if (argc >= 3 && !strcmp(argv[1], "exitopen"))
-		return exitopen(atof(argv[2]));
+		return exitopen(atof(argv[2]), argc > 3 && !strcmp(argv[3], "kill"));
 	if (argc >= 3 && !strcmp(argv[1], "closerace"))
 		return closerace(atoi(argv[2]));
 	if (argc >= 3 && !strcmp(argv[1], "delmod"))
