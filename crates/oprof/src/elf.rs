@@ -233,8 +233,8 @@ impl ElfImage {
         Ok((image, found))
     }
 
-    /// An image of given symbols only (tests).
-    #[cfg(test)]
+    /// An image of given symbols only, e.g. the kernel from a target's kallsyms (no program
+    /// headers: pass `loads` empty; no line tables).
     pub fn from_symbols(path: &Path, symbols: SymbolTable, loads: Vec<Load>) -> ElfImage {
         ElfImage { path: path.to_path_buf(), loads, symbols, lines: None, lines_error: None }
     }
