@@ -105,6 +105,42 @@ impl Counter {
     }
 }
 
+impl Counter {
+    /// A counter as `session.json` describes it.
+    pub fn from_session(c: &crate::session::CounterInfo) -> Counter {
+        Counter { counter: u64::from(c.counter), event: c.event.clone(), count: Some(c.count) }
+    }
+}
+
+/// The session line of the text report on a session directory: where, what, how long, totals.
+pub fn render_session(dir: &std::path::Path, s: &crate::session::SessionInfo) -> String {
+    let what = if s.counters.is_empty() {
+        match s.timer_hz {
+            Some(hz) => format!("timer mode, {hz} Hz per CPU"),
+            None => "timer mode".to_string(),
+        }
+    } else {
+        let ev: Vec<String> = s.counters.iter().map(|c| format!("{}:{}", c.event, c.count)).collect();
+        ev.join(", ")
+    };
+    let cmd = match (&s.command, s.exit_status) {
+        (Some(c), Some(st)) => format!(", `{}` (exit {st})", c.join(" ")),
+        (Some(c), None) => format!(", `{}`", c.join(" ")),
+        (None, _) => format!(", whole system until {}", s.ended_by),
+    };
+    format!(
+        "Session {}: {} on {} ({}, {} CPUs), {what}, {:.1} s{cmd}; {} samples, {} lost\n",
+        dir.display(),
+        s.cpu_type,
+        s.kernel.nodename,
+        s.kernel.release,
+        s.cpus,
+        s.duration_ns as f64 / 1e9,
+        s.totals.samples,
+        s.totals.lost
+    )
+}
+
 /// What to compute besides the flat profile.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
