@@ -8,7 +8,7 @@ bash "$REPO/scripts/setup-host.sh" || die "host setup failed"
 step "cargo test (host crates)"
 (cd "$REPO" && cargo test --locked) || status=1
 step "building the module and the host tool"
-make -C "$REPO" --no-print-directory module testmod host || die "build failed"
+make -C "$REPO" --no-print-directory module testmod host target-tools || die "build failed"
 step "QEMU integration tests"
 bash "$REPO/tests/run-qemu-tests.sh" || status=1
 step "make check: $([ $status = 0 ] && echo PASSED || echo FAILED)"

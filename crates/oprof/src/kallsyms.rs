@@ -10,7 +10,7 @@
 //! `oprof record` notes it).
 
 use crate::images::ModuleSnapshot;
-use crate::symbols::{Symbol, SymbolTable};
+use crate::symbols::{Binding, Symbol, SymbolTable};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -68,7 +68,12 @@ impl Kallsyms {
             if !matches!(ty, "t" | "T" | "w" | "W") || sname.starts_with('$') {
                 continue;
             }
-            let s = Symbol { addr: addr & !1, size: 0, name: sname.to_string() };
+            let binding = match ty {
+                "T" => Binding::Global,
+                "t" => Binding::Local,
+                _ => Binding::Weak,
+            };
+            let s = Symbol { addr: addr & !1, size: 0, name: sname.to_string(), binding };
             match module {
                 Some(m) => k.modules.entry(m.to_string()).or_default().push(s),
                 None => k.kernel.push(s),

@@ -307,6 +307,9 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 .collect::<Result<Vec<_>>>()?;
             if let (true, Some(s)) = (counters.is_empty(), &ses) {
                 counters = s.info.counters.iter().map(report::Counter::from_session).collect();
+                if s.info.counters.is_empty() {
+                    counters.push(report::Counter { counter: 0, event: "timer".into(), count: None });
+                }
             }
             let images = from_session(images, session::IMAGES);
             let proc_modules = from_session(proc_modules, session::PROC_MODULES);
@@ -317,7 +320,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             let mut ropts = resolve::Options { image_path, lines: debug_info, ..Default::default() };
             let mut vm = match vmlinux {
                 Some(p) => {
-                    let e = elf::ElfImage::load(&p, debug_info).context("--vmlinux")?;
+                    let e = elf::ElfImage::load_kernel(&p, debug_info).context("--vmlinux")?;
                     anyhow::ensure!(!e.symbols.is_empty(), "{}: no function symbols (stripped?)", p.display());
                     Some((p, e))
                 }

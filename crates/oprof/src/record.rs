@@ -137,10 +137,39 @@ fn duration(secs: Option<f64>) -> Result<Option<Duration>> {
     .transpose()
 }
 
+/// The session directory while it is being made: removed again (an empty directory that was
+/// there before is left empty) if recording fails before the capture starts, so a failed run
+/// leaves nothing that looks like a session.
+#[derive(Debug)]
+pub struct OutputDir {
+    path: PathBuf,
+    existed: bool,
+    armed: bool,
+}
+
+impl OutputDir {
+    /// Keeps the directory whatever happens next.
+    fn keep(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for OutputDir {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_dir_all(&self.path);
+            if self.existed {
+                let _ = std::fs::create_dir(&self.path);
+            }
+        }
+    }
+}
+
 /// Makes `dir` an empty directory: creates it, or clears an old session there with `force`.
 /// Refuses a non-directory, a directory with other content, or an old session without `force`.
-pub fn prepare_dir(dir: &Path, force: bool) -> Result<()> {
+pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
     let shown = dir.display();
+    let existed = dir.is_dir();
     if dir.exists() || dir.is_symlink() {
         if !dir.is_dir() {
             bail!("{shown} exists and is not a directory");
@@ -157,10 +186,12 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<()> {
         }
     }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create the session directory {shown}"))?;
+    let out = OutputDir { path: dir.to_path_buf(), existed, armed: true };
     // Root passes permission bits; a read-only filesystem still fails here.
-    let probe = dir.join(session::SAMPLES);
+    let probe = dir.join(".oprof-probe");
     File::create(&probe).with_context(|| format!("cannot write in the session directory {shown}"))?;
-    Ok(())
+    std::fs::remove_file(&probe).with_context(|| format!("cannot write in the session directory {shown}"))?;
+    Ok(out)
 }
 
 /// What the reader thread read.
@@ -461,14 +492,14 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
         bail!("must be run as root (opening /dev/oprofile/buffer needs CAP_SYS_ADMIN, loading the module CAP_SYS_MODULE)");
     }
     install_signal_handlers()?;
-    prepare_dir(&args.output, args.force)?;
+    let mut out = prepare_dir(&args.output, args.force)?;
     let want = Want {
         dir: args.oprofilefs.clone(),
         module: args.module.clone(),
         params: if args.events.is_empty() { vec!["timer=1".into()] } else { vec![] },
     };
     let mut sys = System::acquire(&want)?;
-    let r = record(args, argv, &mut sys, cmd, limit);
+    let r = record(args, argv, &mut sys, &mut out, cmd, limit);
     for e in sys.release() {
         eprintln!("oprof: warning: {e}");
     }
@@ -496,6 +527,7 @@ fn record(
     args: &RecordArgs,
     argv: &[String],
     sys: &mut System,
+    outdir: &mut OutputDir,
     cmd: Option<(OsString, PathBuf, Vec<OsString>)>,
     limit: Option<Duration>,
 ) -> Result<i32> {
@@ -545,6 +577,7 @@ fn record(
     let start = Time::now();
     let t0 = Instant::now();
     let mut cap = Capture::start(fs, out, chunk)?;
+    outdir.keep();
     if args.kprof {
         fs.write("kprof/kpctl", "startclr")?;
     }
@@ -815,12 +848,19 @@ mod tests {
     fn output_directory_rules() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("s");
-        prepare_dir(&out, false).unwrap();
-        assert!(out.join(session::SAMPLES).is_file(), "probed by creating the samples file");
+        {
+            let _failed = prepare_dir(&out, false).unwrap();
+            assert!(out.is_dir());
+        }
+        assert!(!out.exists(), "a run that fails before capturing leaves nothing");
+        let mut ok = prepare_dir(&out, false).unwrap();
+        ok.keep();
+        drop(ok);
+        std::fs::write(out.join(session::SAMPLES), "").unwrap();
         let e = format!("{:#}", prepare_dir(&out, false).unwrap_err());
         assert!(e.contains("holds a session already; use --force"), "{e}");
         std::fs::write(out.join("extra"), "x").unwrap();
-        prepare_dir(&out, true).unwrap();
+        prepare_dir(&out, true).unwrap().keep();
         assert!(!out.join("extra").exists(), "--force starts afresh");
         let other = d.path().join("other");
         std::fs::create_dir(&other).unwrap();
@@ -835,7 +875,8 @@ mod tests {
         assert!(e.contains("cannot create the session directory"), "{e}");
         let empty = d.path().join("empty");
         std::fs::create_dir(&empty).unwrap();
-        prepare_dir(&empty, false).unwrap();
+        drop(prepare_dir(&empty, false).unwrap());
+        assert!(empty.is_dir(), "an empty directory given stays");
     }
 
     #[test]

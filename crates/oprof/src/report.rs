@@ -128,7 +128,7 @@ pub fn render_session(dir: &std::path::Path, s: &crate::session::SessionInfo) ->
         (Some(c), None) => format!(", `{}`", c.join(" ")),
         (None, _) => format!(", whole system until {}", s.ended_by),
     };
-    format!(
+    let mut out = format!(
         "Session {}: {} on {} ({}, {} CPUs), {what}, {:.1} s{cmd}; {} samples, {} lost\n",
         dir.display(),
         s.cpu_type,
@@ -138,7 +138,14 @@ pub fn render_session(dir: &std::path::Path, s: &crate::session::SessionInfo) ->
         s.duration_ns as f64 / 1e9,
         s.totals.samples,
         s.totals.lost
-    )
+    );
+    for c in &s.counters {
+        if let Some(t) = c.total {
+            let how = if c.count == 0 { "counting only".to_string() } else { format!("one sample every {}", c.count) };
+            out.push_str(&format!("Counter {}: {} counted {t} events ({how})\n", c.counter, c.event));
+        }
+    }
+    out
 }
 
 /// What to compute besides the flat profile.
@@ -491,18 +498,18 @@ mod tests {
     use crate::images::{ImageMap, ModuleSnapshot};
     use crate::resolve::{self, Resolver};
     use crate::stream::tests::stream;
-    use crate::symbols::{Symbol, SymbolTable};
+    use crate::symbols::{Binding, Symbol, SymbolTable};
     use oprofile_common::event::Record;
     use std::path::Path;
 
     fn kernel_syms() -> SymbolTable {
         SymbolTable::new(
             vec![
-                Symbol { addr: 0xc000_1000, size: 0x100, name: "memcpy".into() },
-                Symbol { addr: 0xc000_2000, size: 0x100, name: "__memzero".into() },
-                Symbol { addr: 0xc000_3000, size: 0x100, name: "sys_read".into() },
-                Symbol { addr: 0xc000_3100, size: 0x100, name: "next_fn".into() },
-                Symbol { addr: 0xc000_4000, size: 0x100, name: "_RNvNtCs1234_6kernel4task5sched".into() },
+                Symbol { addr: 0xc000_1000, size: 0x100, name: "memcpy".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_2000, size: 0x100, name: "__memzero".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_3000, size: 0x100, name: "sys_read".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_3100, size: 0x100, name: "next_fn".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_4000, size: 0x100, name: "_RNvNtCs1234_6kernel4task5sched".into(), binding: Binding::Global },
             ],
             std::iter::once(0xc000_0000..0xc001_0000).collect(),
         )
