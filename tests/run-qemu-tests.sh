@@ -10,14 +10,16 @@
 # exact accounting; a module loaded while profiling), kprof.sh (Plan 9 kprof files, kpdata
 # header/byte order/startclr, a kernel-bound workload alongside sampling; checked on the host
 # with `oprof kprof`), points.sh (profile point table, commands, exact counts; tables parsed
-# with `oprof points`), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
+# with `oprof points`), cycles.sh (50 load/unload cycles), record.sh (`oprof record` on the guest:
+# errors, a long run losing nothing, signals, archive; session directories checked on the host by
+# tests/checks/record.py). Every log must end cleanly, without "not ok" lines and
 # without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 # Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
 # BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles}
+SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles record}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
@@ -313,6 +315,12 @@ run_board() { # BOARD CPUS
             while IFS= read -r line; do
                 case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
             done < <(check_$s "$board-$s" "$log")
+        fi
+        if [ $s = record ]; then
+            while IFS= read -r line; do
+                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
+            done < <(python3 "$REPO/tests/checks/record.py" "$log" "$OPROF" "$KOUT/vmlinux" "$OUT/$board-record" ||
+                     echo "not ok - record: tests/checks/record.py failed")
         fi
         if [ $s = events ] && [ $board = virt-a15 ]; then
             while IFS= read -r line; do
