@@ -13,7 +13,7 @@ n=$(nproc)
 # opwork (tests/guest/opwork.c, with symbols): read + CRC-32 + histogram + libc qsort + write;
 # busybox sha256sum and gzip (stripped: no symbols); one kernel-bound dd per CPU.
 work="opwork /tmp/data /tmp/sorted 4; sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
-echo "# oprof record -g 16 --kprof --points $EVENTS -o /tmp/session -- sh -c '<workload>'"
+echo "# oprof record -g 16 --kprof --points ${EVENTS:+$EVENTS }-o /tmp/session -- sh -c '<workload>'"
 # shellcheck disable=SC2086
 oprof record -g 16 --kprof --points $EVENTS -o /tmp/session -- sh -c "$work"
 echo "== record exit status $?"

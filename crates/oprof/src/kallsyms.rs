@@ -106,7 +106,7 @@ impl Kallsyms {
             .filter_map(|(m, syms)| {
                 let (base, size) = snapshot.modules.get(m)?.core?;
                 let end = base.checked_add(size)?;
-                Some((m.clone(), SymbolTable::new(syms.clone(), vec![base..end])))
+                Some((m.clone(), SymbolTable::new(syms.clone(), std::iter::once(base..end).collect())))
             })
             .collect()
     }

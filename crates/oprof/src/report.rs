@@ -112,29 +112,35 @@ impl Counter {
     }
 }
 
-/// The session line of the text report on a session directory: where, what, how long, totals.
+/// The session line of the text report on a session directory (kernel, CPUs, events, length,
+/// command shortened to 60 characters, totals), and the total of each counter that counted.
 pub fn render_session(dir: &std::path::Path, s: &crate::session::SessionInfo) -> String {
     let what = if s.counters.is_empty() {
         match s.timer_hz {
-            Some(hz) => format!("timer mode, {hz} Hz per CPU"),
+            Some(hz) => format!("timer mode ({hz} Hz per CPU)"),
             None => "timer mode".to_string(),
         }
     } else {
         let ev: Vec<String> = s.counters.iter().map(|c| format!("{}:{}", c.event, c.count)).collect();
-        ev.join(", ")
+        format!("{} {}", s.cpu_type, ev.join(","))
     };
-    let cmd = match (&s.command, s.exit_status) {
-        (Some(c), Some(st)) => format!(", `{}` (exit {st})", c.join(" ")),
-        (Some(c), None) => format!(", `{}`", c.join(" ")),
-        (None, _) => format!(", whole system until {}", s.ended_by),
+    let cmd = match &s.command {
+        Some(c) => {
+            let mut text = c.join(" ");
+            if text.chars().count() > 60 {
+                text = text.chars().take(57).collect::<String>() + "...";
+            }
+            let st = s.exit_status.map_or(String::new(), |st| format!(" (exit {st})"));
+            format!(" of `{text}`{st}")
+        }
+        None => format!(", whole system until {}", s.ended_by),
     };
+    let cpus = if s.cpus == 1 { "1 CPU".to_string() } else { format!("{} CPUs", s.cpus) };
     let mut out = format!(
-        "Session {}: {} on {} ({}, {} CPUs), {what}, {:.1} s{cmd}; {} samples, {} lost\n",
+        "Session {}: Linux {} {}, {cpus}, {what}, {:.1} s{cmd}: {} samples, {} lost\n",
         dir.display(),
-        s.cpu_type,
-        s.kernel.nodename,
         s.kernel.release,
-        s.cpus,
+        s.kernel.machine,
         s.duration_ns as f64 / 1e9,
         s.totals.samples,
         s.totals.lost

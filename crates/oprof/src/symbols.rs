@@ -151,7 +151,7 @@ mod tests {
                 sym(0x300, 0, "local_fn", Binding::Local),
                 sym(0x300, 0, "global_fn", Binding::Global),
             ],
-            vec![0x100..0x400],
+            std::iter::once(0x100..0x400).collect(),
         );
         assert_eq!(t.lookup(0x104).unwrap().name, "__clear_user_std", "non-weak first");
         assert_eq!(t.lookup(0x204).unwrap().name, "ret_fast_syscall", "fewer underscores");
