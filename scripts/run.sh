@@ -45,8 +45,14 @@ step "report of the session directory $out/session (oprof report $out/session ..
 echo
 "$oprof" report "$out/session" "${host[@]}" -n 12
 echo
-"$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg"
-echo
+flame=
+if grep -q '^ *"samples": 0,' "$out/session/session.json"; then
+    step "no samples (counting only, or no PMU interrupt): the counters' totals are above"
+else
+    "$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg"
+    flame="flame graph: $out/flame.svg; "
+    echo
+fi
 if [ -f "$out/session/profile_points" ]; then
     step "profile points of oprofile.ko during the run (session/profile_points)"
     "$oprof" points "$out/session/profile_points"
@@ -57,4 +63,4 @@ if [ -f "$out/session/kpdata" ]; then
     "$oprof" kprof "$KOUT/vmlinux" "$out/session/kpdata" -n 12
     echo
 fi
-step "flame graph: $out/flame.svg; call graph: $oprof report $out/session ${host[*]} -l -c"
+step "${flame}call graph: $oprof report $out/session ${host[*]} -l -c"

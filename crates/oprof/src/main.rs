@@ -149,7 +149,8 @@ enum Cmd {
         /// CPU type, e.g. arm/armv7 (default: /dev/oprofile/cpu_type of this machine).
         #[arg(long)]
         cpu_type: Option<String>,
-        /// Events, `NAME[:COUNT],...`; COUNT 0 counts without sampling (see N/total).
+        /// Events, `NAME[:COUNT[:UNITMASK[:KERNEL[:USER]]]],...` (opcontrol syntax); COUNT 0
+        /// counts without sampling (see N/total).
         events: String,
         /// oprofilefs mount point.
         #[arg(long, default_value = "/dev/oprofile")]
