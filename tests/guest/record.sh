@@ -1,4 +1,4 @@
-# plan: 34
+# plan: 35
 # `oprof record` on the target (issue 12): every error is one line with the right exit status and
 # leaves the system as found; a CMD's exit status; a kernel-bound run at default buffer sizes of
 # at least 30 s and longer than ten event buffers that loses nothing; --duration; settings, module and mount put back
@@ -38,6 +38,8 @@ session_complete() {
 # --- errors ---
 err_case "not root: one line, status 1" 1 "must be run as root" optool as 1000 oprof record -o /tmp/e -- true
 err_case "command not found: status 127" 127 "/nonexistent/cmd: command not found" oprof record -o /tmp/e -- /nonexistent/cmd
+printf 'junk\n' > /tmp/junk; chmod +x /tmp/junk
+err_case "command that cannot be executed: status 126" 126 "/tmp/junk: Exec format error" oprof record -o /tmp/e -- /tmp/junk
 err_case "--module missing file" 1 "cannot load the oprofile module: /nope.ko: No such file or directory" \
     oprof record --module /nope.ko -o /tmp/e -- true
 cp /usr/bin/oprof /tmp/oprof-alone

@@ -577,7 +577,6 @@ fn record(
     let start = Time::now();
     let t0 = Instant::now();
     let mut cap = Capture::start(fs, out, chunk)?;
-    outdir.keep();
     if args.kprof {
         fs.write("kprof/kpctl", "startclr")?;
     }
@@ -599,6 +598,9 @@ fn record(
             None
         }
     };
+    // From here on the session is written whatever happens (a CMD that cannot be started
+    // leaves nothing, like the errors before).
+    outdir.keep();
     let mut exit_status = None;
     let ended_by = loop {
         if let Some(c) = child.as_mut() {
