@@ -1,4 +1,4 @@
-# plan: 35
+# plan: 37
 # `oprof record` on the target (issue 12): every error is one line with the right exit status and
 # leaves the system as found; a CMD's exit status; a kernel-bound run at default buffer sizes of
 # at least 30 s and longer than ten event buffers that loses nothing; --duration; settings, module and mount put back
@@ -52,6 +52,10 @@ err_case "unknown event lists close matches" 1 "no event \"CPU_CYCLE\" for $CPU_
     oprof record -e CPU_CYCLE -o /tmp/e -- true
 err_case "count below the minimum" 1 "count 50 is below the minimum" \
     oprof record -e CPU_CYCLES:50 -o /tmp/e -- true
+err_case "a setting out of range names the file" 1 "writing 10 to /dev/oprofile/buffer_size: Invalid argument" \
+    oprof record --buffer-size 10 -o /tmp/e -- true
+err_case "watershed not below the buffer size" 1 "buffer_watershed 200000 must be below buffer_size 131072 words" \
+    oprof record --watershed 200000 -o /tmp/e -- true
 err_case "unwritable session directory" 1 "cannot create the session directory /proc/oprof-session" \
     oprof record -o /proc/oprof-session -- true
 err_case "bad --duration" 1 "--duration 0: expected a positive number of seconds" oprof record --duration 0 -o /tmp/e

@@ -246,14 +246,16 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Opens `buffer`; errors say why in the module's terms.
+/// Opens `buffer`; errors say why in the module's terms (for EINVAL the reason the module
+/// logged, if the open logged one).
 fn open_buffer(fs: &Fs) -> Result<File> {
     let p = fs.path("buffer");
+    let logged_before = target::last_kernel_message("oprofile: ");
     File::open(&p).map_err(|e| {
         let why = match e.raw_os_error() {
             Some(libc::EPERM) | Some(libc::EACCES) => " (needs root: CAP_SYS_ADMIN)".to_string(),
             Some(libc::EBUSY) => " (another profiler has it open: oprof record, oprofiled or optool capture)".to_string(),
-            Some(libc::EINVAL) => match target::last_kernel_message("oprofile: ") {
+            Some(libc::EINVAL) => match target::last_kernel_message("oprofile: ").filter(|m| Some(m) != logged_before.as_ref()) {
                 Some(m) => format!(" (kernel log: {m})"),
                 None => " (settings rejected, see dmesg)".to_string(),
             },
@@ -556,6 +558,13 @@ fn record(
         cpu_buffer_size: fs.read_u64("cpu_buffer_size")?,
         backtrace_depth: fs.read_u64("backtrace_depth")?,
     };
+    if settings.buffer_watershed >= settings.buffer_size {
+        bail!(
+            "buffer_watershed {} must be below buffer_size {} words (--watershed, --buffer-size)",
+            settings.buffer_watershed,
+            settings.buffer_size
+        );
+    }
     if args.kprof && !fs.exists("kprof/kpctl") {
         bail!("--kprof: {} does not exist (a module without kprof?)", fs.path("kprof/kpctl").display());
     }
