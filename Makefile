@@ -12,7 +12,7 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 
-.PHONY: all module testmod modules_install rust-analyzer setup kernel host run check soak test-host test-qemu clean
+.PHONY: all module testmod modules_install rust-analyzer setup kernel host target-tools run check soak test-host test-qemu clean
 
 all: module
 
@@ -38,7 +38,16 @@ kernel: setup
 host:
 	@cargo build --release --locked -q
 
-run: module testmod host
+# oprof for the board: armv7-unknown-linux-gnueabihf, static (crt-static), built by Debian's rustc
+# with its armhf std (libstd-rust-web-dev:armhf) and linked by arm-linux-gnueabihf-gcc. Output:
+# target/armv7-unknown-linux-gnueabihf/release/oprof (the guest's /usr/bin/oprof).
+TARGET_TRIPLE = armv7-unknown-linux-gnueabihf
+target-tools:
+	@CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc \
+	 RUSTFLAGS="-C target-feature=+crt-static" RUSTC=$(RUSTC) \
+	 nice cargo build --release --locked -q --target $(TARGET_TRIPLE) -p oprof
+
+run: module testmod host target-tools
 	@bash scripts/run.sh
 
 check:
@@ -52,7 +61,7 @@ soak: module testmod host
 test-host:
 	@cargo test --locked
 
-test-qemu: module testmod host
+test-qemu: module testmod host target-tools
 	@bash tests/run-qemu-tests.sh
 
 clean:

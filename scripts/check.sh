@@ -35,7 +35,7 @@ fi
 counted "cargo test" "$p" "$f"
 
 step "building the module and the host tool"
-if ! make -C "$REPO" --no-print-directory module testmod host; then
+if ! make -C "$REPO" --no-print-directory module testmod host target-tools; then
     echo "not ok - build of the module, the test module or the host tool failed"; fail=$((fail + 1)); finish
 fi
 

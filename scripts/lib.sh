@@ -11,6 +11,9 @@ export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 KMAKE_VARS=(ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
             RUSTDOC=/usr/bin/rustdoc BINDGEN="$BINDGEN")
 
+# `make target-tools`: the static ARM oprof the guest runs as /usr/bin/oprof.
+OPROF_TARGET=$REPO/target/armv7-unknown-linux-gnueabihf/release/oprof
+
 _T0=${_T0:-$(date +%s)}
 step() { printf '[oprofile-rs %4ss] %s\n' "$(( $(date +%s) - _T0 ))" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

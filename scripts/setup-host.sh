@@ -84,6 +84,14 @@ main() {
         step "apt-get install $(echo $miss)"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $miss
     fi
+    # Debian's armhf Rust std (same version as rustc-web) for the static ARM oprof (make
+    # target-tools); needs the armhf architecture added above.
+    miss=$(missing_pkgs libstd-rust-web-dev:armhf)
+    if [ -n "$miss" ]; then
+        need_root; apt_update
+        step "apt-get install $miss"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $miss
+    fi
     if [ -z "$(missing_pkgs qemu-system-arm)" ] && qemu-system-arm --version | grep -q 'version 10'; then :; else
         need_root; apt_update
         step "apt-get install -t bookworm-backports qemu-system-arm"

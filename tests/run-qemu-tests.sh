@@ -15,7 +15,8 @@
 # GUEST_ARGS=opcycles=N), fuzz.sh (seeded writes/reads of every file against the documented
 # errnos), stress.sh (30 s of concurrent enable/settings/reader, kills, umount/rmmod/second
 # mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
-# priv.sh (uid 1000 and missing capabilities). Every log must end cleanly, without "not ok" lines and without a kernel
+# priv.sh (uid 1000 and missing capabilities), record.sh (`oprof record` on the guest: errors, a
+# long run losing nothing, signals, archive; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
 #
 # The convention (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check"):
@@ -39,7 +40,7 @@
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles fuzz stress storm priv}
+SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles fuzz stress storm priv record}
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
