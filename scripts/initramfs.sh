@@ -7,7 +7,8 @@
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
 # finds the guest's images in.
 # /init mounts proc/sys/devtmpfs/tmpfs, then runs the script named by `opscript=` on the kernel
-# command line (a file in /tests) and powers off.
+# command line (a file in /tests) and powers off; without `opscript=` (a board booted by
+# scripts/image.sh's boot.scr) it runs a shell on the console instead.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
@@ -40,6 +41,13 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 script=$(sed -n 's/.*opscript=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -z "$script" ]; then
+    # A board (make image): no test script, a shell on the console. mount -t oprofilefs loads
+    # the module by its alias fs-oprofilefs through modprobe.
+    echo /bin/modprobe > /proc/sys/kernel/modprobe
+    echo "== oprofile-rs $(uname -r), $(nproc) CPU(s): shell on the console (modprobe oprofile)"
+    while :; do setsid cttyhack sh; done
+fi
 echo "== oprofile-rs guest: $(uname -r), $(nproc) CPU(s), script '$script'"
 if [ -n "$script" ] && [ -f "/tests/$script" ]; then
     sh "/tests/$script"
@@ -51,4 +59,4 @@ echo "== guest done"
 reboot -f
 INIT
 chmod 0755 "$root/init"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -9) > "$out"
+pack_cpio "$root" "$out"
