@@ -6,8 +6,9 @@
 # Output in build/image/BOARD/ (Documentation/imx51-evk.rst):
 #   sdcard.img         MBR; the first 4 MiB free for U-Boot (u-boot.imx goes at 1 KiB);
 #                      partition 1 (bootable, type c): FAT32 "OPROFILE", 64 MiB, holding zImage,
-#                      the DTB, initramfs.cpio.gz and boot.scr
+#                      the DTB, initramfs.cpio.gz, boot.scr and uEnv.txt
 #   boot.cmd, boot.scr the U-Boot script (mkimage -T script): fatload the three files, `bootz`
+#   uEnv.txt           runs boot.scr from U-Boot's stock mx51evk environment (`run mmcboot`)
 #   initramfs.cpio.gz  scripts/initramfs.sh's tree (busybox, optool, oprofile.ko, tests/guest and
 #                      its programs) plus the installed module tree, /lib/modules/<release>/ (the
 #                      kernel's modules, extra/oprofile.ko, depmod's files: `modprobe oprofile`)
@@ -51,9 +52,10 @@ dtbname=${dtb##*/}
 cat > "$out/boot.cmd" <<CMD
 # oprofile-rs on the i.MX51 EVK: zImage + DTB + initramfs from the SD card's FAT partition.
 # boot.scr is this file wrapped by: mkimage -A arm -O linux -T script -C none -d boot.cmd boot.scr
-# Distro boot sets devtype/devnum/distro_bootpart; run by hand (source) it uses mmc 0:1.
+# Distro boot sets devtype/devnum/distro_bootpart; from uEnv.txt (U-Boot's mx51evk environment)
+# or by hand (source) it uses mmc \${mmcdev} or 0, partition 1.
 if test -z "\${devtype}"; then setenv devtype mmc; fi
-if test -z "\${devnum}"; then setenv devnum 0; fi
+if test -z "\${devnum}"; then if test -n "\${mmcdev}"; then setenv devnum \${mmcdev}; else setenv devnum 0; fi; fi
 if test -z "\${distro_bootpart}"; then setenv distro_bootpart 1; fi
 setenv bootargs console=$console loglevel=7
 fatload \${devtype} \${devnum}:\${distro_bootpart} 0x92000000 zImage
@@ -62,6 +64,9 @@ fatload \${devtype} \${devnum}:\${distro_bootpart} 0x94000000 initramfs.cpio.gz
 bootz 0x92000000 0x94000000:\${filesize} 0x91000000
 CMD
 mkimage -A arm -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.cmd" "$out/boot.scr" >/dev/null
+# U-Boot's own mx51evk environment boots by `run mmcboot`, which imports /uEnv.txt from the
+# first partition and runs its uenvcmd (bootpart = mmcdev:1): that loads and runs boot.scr.
+echo 'uenvcmd=fatload mmc ${bootpart} 0x90800000 boot.scr; source 0x90800000' > "$out/uEnv.txt"
 
 step "image $board: sdcard.img"
 img=$out/sdcard.img
@@ -71,5 +76,5 @@ printf 'label: dos\nlabel-id: 0x6f70726f\nstart=%d, size=%d, type=c, bootable\n'
     sfdisk -q "$img"
 fat="$img@@$((start * 512))"
 mformat -i "$fat" -F -T $sectors -H $start -N 6f70726f -v OPROFILE ::
-mcopy -i "$fat" "$out/zImage" "$out/$dtbname" "$out/initramfs.cpio.gz" "$out/boot.scr" ::
+mcopy -i "$fat" "$out/zImage" "$out/$dtbname" "$out/initramfs.cpio.gz" "$out/boot.scr" "$out/uEnv.txt" ::
 step "image $board: $img ($(du -h --apparent-size "$img" | cut -f1)); flash with: dd if=$img of=/dev/sdX bs=1M conv=fsync (Documentation/$board.rst)"

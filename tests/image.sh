@@ -2,9 +2,10 @@
 # Shipping to the board (issue 16), the "image" part of `make check`. Needs `make module host`.
 #   image    (host) `make image BOARD=imx51-evk`: the SD card layout (MBR, bootable FAT32 at
 #            4 MiB), the FAT's files equal to the build's, boot.scr (a mkimage script wrapping
-#            boot.cmd: console, fatload, bootz), the DTB (Cortex-A8 PMU node, its interrupt 77 on
-#            the TZIC, the console UART), the kernel config the board needs, the initramfs
-#            (board shell, installed module tree with depmod's files, the target tool)
+#            boot.cmd: console, fatload, bootz) and uEnv.txt running it, the DTB (Cortex-A8 PMU
+#            node, its interrupt 77 on the TZIC, the console UART), the kernel config the board
+#            needs, the initramfs (board shell, installed module tree with depmod's files, the
+#            target tool)
 #   install  (host) `make install` with DESTDIR, and with INSTALL_MOD_PATH apart from DESTDIR
 #   dkms     (host) Debian's dkms in private trees (--dkmstree/--sourcetree/--installtree; the
 #            host's /var/lib/dkms untouched): dkms.conf's version, add, build and install for
@@ -50,7 +51,7 @@ part() {
 }
 
 image_checks() {
-    echo "1..$((27 + ${#KCONFIG[@]}))"
+    echo "1..$((28 + ${#KCONFIG[@]}))"
     step "image: make image BOARD=$BOARD" >&2
     t "make image BOARD=$BOARD (log: $OUT/make-image.log)" \
         sh -c "make -C '$REPO' --no-print-directory image BOARD=$BOARD > '$OUT/make-image.log' 2>&1"
@@ -60,10 +61,10 @@ image_checks() {
         "$(sfdisk -d "$img" 2>&1 | grep '^/\|sdcard.img[0-9]' | sed 's|^.*/||; s/= */=/g')"
     same "FAT32 with 8192 hidden sectors (the partition's offset)" '8192 FAT32' \
         "$(minfo -i "$fat" :: 2>&1 | sed -n 's/^disk type="\([A-Z0-9]*\) *"/\1/p; s/^hidden sectors: //p' | xargs)"
-    same "FAT files" "boot.scr imx51-babbage.dtb initramfs.cpio.gz zImage" \
+    same "FAT files" "boot.scr imx51-babbage.dtb initramfs.cpio.gz uEnv.txt zImage" \
         "$(mdir -b -i "$fat" :: 2>&1 | sed 's|^::/||' | LC_ALL=C sort | xargs)"
     mkdir -p "$FATDIR"
-    for f in zImage imx51-babbage.dtb initramfs.cpio.gz boot.scr; do mcopy -n -i "$fat" "::$f" "$FATDIR/$f"; done
+    for f in zImage imx51-babbage.dtb initramfs.cpio.gz boot.scr uEnv.txt; do mcopy -n -i "$fat" "::$f" "$FATDIR/$f"; done
     t "FAT zImage is the kernel tree's" cmp "$FATDIR/zImage" "$KOUT/arch/arm/boot/zImage"
     t "FAT imx51-babbage.dtb is the kernel tree's" cmp "$FATDIR/imx51-babbage.dtb" "$KOUT/$DTB"
     t "FAT initramfs.cpio.gz is the build's" cmp "$FATDIR/initramfs.cpio.gz" "$IMG/initramfs.cpio.gz"
@@ -73,6 +74,8 @@ image_checks() {
     dumpimage -T script -p 0 -o "$OUT/boot.scr.txt" "$FATDIR/boot.scr" >/dev/null 2>&1
     # dumpimage keeps the script image's length table (one 4-byte length, a 0 word) before it.
     t "boot.scr holds boot.cmd" sh -c "tail -c +9 '$OUT/boot.scr.txt' | cmp - '$IMG/boot.cmd'"
+    same "FAT uEnv.txt: uenvcmd runs boot.scr (U-Boot's mx51evk mmcboot)" \
+        'uenvcmd=fatload mmc ${bootpart} 0x90800000 boot.scr; source 0x90800000' "$(cat "$FATDIR/uEnv.txt" 2>&1)"
     local cmd=$IMG/boot.cmd
     t "boot.cmd: console on UART1 at 115200 (ttymxc0)" grep -qx 'setenv bootargs console=ttymxc0,115200 loglevel=7' "$cmd"
     t "boot.cmd: fatload of zImage, the DTB and the initramfs" sh -c "
