@@ -13,7 +13,8 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 
-.PHONY: all module testmod modules_install install dkms-source image rust-analyzer setup kernel host run check test-host test-qemu test-image clean
+.PHONY: all module testmod modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
+.PHONY: install dkms-source image test-image
 
 all: module
 

@@ -7,8 +7,7 @@
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
 # finds the guest's images in.
 # /init mounts proc/sys/devtmpfs/tmpfs, then runs the script named by `opscript=` on the kernel
-# command line (a file in /tests) and powers off; without `opscript=` (a board booted by
-# scripts/image.sh's boot.scr) it runs a shell on the console instead.
+# command line (a file in /tests) and powers off.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
@@ -32,6 +31,8 @@ install -m 0644 "$ko" "$root/oprofile.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
 [ -z "$opsetup" ] || install -m 0644 "$opsetup" "$root/tests/opsetup.sh"
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+# Without `opscript=` (a board booted by scripts/image.sh's boot.scr), /init runs a shell on the
+# console instead.
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin

@@ -3,9 +3,6 @@
 # Usage: qemu.sh BOARD INITRD SCRIPT LOG [TIMEOUT_S]
 #   BOARD: realview-pb-a8 (Cortex-A8, 1 CPU, no PMU IRQ) or virt-a15 (Cortex-A15, -smp 2, PMU
 #   node with PPI 7 added to QEMU's DTB).
-# QEMU_KERNEL (env): the zImage to boot instead of the cached tree's (tests/image.sh boots the SD
-#   image's). QEMU_TYPE (env), with SCRIPT "": a command line typed at the board shell that the
-#   initramfs' /init starts without opscript= (scripts/initramfs.sh), once its banner is out.
 # The serial console goes to LOG; returns QEMU's status (124 on timeout).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -38,6 +35,9 @@ PY
     fi ;;
 *) die "unknown board '$board' (realview-pb-a8 or virt-a15)" ;;
 esac
+# QEMU_KERNEL (env): the zImage to boot instead of the cached tree's (tests/image.sh boots the SD
+# image's). QEMU_TYPE (env), with SCRIPT "": a command line typed at the board shell that the
+# initramfs' /init starts without opscript= (scripts/initramfs.sh), once its banner is out.
 args=("${machine[@]}" -kernel "${QEMU_KERNEL:-$KOUT/arch/arm/boot/zImage}" -dtb "$dtb" -initrd "$initrd"
       -append "$append" -display none -monitor none -audio none -nic none -no-reboot)
 rc=0
