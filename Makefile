@@ -14,7 +14,6 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 
 .PHONY: all module testmod modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
-.PHONY: install dkms-source image test-image
 
 all: module
 
@@ -24,6 +23,8 @@ module:
 # tests/kmod/optest.ko: a module the tests load while profiling.
 testmod:
 	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod modules
+
+.PHONY: install dkms-source image test-image
 
 # Installation: the module goes to $(INSTALL_MOD_PATH)/lib/modules/<release>/$(INSTALL_MOD_DIR)/
 # (INSTALL_MOD_PATH defaults to DESTDIR, INSTALL_MOD_DIR to extra) and Kbuild runs depmod there,
