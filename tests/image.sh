@@ -45,7 +45,7 @@ same() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: got '$
 # part NAME FUNCTION: runs a host part into $OUT/NAME.tap and counts it against its plan.
 part() {
     local rc=0 why=
-    "$2" > "$OUT/$1.tap" 2> "$OUT/$1.err" || rc=$?
+    ("$2") > "$OUT/$1.tap" 2> "$OUT/$1.err" || rc=$?   # a subshell: a crash ends the part only
     [ $rc = 0 ] || why="exited with status $rc: $(tail -1 "$OUT/$1.err")"
     tally "$1" "$OUT/$1.tap" "$why"
 }
@@ -120,7 +120,8 @@ install_checks() {
     echo "1..5"
     step "install: make install DESTDIR=, INSTALL_MOD_PATH=" >&2
     local d=$OUT/destdir m=$OUT/modpath d2=$OUT/destdir2
-    t "make install DESTDIR=$d" make -C "$REPO" --no-print-directory KDIR="$KOUT" DESTDIR="$d" install
+    t "make install DESTDIR=$d (log: $OUT/make-install.log)" \
+        sh -c "make -C '$REPO' --no-print-directory KDIR='$KOUT' DESTDIR='$d' install > '$OUT/make-install.log' 2>&1"
     t "DESTDIR: lib/modules/$rel/extra/oprofile.ko is the build's" cmp "$d/lib/modules/$rel/extra/oprofile.ko" "$KO"
     t "DESTDIR: depmod ran (modules.dep lists extra/oprofile.ko)" grep -qx 'extra/oprofile.ko:' "$d/lib/modules/$rel/modules.dep"
     if [ -x "$OPROF_TARGET" ]; then
@@ -129,7 +130,7 @@ install_checks() {
         t "DESTDIR: no usr/bin/oprof (target oprof not built)" test ! -e "$d/usr/bin/oprof"
     fi
     t "make install DESTDIR=$d2 INSTALL_MOD_PATH=$m: the module under INSTALL_MOD_PATH only" sh -c "
-        make -C '$REPO' --no-print-directory KDIR='$KOUT' DESTDIR='$d2' INSTALL_MOD_PATH='$m' install &&
+        make -C '$REPO' --no-print-directory KDIR='$KOUT' DESTDIR='$d2' INSTALL_MOD_PATH='$m' install > '$OUT/make-install2.log' 2>&1 &&
         cmp '$m/lib/modules/$rel/extra/oprofile.ko' '$KO' && test ! -e '$d2/lib'"
 }
 
@@ -148,7 +149,7 @@ dkms_checks() {
     t "dkms add" "${dk[@]}" add
     t "dkms build -k $rel --kernelsourcedir KOUT (log: $OUT/dkms-build.log)" \
         sh -c '"$@" > "'"$OUT"'/dkms-build.log" 2>&1' _ "${dk[@]}" build -k "$rel" -a armv7l --kernelsourcedir "$KOUT" -j 2
-    cp "$d/tree/oprofile/$ver/build/make.log" "$OUT/dkms-make.log" 2>/dev/null
+    cp "$d/tree/oprofile/$ver/$rel/armv7l/log/make.log" "$OUT/dkms-make.log" 2>/dev/null
     t "dkms install: updates/dkms/oprofile.ko in the install tree" sh -c '"$@" && test -f "'"$d/root/lib/modules/$rel/updates/dkms/oprofile.ko"'"' _ \
         "${dk[@]}" install -k "$rel" -a armv7l --kernelsourcedir "$KOUT" --no-depmod
     t "depmod -b: modules.dep lists updates/dkms/oprofile.ko" \
