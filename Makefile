@@ -3,7 +3,8 @@
 # on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
 #
 # Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
-# ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README).
+# ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README),
+# DESTDIR, PREFIX, INSTALL_MOD_PATH, INSTALL_MOD_DIR (install).
 
 ARCH  ?= arm
 LLVM  ?= 1
@@ -23,8 +24,37 @@ module:
 testmod:
 	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod modules
 
+.PHONY: install dkms-source image test-image
+
+# Installation: the module goes to $(INSTALL_MOD_PATH)/lib/modules/<release>/$(INSTALL_MOD_DIR)/
+# (INSTALL_MOD_PATH defaults to DESTDIR, INSTALL_MOD_DIR to extra) and Kbuild runs depmod there,
+# so `modprobe oprofile` finds it; `install` adds the target oprof (make target-tools) as
+# $(DESTDIR)$(PREFIX)/bin/oprof when it is built.
+PREFIX ?= /usr
+INSTALL_MOD_PATH ?= $(DESTDIR)
+INSTALL_MOD_DIR ?= extra
+OPROF_TARGET = target/armv7-unknown-linux-gnueabihf/release/oprof
+
 modules_install: module
-	@$(KDIR_SH) $(KMAKE) modules_install
+	@$(KDIR_SH) $(KMAKE) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+
+install: modules_install
+	@if [ -x $(OPROF_TARGET) ]; then install -D -m 0755 $(OPROF_TARGET) "$(DESTDIR)$(PREFIX)/bin/oprof"; \
+	 else echo "install: $(OPROF_TARGET) not built (make target-tools): oprof not installed"; fi
+
+# The module's source for DKMS (dkms.conf): $(DESTDIR)/usr/src/oprofile-<version>/.
+DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)
+DKMS_SRC = $(DESTDIR)/usr/src/oprofile-$(DKMS_VERSION)
+dkms-source:
+	@rm -rf "$(DKMS_SRC)" && mkdir -p "$(DKMS_SRC)/scripts"
+	@cp Makefile Kbuild dkms.conf "$(DKMS_SRC)/"
+	@cp scripts/lib.sh scripts/kdir.sh scripts/kprof-text.sh "$(DKMS_SRC)/scripts/"
+	@find rust \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name '*.lds' \) ! -name kprof_text.h | \
+	 cpio -pdm --quiet "$(DKMS_SRC)"
+
+# The SD card image for a board (BOARD=imx51-evk, the default): build/image/BOARD/sdcard.img.
+image: module
+	@bash scripts/image.sh $(or $(BOARD),imx51-evk)
 
 rust-analyzer:
 	@$(KDIR_SH) $(KMAKE) rust-analyzer
@@ -63,6 +93,10 @@ test-host:
 
 test-qemu: module testmod host target-tools
 	@bash tests/run-qemu-tests.sh
+
+# The board image, installation and DKMS (tests/image.sh; part of make check).
+test-image: module host
+	@bash tests/image.sh
 
 clean:
 	@$(KDIR_SH) $(KMAKE) clean || true

@@ -39,6 +39,8 @@ ln -s ../../oprofile.ko "$root/usr/bin/oprofile.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
 [ -z "$opsetup" ] || install -m 0644 "$opsetup" "$root/tests/opsetup.sh"
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+# Without `opscript=` (a board booted by scripts/image.sh's boot.scr), /init runs a shell on the
+# console instead.
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -48,6 +50,13 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 script=$(sed -n 's/.*opscript=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -z "$script" ]; then
+    # A board (make image): no test script, a shell on the console. mount -t oprofilefs loads
+    # the module by its alias fs-oprofilefs through modprobe.
+    echo /bin/modprobe > /proc/sys/kernel/modprobe
+    echo "== oprofile-rs $(uname -r), $(nproc) CPU(s): shell on the console (modprobe oprofile)"
+    while :; do setsid cttyhack sh; done
+fi
 echo "== oprofile-rs guest: $(uname -r), $(nproc) CPU(s), script '$script'"
 if [ -n "$script" ] && [ -f "/tests/$script" ]; then
     sh "/tests/$script"
@@ -59,4 +68,4 @@ echo "== guest done"
 reboot -f
 INIT
 chmod 0755 "$root/init"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -9) > "$out"
+pack_cpio "$root" "$out"

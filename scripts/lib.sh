@@ -34,5 +34,10 @@ log_block() {
     sed -n "/^== $2 begin/,/^== $2 end/{/^== $2 /d;p}" "$1" | tr -d '\r' > "$3"
 }
 
+# pack_cpio ROOT OUT: the tree ROOT as a gzip'd newc cpio archive OUT (an initramfs).
+pack_cpio() {
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -9n) > "$2"
+}
+
 # `bash scripts/lib.sh --bindgen` prints the bindgen path (for the Makefile).
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = --bindgen ]; then echo "$BINDGEN"; fi

@@ -38,8 +38,24 @@ PY
     fi ;;
 *) die "unknown board '$board' (realview-pb-a8 or virt-a15)" ;;
 esac
+# QEMU_KERNEL (env): the zImage to boot instead of the cached tree's (tests/image.sh boots the SD
+# image's). QEMU_TYPE (env), with SCRIPT "": a command line typed at the board shell that the
+# initramfs' /init starts without opscript= (scripts/initramfs.sh), once its banner is out.
+args=("${machine[@]}" -kernel "${QEMU_KERNEL:-$KOUT/arch/arm/boot/zImage}" -dtb "$dtb" -initrd "$initrd"
+      -append "$append" -display none -monitor none -audio none -nic none -no-reboot)
 rc=0
-timeout "$tmo" qemu-system-arm "${machine[@]}" -kernel "$KOUT/arch/arm/boot/zImage" -dtb "$dtb" \
-    -initrd "$initrd" -append "$append" -display none -monitor none -audio none -nic none -serial "file:$log" \
-    -no-reboot </dev/null || rc=$?
+if [ -z "${QEMU_TYPE:-}" ]; then
+    timeout "$tmo" qemu-system-arm "${args[@]}" -serial "file:$log" </dev/null || rc=$?
+else
+    # Type QEMU_TYPE at the board shell: once /init's banner is in the log the console is open,
+    # and its tty buffers the line until the shell reads it.
+    fifo=$(mktemp -u); mkfifo "$fifo"
+    timeout "$tmo" qemu-system-arm "${args[@]}" -serial stdio <"$fifo" >"$log" &
+    qpid=$!
+    exec 3>"$fifo"; rm -f "$fifo"
+    while kill -0 $qpid 2>/dev/null && ! grep -aq '^== oprofile-rs .*: shell on the console' "$log"; do sleep 0.2; done
+    ! kill -0 $qpid 2>/dev/null || printf '%s\n' "$QEMU_TYPE" >&3
+    wait $qpid || rc=$?
+    exec 3>&-
+fi
 exit $rc
