@@ -53,7 +53,7 @@ dkms-source:
 	 cpio -pdm --quiet "$(DKMS_SRC)"
 
 # The SD card image for a board (BOARD=imx51-evk, the default): build/image/BOARD/sdcard.img.
-image: module
+image: module target-tools
 	@bash scripts/image.sh $(or $(BOARD),imx51-evk)
 
 rust-analyzer:
@@ -95,7 +95,7 @@ test-qemu: module testmod host target-tools
 	@bash tests/run-qemu-tests.sh
 
 # The board image, installation and DKMS (tests/image.sh; part of make check).
-test-image: module host
+test-image: module host target-tools
 	@bash tests/image.sh
 
 clean:

@@ -3,7 +3,7 @@
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
 # 86 checks + 4 per possible CPU (its stats/cpuN/ files).
-plan $((86 + 4 * (last + 1)))
+plan $((87 + 4 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -102,6 +102,7 @@ expect "capture finished after lazy umount" ok sh -c "cut -d' ' -f1 /tmp/cap"
 check "rmmod after close" rmmod oprofile
 check "module gone" sh -c "! grep -q '^oprofile ' /proc/modules"
 check "insmod timer=1 timer_hz=0 fails" sh -c "! insmod /oprofile.ko timer=1 timer_hz=0 2>/dev/null"
+check "insmod timer_hz=0 fails with the hardware model too" sh -c "! insmod /oprofile.ko timer_hz=0 2>/dev/null"
 check "insmod timer=1 timer_hz=5000 works" insmod /oprofile.ko timer=1 timer_hz=5000
 check "rmmod" rmmod oprofile
 summary
