@@ -29,7 +29,8 @@ testmod:
 # Installation: the module goes to $(INSTALL_MOD_PATH)/lib/modules/<release>/$(INSTALL_MOD_DIR)/
 # (INSTALL_MOD_PATH defaults to DESTDIR, INSTALL_MOD_DIR to extra) and Kbuild runs depmod there,
 # so `modprobe oprofile` finds it; `install` adds the target oprof (make target-tools) as
-# $(DESTDIR)$(PREFIX)/bin/oprof when it is built.
+# $(DESTDIR)$(PREFIX)/bin/oprof when it is built, its man pages (share/man/man1/oprof*.1) and
+# its bash completion (share/bash-completion/completions/oprof), written by the host oprof.
 PREFIX ?= /usr
 INSTALL_MOD_PATH ?= $(DESTDIR)
 INSTALL_MOD_DIR ?= extra
@@ -41,6 +42,10 @@ modules_install: module
 install: modules_install
 	@if [ -x $(OPROF_TARGET) ]; then install -D -m 0755 $(OPROF_TARGET) "$(DESTDIR)$(PREFIX)/bin/oprof"; \
 	 else echo "install: $(OPROF_TARGET) not built (make target-tools): oprof not installed"; fi
+	@$(MAKE) --no-print-directory host
+	@target/release/oprof generate man "$(DESTDIR)$(PREFIX)/share/man/man1"
+	@mkdir -p "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
+	@target/release/oprof generate completions bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/oprof"
 
 # The module's source for DKMS (dkms.conf): $(DESTDIR)/usr/src/oprofile-<version>/.
 DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)

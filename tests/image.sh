@@ -117,7 +117,7 @@ image_checks() {
 }
 
 install_checks() {
-    echo "1..5"
+    echo "1..6"
     step "install: make install DESTDIR=, INSTALL_MOD_PATH=" >&2
     local d=$OUT/destdir m=$OUT/modpath d2=$OUT/destdir2
     t "make install DESTDIR=$d (log: $OUT/make-install.log)" \
@@ -129,6 +129,9 @@ install_checks() {
     else
         t "DESTDIR: no usr/bin/oprof (target oprof not built)" test ! -e "$d/usr/bin/oprof"
     fi
+    t "DESTDIR: man pages (oprof.1, oprof-record.1, ...) and the bash completion" sh -c "
+        grep -q '^.TH oprof-record' '$d/usr/share/man/man1/oprof-record.1' && test -s '$d/usr/share/man/man1/oprof.1' &&
+        grep -q '_oprof()' '$d/usr/share/bash-completion/completions/oprof'"
     t "make install DESTDIR=$d2 INSTALL_MOD_PATH=$m: the module under INSTALL_MOD_PATH only" sh -c "
         make -C '$REPO' --no-print-directory KDIR='$KOUT' DESTDIR='$d2' INSTALL_MOD_PATH='$m' install > '$OUT/make-install2.log' 2>&1 &&
         cmp '$m/lib/modules/$rel/extra/oprofile.ko' '$KO' && test ! -e '$d2/lib'"

@@ -196,6 +196,43 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Write oprof's man pages or a shell completion script (used by `make install`).
+    #[command(hide = true)]
+    Generate {
+        #[command(subcommand)]
+        what: Generate,
+    },
+}
+
+#[derive(Subcommand)]
+enum Generate {
+    /// Man pages (section 1): oprof.1 and oprof-SUBCOMMAND.1 for each subcommand, into DIR.
+    Man {
+        /// Directory to write the pages to (created if missing).
+        dir: PathBuf,
+    },
+    /// A completion script for SHELL on stdout.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Writes the man pages of `cmd` and of each visible subcommand into `dir` (`clap_mangen`).
+fn write_man_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut pages = vec![(cmd.get_name().to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|c| !c.is_hide_set()) {
+        let name = format!("{}-{}", cmd.get_name(), sub.get_name());
+        pages.push((name.clone(), sub.clone().name(name)));
+    }
+    for (name, page) in pages {
+        let path = dir.join(format!("{name}.1"));
+        let mut out = Vec::new();
+        clap_mangen::Man::new(page).render(&mut out).with_context(|| format!("rendering {name}.1"))?;
+        std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes `s` to stdout; a closed pipe (`oprof decode BUF | head`) ends the program quietly.
@@ -224,6 +261,16 @@ fn main() {
 fn run(cli: Cli, argv: &[String]) -> Result<i32> {
     match cli.cmd {
         Cmd::Record(args) => return record::run(&args, argv),
+        Cmd::Generate { what: Generate::Man { dir } } => {
+            use clap::CommandFactory;
+            write_man_pages(&Cli::command(), &dir)?;
+        }
+        Cmd::Generate { what: Generate::Completions { shell } } => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "oprof", &mut out);
+            emit(&String::from_utf8_lossy(&out))?;
+        }
         Cmd::Decode { buffer, word_size } => {
             let st = stream::Stream::read(&buffer, word_size)?;
             let mut out = String::new();
@@ -397,6 +444,24 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
 mod cli_tests {
     use super::*;
     use oprofile_common::event::Record;
+
+    #[test]
+    fn man_pages_and_completions_from_the_cli() {
+        use clap::CommandFactory;
+        let dir = tempfile::tempdir().unwrap();
+        write_man_pages(&Cli::command(), dir.path()).unwrap();
+        for page in ["oprof", "oprof-record", "oprof-report", "oprof-kprof"] {
+            let text = std::fs::read_to_string(dir.path().join(format!("{page}.1"))).unwrap();
+            assert!(text.contains(".TH") && text.contains(page), "{page}.1: {text:.200}");
+        }
+        assert!(!dir.path().join("oprof-generate.1").exists(), "hidden subcommand has no page");
+        let record = std::fs::read_to_string(dir.path().join("oprof-record.1")).unwrap();
+        assert!(record.contains("callgraph") && record.contains("archive"), "{record:.400}");
+        let mut out = Vec::new();
+        clap_complete::generate(clap_complete::Shell::Bash, &mut Cli::command(), "oprof", &mut out);
+        let bash = String::from_utf8(out).unwrap();
+        assert!(bash.contains("_oprof()") && bash.contains("record") && bash.contains("--callgraph"));
+    }
 
     fn report(args: &[&str]) -> Result<()> {
         let mut v = vec!["oprof", "report"];
