@@ -3,7 +3,8 @@
 # on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
 #
 # Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
-# ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README).
+# ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README),
+# DESTDIR, PREFIX, INSTALL_MOD_PATH, INSTALL_MOD_DIR (install).
 
 ARCH  ?= arm
 LLVM  ?= 1
@@ -12,7 +13,7 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 
-.PHONY: all module testmod modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
+.PHONY: all module testmod modules_install rust-analyzer setup kernel host target-tools run check soak test-host test-qemu clean
 
 all: module
 
@@ -23,8 +24,37 @@ module:
 testmod:
 	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod modules
 
+.PHONY: install dkms-source image test-image
+
+# Installation: the module goes to $(INSTALL_MOD_PATH)/lib/modules/<release>/$(INSTALL_MOD_DIR)/
+# (INSTALL_MOD_PATH defaults to DESTDIR, INSTALL_MOD_DIR to extra) and Kbuild runs depmod there,
+# so `modprobe oprofile` finds it; `install` adds the target oprof (make target-tools) as
+# $(DESTDIR)$(PREFIX)/bin/oprof when it is built.
+PREFIX ?= /usr
+INSTALL_MOD_PATH ?= $(DESTDIR)
+INSTALL_MOD_DIR ?= extra
+OPROF_TARGET = target/armv7-unknown-linux-gnueabihf/release/oprof
+
 modules_install: module
-	@$(KDIR_SH) $(KMAKE) modules_install
+	@$(KDIR_SH) $(KMAKE) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+
+install: modules_install
+	@if [ -x $(OPROF_TARGET) ]; then install -D -m 0755 $(OPROF_TARGET) "$(DESTDIR)$(PREFIX)/bin/oprof"; \
+	 else echo "install: $(OPROF_TARGET) not built (make target-tools): oprof not installed"; fi
+
+# The module's source for DKMS (dkms.conf): $(DESTDIR)/usr/src/oprofile-<version>/.
+DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)
+DKMS_SRC = $(DESTDIR)/usr/src/oprofile-$(DKMS_VERSION)
+dkms-source:
+	@rm -rf "$(DKMS_SRC)" && mkdir -p "$(DKMS_SRC)/scripts"
+	@cp Makefile Kbuild dkms.conf "$(DKMS_SRC)/"
+	@cp scripts/lib.sh scripts/kdir.sh scripts/kprof-text.sh "$(DKMS_SRC)/scripts/"
+	@find rust \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name '*.lds' \) ! -name kprof_text.h | \
+	 cpio -pdm --quiet "$(DKMS_SRC)"
+
+# The SD card image for a board (BOARD=imx51-evk, the default): build/image/BOARD/sdcard.img.
+image: module target-tools
+	@bash scripts/image.sh $(or $(BOARD),imx51-evk)
 
 rust-analyzer:
 	@$(KDIR_SH) $(KMAKE) rust-analyzer
@@ -38,17 +68,35 @@ kernel: setup
 host:
 	@cargo build --release --locked -q
 
-run: module testmod host
+# oprof for the board: armv7-unknown-linux-gnueabihf, static (crt-static), built by Debian's rustc
+# with its armhf std (libstd-rust-web-dev:armhf) and linked by arm-linux-gnueabihf-gcc. Output:
+# target/armv7-unknown-linux-gnueabihf/release/oprof (the guest's /usr/bin/oprof).
+TARGET_TRIPLE = armv7-unknown-linux-gnueabihf
+target-tools:
+	@CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc \
+	 RUSTFLAGS="-C target-feature=+crt-static" RUSTC=$(RUSTC) \
+	 nice cargo build --release --locked -q --target $(TARGET_TRIPLE) -p oprof
+
+run: module testmod host target-tools
 	@bash scripts/run.sh
 
 check:
 	@bash scripts/check.sh
 
+# 1,000 load/mount/open/enable/disable/close/umount/unload cycles with kprof and every profile
+# point on, on both boards (tests/guest/cycles.sh; make check runs 200).
+soak: module testmod host
+	@GUEST_ARGS="opcycles=1000 opsoak=1" SCRIPTS=cycles QEMU_TIMEOUT=3600 bash tests/run-qemu-tests.sh
+
 test-host:
 	@cargo test --locked
 
-test-qemu: module testmod host
+test-qemu: module testmod host target-tools
 	@bash tests/run-qemu-tests.sh
+
+# The board image, installation and DKMS (tests/image.sh; part of make check).
+test-image: module host target-tools
+	@bash tests/image.sh
 
 clean:
 	@$(KDIR_SH) $(KMAKE) clean || true

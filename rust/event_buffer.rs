@@ -101,8 +101,10 @@ impl EventSink for EventBuffer {
     }
 }
 
-/// `open` of `buffer`: `EPERM` without CAP_SYS_ADMIN, `EBUSY` if already open, otherwise
-/// [`oprof::Oprofile::setup`] (its errors: `EINVAL` for bad sizes, `ENOMEM`, model errors).
+/// `open` of `buffer`: `EPERM` without CAP_SYS_ADMIN (legacy), `EINVAL` unless opened read-only
+/// (`O_RDONLY`; legacy set up a whole session for a write-only open too, which could only be
+/// a mistake), `EBUSY` if already open, otherwise [`oprof::Oprofile::setup`] (its errors:
+/// `EINVAL` for bad sizes, `ENOMEM`, model errors). A refused open sets nothing up.
 ///
 /// # Safety
 ///
@@ -111,6 +113,11 @@ unsafe extern "C" fn buffer_open(inode: *mut bindings::inode, file: *mut binding
     // SAFETY: FFI call without preconditions; checks the current task's capability.
     if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
         return EPERM.to_errno();
+    }
+    // SAFETY: `file` is valid (our contract).
+    let mode = unsafe { (*file).f_mode };
+    if mode & (oprofilefs::FMODE_READ | oprofilefs::FMODE_WRITE) != oprofilefs::FMODE_READ {
+        return EINVAL.to_errno();
     }
     let r = oprof::get().and_then(|o| o.setup());
     if let Err(e) = r {
@@ -152,6 +159,7 @@ unsafe extern "C" fn buffer_read(
     }
 }
 
-/// File operations of `/dev/oprofile/buffer` (opened with `stream_open`: not seekable).
+/// File operations of `/dev/oprofile/buffer` (opened with `stream_open`: not seekable; `lseek`,
+/// `pread` and `pwrite` fail with `ESPIPE`, `write` with `EBADF` as the file is read-only).
 pub(crate) const BUFFER_FOPS: &bindings::file_operations =
     &oprofilefs::file_ops(Some(buffer_open), Some(buffer_release), Some(buffer_read), None);

@@ -20,15 +20,22 @@
 //!
 //! Errors: opening either file gives `ENODEV` when the module has no kernel text bounds (built
 //! without the tree's `System.map`, or loaded into another build; see `kprof_shim.c`), `ENOMEM`
-//! when the array cannot be allocated; writing `kpctl` anything but `start`, `stop` or
-//! `startclr` (one trailing newline allowed) gives `EINVAL`.
+//! when the array cannot be allocated, `EPERM` for writing without CAP_SYS_ADMIN
+//! (`oprofilefs::check_open`); writing `kpctl` anything but `start`, `stop` or `startclr` (one
+//! trailing newline allowed) gives `EINVAL` (a zero-length write does nothing). `kpdata` reads
+//! at or beyond its end give 0 bytes (EOF), at any offset.
+//!
+//! Kernel addresses: `kpctl`'s `text` line shows `_stext`/`_etext` only to an opener that may
+//! see kernel addresses ([`may_see_kernel_addresses`]); others read `text 0x0 0x0`, as
+//! `/sys/module/*/sections` gives them zeros. `kpdata` (0400) has counts, no addresses.
 
 use crate::common::kprof::{self as layout, Ctl, Layout};
 use crate::cpu_buffer;
 use crate::model::timer::{CpuTimers, Tick};
 use crate::oprofilefs;
 use crate::profile_point::{define_profile_point, profile_point_time};
-use core::ffi::{c_char, c_int, c_ulong};
+use core::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -62,11 +69,16 @@ pub(crate) struct KprofData {
 }
 
 impl KprofData {
+    /// All-zero counts, zeroed by the allocator (pushing a million `Atomic::new(0)` one by one
+    /// took 0.7 s per attach on QEMU's virt-a15).
     fn new(layout: Layout) -> Result<Self> {
-        let mut counts = VVec::with_capacity(layout.words(), GFP_KERNEL)?;
-        for _ in 0..layout.words() {
-            counts.push_within_capacity(Atomic::new(0)).map_err(|_| ENOMEM)?;
-        }
+        let n = layout.words();
+        let mut counts: VVec<Atomic<u32>> = VVec::with_capacity(n, GFP_KERNEL | __GFP_ZERO)?;
+        // SAFETY: `with_capacity(n)` left `len` 0 and `capacity >= n`; `__GFP_ZERO` zeroed the
+        // memory, and `Atomic<u32>` is `repr(transparent)` over its 32-bit representation, so
+        // all-zero bytes are `Atomic::new(0)`: the first `n` elements are initialised.
+        unsafe { counts.inc_len(n) };
+        // INVARIANT: `counts.len() == layout.words()`.
         Ok(KprofData { layout, counts })
     }
 
@@ -147,14 +159,9 @@ impl Kprof {
         kernel::error::to_result(unsafe { oprofile_shim_kprof_text(&mut start, &mut end) })?;
         let l = Layout::new(start as usize, end as usize, self.granularity, INSN_BYTES).map_err(|_| ENODEV)?;
         let d = Arc::new(KprofData::new(l)?, GFP_KERNEL)?;
-        pr_info!(
-            "kprof: {} slots of {} bytes over kernel text {:#x}..{:#x} ({} KiB)\n",
-            l.slots(),
-            l.granularity(),
-            l.base(),
-            l.end(),
-            l.bytes() / 1024
-        );
+        // No addresses in the log (dmesg may be world-readable); `kpctl` shows them to those
+        // who may see them.
+        pr_info!("kprof: {} slots of {} bytes over the kernel text ({} KiB)\n", l.slots(), l.granularity(), l.bytes() / 1024);
         st.data = Some(d.clone());
         Ok(d)
     }
@@ -179,21 +186,22 @@ impl Kprof {
     }
 
     /// The `kpctl` text: `state started|stopped`, `hz N`, `granularity BYTES`, then once
-    /// attached `text 0xSTART 0xEND` (`_stext`, `_etext`), `slots N`, `bytes N` (the size of
-    /// `kpdata`).
-    fn status(&self) -> Result<CString> {
+    /// attached `text 0xSTART 0xEND` (`_stext`, `_etext`; `0x0 0x0` unless `show_addresses`),
+    /// `slots N`, `bytes N` (the size of `kpdata`).
+    fn status(&self, show_addresses: bool) -> Result<CString> {
         let st = self.state.lock();
         let state = if st.timers.is_running() { "started" } else { "stopped" };
         match &st.data {
             Some(d) => {
                 let l = &d.layout;
+                let (base, end) = if show_addresses { (l.base(), l.end()) } else { (0, 0) };
                 CString::try_from_fmt(fmt!(
                     "state {}\nhz {}\ngranularity {}\ntext {:#x} {:#x}\nslots {}\nbytes {}\n",
                     state,
                     self.hz,
                     self.granularity,
-                    l.base(),
-                    l.end(),
+                    base,
+                    end,
                     l.slots(),
                     l.bytes()
                 ))
@@ -203,14 +211,37 @@ impl Kprof {
     }
 }
 
-/// `open` of both files: the first attach allocates the counts (module docs). Keeps the
-/// counts in `private_data` for `kpdata` reads.
+/// Whether the current task may see kernel addresses, by the rules of `%pK` and
+/// `/proc/kallsyms` (`kallsyms_show_value`): it needs CAP_SYSLOG, and `kernel.kptr_restrict`
+/// must be below 2 (at 1, `%pK` also wants equal real and effective ids). Neither
+/// `kallsyms_show_value` nor `kptr_restrict` is exported to modules, so `%pK` itself is asked:
+/// it prints a non-null pointer as zeros exactly when `kptr_restrict` hides addresses from this
+/// task. Stricter than kallsyms in one case: `perf_event_paranoid` <= 1 (not exported either)
+/// does not open the addresses to unprivileged users. Call it in the opener's context (at
+/// open), as kallsyms judges the opener's credentials.
+fn may_see_kernel_addresses() -> bool {
+    // SAFETY: FFI call; `init_user_ns` is a static that lives forever.
+    if !unsafe { bindings::ns_capable_noaudit(&raw mut bindings::init_user_ns, bindings::CAP_SYSLOG as c_int) } {
+        return false;
+    }
+    // Any non-null kernel address will do.
+    let probe: *const c_void = (&raw const KPROF_TICK).cast();
+    let mut out = [0u8; 32];
+    // SAFETY: `out` is writable for its length; the format takes exactly one pointer argument.
+    let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_ptr(), probe) };
+    let shown = usize::try_from(n).ok().and_then(|n| out.get(..n.min(out.len() - 1)));
+    shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
+}
+
+/// `open` of `kpdata`: [`oprofilefs::check_open`], then the first attach allocates the counts
+/// (module docs). Keeps the counts in `private_data` for the reads.
 ///
 /// # Safety
 ///
-/// Called by the VFS for a file of [`CTL_FOPS`]/[`DATA_FOPS`].
+/// Called by the VFS for a file of [`DATA_FOPS`].
 unsafe extern "C" fn kprof_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    let res = crate::oprof::get().and_then(|o| o.kprof().attach());
+    // SAFETY: `file` is being opened (our contract).
+    let res = unsafe { oprofilefs::check_open(file) }.and_then(|()| crate::oprof::get()?.kprof().attach());
     match res {
         Ok(d) => {
             // SAFETY: `file` is valid; the `Arc` reference moves into `private_data` and is
@@ -222,7 +253,29 @@ unsafe extern "C" fn kprof_open(_inode: *mut bindings::inode, file: *mut binding
     }
 }
 
-/// `release` of both files: drops the reference taken at open.
+/// `open` of `kpctl`: [`oprofilefs::check_open`], the first attach (module docs), and whether
+/// this opener may see the kernel text addresses, kept in `private_data` (null: no).
+///
+/// # Safety
+///
+/// Called by the VFS for a file of [`CTL_FOPS`].
+unsafe extern "C" fn kpctl_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: `file` is being opened (our contract).
+    let res = unsafe { oprofilefs::check_open(file) }.and_then(|()| crate::oprof::get()?.kprof().attach());
+    match res {
+        Ok(_) => {
+            // The counts stay attached in `Kprof` until the module unloads; `kpctl` reads
+            // them through it.
+            let show = may_see_kernel_addresses();
+            // SAFETY: `file` is valid; `private_data` is ours.
+            unsafe { (*file).private_data = core::ptr::without_provenance_mut(usize::from(show)) };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `release` of `kpdata`: drops the reference taken at open.
 ///
 /// # Safety
 ///
@@ -243,21 +296,23 @@ unsafe fn data_of<'a>(file: *mut bindings::file) -> &'a KprofData {
     unsafe { &*(*file).private_data.cast::<KprofData>() }
 }
 
-/// `read` of `kpctl`: the status text.
+/// `read` of `kpctl`: the status text, with the text addresses if the opener may see them.
 ///
 /// # Safety
 ///
-/// Called by the VFS for a file of [`CTL_FOPS`].
-unsafe extern "C" fn kpctl_read(_file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    match crate::oprof::get().and_then(|o| o.kprof().status()) {
+/// Called by the VFS for a file of [`CTL_FOPS`] opened by [`kpctl_open`].
+unsafe extern "C" fn kpctl_read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    // SAFETY: `file` is valid; `kpctl_open` set `private_data`.
+    let show = !unsafe { (*file).private_data }.is_null();
+    match crate::oprof::get().and_then(|o| o.kprof().status(show)) {
         // SAFETY: Forwarding the VFS's arguments.
         Ok(t) => unsafe { oprofilefs::read_bytes(t.to_bytes(), buf, count, ppos) },
         Err(e) => e.to_errno() as isize,
     }
 }
 
-/// `write` of `kpctl`: `start`, `stop` or `startclr` (anything else, an empty write too, is
-/// `EINVAL`).
+/// `write` of `kpctl`: `start`, `stop` or `startclr` (anything else is `EINVAL`; a zero-length
+/// write does nothing).
 ///
 /// # Safety
 ///
@@ -268,7 +323,8 @@ unsafe extern "C" fn kpctl_write(_file: *mut bindings::file, buf: *const c_char,
 }
 
 /// `read` of `kpdata`: the big-endian counts from `*ppos`, a word at a time as they are at
-/// that instant (counting goes on while a reader copies).
+/// that instant (counting goes on while a reader copies). At or beyond the end, any offset: 0
+/// (EOF).
 ///
 /// # Safety
 ///
@@ -277,8 +333,13 @@ unsafe extern "C" fn kpdata_read(file: *mut bindings::file, buf: *mut c_char, co
     // SAFETY: `file` was opened with `kprof_open`.
     let d = unsafe { data_of(file) };
     // SAFETY: `ppos` is valid for the call.
-    let Ok(mut pos) = usize::try_from(unsafe { *ppos }) else {
+    let off = unsafe { *ppos };
+    if off < 0 {
         return EINVAL.to_errno() as isize;
+    }
+    // Beyond the address space (offsets >= 4 GiB on 32-bit) is beyond the end.
+    let Ok(mut pos) = usize::try_from(off) else {
+        return 0;
     };
     let mut w = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
     let mut chunk = [0u8; 256];
@@ -308,9 +369,9 @@ unsafe extern "C" fn kpdata_read(file: *mut bindings::file, buf: *mut c_char, co
     done as isize
 }
 
-/// `kprof/kpctl` (0644): read the status, write commands.
+/// `kprof/kpctl` (0644): read the status, write commands (CAP_SYS_ADMIN).
 pub(crate) const CTL_FOPS: &bindings::file_operations =
-    &oprofilefs::file_ops(Some(kprof_open), Some(kprof_release), Some(kpctl_read), Some(kpctl_write));
+    &oprofilefs::file_ops(Some(kpctl_open), None, Some(kpctl_read), Some(kpctl_write));
 
 /// `kprof/kpdata` (0400: kernel text layout is for root): read the counts.
 pub(crate) const DATA_FOPS: &bindings::file_operations =

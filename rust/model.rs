@@ -64,6 +64,8 @@ pub(crate) trait Poll: Send + Sync {
 /// model for the PMU the kernel reports, or timer mode with `timer=1` or when no PMU model
 /// fits. Logs the choice and why. Errors: `EINVAL` for a bad `timer_hz`; `ENOMEM`.
 pub(crate) fn select(force_timer: bool, timer_hz: u32) -> Result<KBox<dyn Model>> {
+    // Refused whichever model is chosen: a bad parameter must not load silently.
+    timer::check_hz(timer_hz, "timer_hz")?;
     if !force_timer {
         match perf::PerfModel::probe() {
             Ok(m) => {

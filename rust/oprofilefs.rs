@@ -10,8 +10,8 @@
 //! | file | mode | read | write |
 //! |---|---|---|---|
 //! | `enable` | 0644 | `"0\n"`/`"1\n"` | non-zero: start (`EINVAL` if `buffer` not open); 0: stop |
-//! | `dump` | 0666 | – | anything: flush and wake the reader |
-//! | `buffer` | 0644 | event words, see `event_buffer` | – |
+//! | `dump` | 0200 | – | anything, any length or offset: flush and wake the reader |
+//! | `buffer` | 0644 | event words, see `event_buffer` | – (opened read-only only) |
 //! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `cpu_type` | 0644 | model name, no newline | – |
 //! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
@@ -22,14 +22,20 @@
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `N/total` | 0444 | events counted by counter N in the current or last period | – |
 //! | `profile_points` | 0644 | the profile point table (`profile_point`) | `enable`/`disable`/`reset` `NAME`\|`all`, `print` |
-//! | `kprof/kpctl` | 0644 | kprof state, clock, text bounds (`kprof`) | `start`, `stop`, `startclr` |
+//! | `kprof/kpctl` | 0644 | kprof state, clock, text bounds (zero unless the opener may see kernel addresses) (`kprof`) | `start`, `stop`, `startclr` |
 //! | `kprof/kpdata` | 0400 | kprof counts, 4-byte big-endian words (`common::kprof`) | – |
 //!
 //! Counter directories `0/ .. N-1/` exist only with a hardware model (see `model::perf`); their
 //! values are checked against the model's event table at `buffer` open.
 //!
-//! Writes: offset must be 0 and at most 49 bytes (legacy `TMPBUFSIZE - 1`), else `EINVAL`;
-//! `EFAULT` on a bad user pointer. Writing a file without a write operation is `EINVAL` (VFS).
+//! Privilege: every file is owned by root; opening any file for writing needs CAP_SYS_ADMIN
+//! (`EPERM`, checked at open as Unix files are, see [`check_open`]), so unprivileged users get
+//! `EACCES` from the modes and root without CAP_SYS_ADMIN `EPERM`.
+//!
+//! Writes (except `dump`): offset must be 0 and at most 49 bytes (legacy `TMPBUFSIZE - 1`), else
+//! `EINVAL`; `EFAULT` on a bad user pointer; a zero-length write at offset 0 does nothing and
+//! returns 0 (legacy `oprofilefs_ulong_from_user`). Writing a file without a write operation is
+//! `EINVAL` (VFS).
 
 use crate::common::counter::Field;
 use crate::common::parse;
@@ -60,6 +66,44 @@ extern "C" {
 
 /// Largest accepted write, in bytes (legacy `TMPBUFSIZE - 1`).
 const MAX_WRITE: usize = 49;
+
+/// `struct file::f_mode` bits (`include/linux/fs.h`; bindgen skips their `__force` casts).
+pub(crate) const FMODE_READ: bindings::fmode_t = 1 << 0;
+pub(crate) const FMODE_WRITE: bindings::fmode_t = 1 << 1;
+
+/// The open-time check of every oprofilefs file: opening for writing needs CAP_SYS_ADMIN in the
+/// opener (legacy checked only `buffer`; its control files relied on 0644 root ownership, which
+/// root without CAP_SYS_ADMIN passes). Checked at open, not at write, so that a privileged
+/// program cannot be made to write a file an unprivileged user opened (the kernel's rule for
+/// files, as `kallsyms` and `/dev/mem`). Errors: `EPERM`.
+///
+/// # Safety
+///
+/// `file` must be a valid file being opened.
+pub(crate) unsafe fn check_open(file: *mut bindings::file) -> Result {
+    // SAFETY: `file` is valid (our contract).
+    let mode = unsafe { (*file).f_mode };
+    // SAFETY: FFI call without preconditions; checks the current task (the opener).
+    if mode & FMODE_WRITE != 0 && !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
+        return Err(EPERM);
+    }
+    Ok(())
+}
+
+/// `open` of attribute files: [`check_open`], then `simple_open` (`i_private` to
+/// `private_data`).
+///
+/// # Safety
+///
+/// Called by the VFS with valid `inode` and `file`.
+unsafe extern "C" fn attr_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: `file` is being opened (our contract).
+    if let Err(e) = unsafe { check_open(file) } {
+        return e.to_errno();
+    }
+    // SAFETY: Forwarding the VFS's arguments.
+    unsafe { bindings::simple_open(inode, file) }
+}
 
 /// What an oprofilefs file shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,7 +236,7 @@ fn fill_root(root: &Dir) -> Result {
     let o = oprof::get()?;
     o.reset_settings();
     root.file(c"enable", 0o644, Node::Enable)?;
-    root.file(c"dump", 0o666, Node::Dump)?;
+    root.file(c"dump", 0o200, Node::Dump)?;
     root.create(c"buffer", 0o644, Some(event_buffer::BUFFER_FOPS), None)?;
     root.file(c"buffer_size", 0o644, Node::Setting(Setting::BufferSize))?;
     root.file(c"buffer_watershed", 0o644, Node::Setting(Setting::BufferWatershed))?;
@@ -327,7 +371,7 @@ unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, coun
 /// Handles a `write` of a command file (legacy `oprofilefs_ulong_from_user` limits): copies the
 /// data in and hands it to `apply`. Returns `count` when `apply` succeeds, else the errno:
 /// `EINVAL` if `*ppos` is not 0 or `count` exceeds 49 bytes, `EFAULT` for a bad user pointer,
-/// or `apply`'s error. An empty write reaches `apply` with empty input.
+/// or `apply`'s error. A zero-length write returns 0 without calling `apply` (legacy).
 ///
 /// # Safety
 ///
@@ -342,6 +386,9 @@ pub(crate) unsafe fn write_with(
     if unsafe { *ppos } != 0 || count > MAX_WRITE {
         return EINVAL.to_errno() as isize;
     }
+    if count == 0 {
+        return 0;
+    }
     let mut data = [0u8; MAX_WRITE];
     let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
     let res = match data.get_mut(..count) {
@@ -354,8 +401,7 @@ pub(crate) unsafe fn write_with(
     }
 }
 
-/// `write` of `enable`, `dump` and the settings (an empty write does nothing). Errors: see the
-/// module docs.
+/// `write` of `enable`, the settings and the counter files. Errors: see the module docs.
 ///
 /// # Safety
 ///
@@ -365,11 +411,6 @@ unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, c
         return EINVAL.to_errno() as isize;
     };
     let apply = |input: &[u8]| match node {
-        _ if input.is_empty() => Ok(()),
-        Node::Dump => {
-            o.dump();
-            Ok(())
-        }
         Node::Enable => match parse::parse_ulong(input) {
             Ok(0) => {
                 o.stop();
@@ -386,6 +427,27 @@ unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, c
     unsafe { write_with(buf, count, ppos, apply) }
 }
 
+/// `write` of `dump` (legacy `dump_write`): any bytes, any length, any offset (the data is not
+/// read) flush the CPU buffers and wake the reader; returns `count`. A zero-length write does
+/// nothing, as for every file.
+///
+/// # Safety
+///
+/// Called by the VFS for a file opened with [`DUMP_FOPS`].
+unsafe extern "C" fn dump_write(_file: *mut bindings::file, _buf: *const c_char, count: usize, _ppos: *mut bindings::loff_t) -> isize {
+    if count == 0 {
+        return 0;
+    }
+    match oprof::get() {
+        Ok(o) => {
+            o.dump();
+            // The VFS caps `count` at `MAX_RW_COUNT` (< isize::MAX).
+            isize::try_from(count).unwrap_or(isize::MAX)
+        }
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
 /// `open`/`release` hook of a `file_operations`.
 pub(crate) type OpenFn = unsafe extern "C" fn(*mut bindings::inode, *mut bindings::file) -> c_int;
 /// `read` hook of a `file_operations`.
@@ -394,9 +456,10 @@ pub(crate) type ReadFn = unsafe extern "C" fn(*mut bindings::file, *mut c_char, 
 pub(crate) type WriteFn =
     unsafe extern "C" fn(*mut bindings::file, *const c_char, usize, *mut bindings::loff_t) -> isize;
 
-/// The `file_operations` of an oprofilefs file, owned by this module: `open` (`simple_open`,
-/// which hands `i_private` to `private_data`, when `None`), `release`, `read` and `write` as
-/// given, `default_llseek` (files opened with `stream_open` stay unseekable), nothing else.
+/// The `file_operations` of an oprofilefs file, owned by this module: `open` (when `None`,
+/// `attr_open`: [`check_open`], then `simple_open`, which hands `i_private` to `private_data`;
+/// an `open` given must call [`check_open`] itself), `release`, `read` and `write` as given,
+/// `default_llseek` (files opened with `stream_open` stay unseekable), nothing else.
 pub(crate) const fn file_ops(
     open: Option<OpenFn>,
     release: Option<OpenFn>,
@@ -406,7 +469,7 @@ pub(crate) const fn file_ops(
     bindings::file_operations {
         open: match open {
             Some(f) => Some(f),
-            None => Some(bindings::simple_open),
+            None => Some(attr_open),
         },
         release,
         read,
@@ -425,7 +488,7 @@ const RO_FOPS: &bindings::file_operations = &file_ops(None, None, Some(attr_read
 const RW_FOPS: &bindings::file_operations = &file_ops(None, None, Some(attr_read), Some(attr_write));
 
 /// `dump`: write only.
-const DUMP_FOPS: &bindings::file_operations = &file_ops(None, None, None, Some(attr_write));
+const DUMP_FOPS: &bindings::file_operations = &file_ops(None, None, None, Some(dump_write));
 
 /// The registered filesystem type; unregistered on drop.
 pub(crate) struct Registration(());

@@ -267,15 +267,16 @@ unsafe extern "C" fn pp_read(_file: *mut bindings::file, buf: *mut c_char, count
     }
 }
 
-/// `write` of `profile_points`: one [`Command`] (an empty write does nothing). Errors: as
-/// [`command`], and those of `oprofilefs::write_with`.
+/// `write` of `profile_points`: one [`Command`] (a zero-length write does nothing). Errors: as
+/// [`command`], and those of `oprofilefs::write_with` (which also refuses writers without
+/// CAP_SYS_ADMIN at open: `oprofilefs::check_open`).
 ///
 /// # Safety
 ///
 /// Called by the VFS for a file opened with [`FOPS`].
 unsafe extern "C" fn pp_write(_file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
     // SAFETY: Forwarding the VFS's arguments.
-    unsafe { oprofilefs::write_with(buf, count, ppos, |input| if input.is_empty() { Ok(()) } else { command(input) }) }
+    unsafe { oprofilefs::write_with(buf, count, ppos, command) }
 }
 
 /// `profile_points` (mode 0644): read the table; write `enable|disable|reset NAME|all` or

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
 # checks (pyflakes3 tests/checks), runs the host crates' tests (cargo test) and the QEMU
-# integration tests (tests/run-qemu-tests.sh). The last line counts every test of all three:
-# "N passed, M failed" (cargo's "test result:" lines, the QEMU runner's "qemu: N passed, M
-# failed", one check for the lint; a part that ends without its counts is one failure). Exits
-# non-zero if anything failed.
+# integration tests (tests/run-qemu-tests.sh) and the board image, installation and DKMS tests
+# (tests/image.sh). The last line counts every test: "N passed, M failed" (cargo's "test
+# result:" lines, the runners' "qemu: N passed, M failed" and "image: ...", one check for the
+# lint; a part that ends without its counts is one failure). Exits non-zero if anything failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 OUT=$REPO/build
@@ -35,18 +35,28 @@ fi
 counted "cargo test" "$p" "$f"
 
 step "building the module and the host tool"
-if ! make -C "$REPO" --no-print-directory module testmod host; then
+if ! make -C "$REPO" --no-print-directory module testmod host target-tools; then
     echo "not ok - build of the module, the test module or the host tool failed"; fail=$((fail + 1)); finish
 fi
 
+# runner NAME SCRIPT: runs a test runner whose last line is "NAME: N passed, M failed" (its TAP
+# in build/tests/NAME.tap) and adds its counts; a missing last line or a non-zero exit without a
+# failed check is one failure.
+runner() {
+    local name=$1 script=$2 rc=0 last p f
+    bash "$script" | tee "$OUT/tests/$name.tap" || rc=$?
+    last=$(tail -n 1 "$OUT/tests/$name.tap")
+    if [[ $last =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+        if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - $script exited with status $rc"; f=1; fi
+        counted "$name" "$p" "$f"
+    else
+        echo "not ok - $script ended without its '$name: N passed, M failed' line"; counted "$name" 0 1
+    fi
+}
+
 step "QEMU integration tests"
-rc=0; bash "$REPO/tests/run-qemu-tests.sh" | tee "$OUT/tests/qemu.tap" || rc=$?
-last=$(tail -n 1 "$OUT/tests/qemu.tap")
-if [[ $last =~ ^qemu:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - tests/run-qemu-tests.sh exited with status $rc"; f=1; fi
-    counted qemu "$p" "$f"
-else
-    echo "not ok - tests/run-qemu-tests.sh ended without its 'qemu: N passed, M failed' line"; counted qemu 0 1
-fi
+runner qemu "$REPO/tests/run-qemu-tests.sh"
+step "board image, installation, DKMS (tests/image.sh)"
+runner image "$REPO/tests/image.sh"
 finish

@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# Builds the guest initramfs: busybox (armhf, static), optool, oprofile.ko, tests/guest/*.sh, the
+# Builds the guest initramfs: busybox (armhf, static), optool, opfuzz, oprofile.ko, the static ARM
+# oprof (/usr/bin/oprof, with /usr/bin/oprofile.ko beside it: `make target-tools`), tests/guest/*.sh, the
 # guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
 # pointers) and the armhf glibc they need.
 # Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]
-#   OPSETUP.sh (optional): counter set-up lines (`oprof setup`), installed as /tests/opsetup.sh.
+#   OPSETUP.sh (optional): settings for tests/guest/workload.sh (`make run`), installed as
+#   /tests/opsetup.sh.
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
 # finds the guest's images in.
 # /init mounts proc/sys/devtmpfs/tmpfs, then runs the script named by `opscript=` on the kernel
-# command line (a file in /tests) and powers off.
+# command line (a file in /tests) and powers off. Scripts read further `name=value` words of the
+# command line (GUEST_ARGS of scripts/qemu.sh) with lib.sh's guest_arg.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
 [ -f "$ko" ] || die "module not built: $ko"
+[ -x "$OPROF_TARGET" ] || die "target oprof not built: $OPROF_TARGET (make target-tools)"
 root=${out%.cpio.gz}.root
 rm -rf "$root"
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root,lib}
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root,lib,usr/bin}
 chmod 0755 "$root"   # the guest "/" must be traversable by non-root
 install -m 0755 "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
 arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -o "$root/bin/optool" "$REPO/tests/guest/optool.c"
+arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -pthread -o "$root/bin/opfuzz" "$REPO/tests/guest/opfuzz.c"
 # Profiled programs: -marm -fno-omit-frame-pointer is what the user backtrace walker follows.
 cflags=(-O1 -g -marm -fno-omit-frame-pointer -Wall -Werror)
 for p in hot churn opwork; do
@@ -26,20 +31,32 @@ done
 arm-linux-gnueabihf-gcc "${cflags[@]}" -shared -fPIC -o "$root/lib/libspin.so" "$REPO/tests/guest/libspin.c"
 install -m 0755 /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 /usr/arm-linux-gnueabihf/lib/libc.so.6 "$root/lib/"
 install -m 0644 "$ko" "$root/oprofile.ko"
+# oprof record loads the module from beside its binary when modprobe cannot.
+install -m 0755 "$OPROF_TARGET" "$root/usr/bin/oprof"
+ln -s ../../oprofile.ko "$root/usr/bin/oprofile.ko"
 # The test module (make testmod), for MODULE_LOADED and module attribution checks.
 [ ! -f "$REPO/tests/kmod/optest.ko" ] || install -m 0644 "$REPO/tests/kmod/optest.ko" "$root/optest.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
 [ -z "$opsetup" ] || install -m 0644 "$opsetup" "$root/tests/opsetup.sh"
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+# Without `opscript=` (a board booted by scripts/image.sh's boot.scr), /init runs a shell on the
+# console instead.
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-export PATH=/bin:/sbin
+export PATH=/bin:/sbin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 script=$(sed -n 's/.*opscript=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -z "$script" ]; then
+    # A board (make image): no test script, a shell on the console. mount -t oprofilefs loads
+    # the module by its alias fs-oprofilefs through modprobe.
+    echo /bin/modprobe > /proc/sys/kernel/modprobe
+    echo "== oprofile-rs $(uname -r), $(nproc) CPU(s): shell on the console (modprobe oprofile)"
+    while :; do setsid cttyhack sh; done
+fi
 echo "== oprofile-rs guest: $(uname -r), $(nproc) CPU(s), script '$script'"
 if [ -n "$script" ] && [ -f "/tests/$script" ]; then
     sh "/tests/$script"
@@ -51,4 +68,4 @@ echo "== guest done"
 reboot -f
 INIT
 chmod 0755 "$root/init"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -9) > "$out"
+pack_cpio "$root" "$out"

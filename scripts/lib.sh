@@ -11,6 +11,9 @@ export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 KMAKE_VARS=(ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
             RUSTDOC=/usr/bin/rustdoc BINDGEN="$BINDGEN")
 
+# `make target-tools`: the static ARM oprof the guest runs as /usr/bin/oprof.
+OPROF_TARGET=$REPO/target/armv7-unknown-linux-gnueabihf/release/oprof
+
 _T0=${_T0:-$(date +%s)}
 step() { printf '[oprofile-rs %4ss] %s\n' "$(( $(date +%s) - _T0 ))" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -29,6 +32,11 @@ log_stream() {
 log_block() {
     grep -aq "^== $2 begin" "$1" || { : > "$3"; return 1; }
     sed -n "/^== $2 begin/,/^== $2 end/{/^== $2 /d;p}" "$1" | tr -d '\r' > "$3"
+}
+
+# pack_cpio ROOT OUT: the tree ROOT as a gzip'd newc cpio archive OUT (an initramfs).
+pack_cpio() {
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -9n) > "$2"
 }
 
 # `bash scripts/lib.sh --bindgen` prints the bindgen path (for the Makefile).

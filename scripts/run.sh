@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `make run`: boot QEMU with oprofile.ko, profile a real workload, print the report.
+# `make run`: boot QEMU, profile a real workload with `oprof record` on the guest, copy its session
+# directory out and print the report (and the guest's own `oprof report`).
 #   BOARD=realview-pb-a8 (default: Cortex-A8, 1 CPU, no PMU interrupt in QEMU) or virt-a15
 #         (Cortex-A15, 2 CPUs, PMU interrupt).
 #   EVENT=timer (default: timer mode) or NAME[:COUNT],... hardware events (`oprof events
-#         --cpu-type arm/armv7` lists them), e.g. EVENT=CPU_CYCLES:1000000; COUNT 0 counts
-#         without sampling and prints the totals.
+#         --cpu-type arm/armv7` lists them), e.g. EVENT=CPU_CYCLES:1000000, given to
+#         `oprof record -e`; COUNT 0 counts without sampling (the report prints the totals).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 board=${BOARD:-realview-pb-a8}
@@ -17,11 +18,12 @@ realview-pb-a8) cpu_type=arm/armv7 ;;
 virt-a15) cpu_type=arm/armv7-ca15 ;;
 *) die "unknown BOARD '$board' (realview-pb-a8 or virt-a15)" ;;
 esac
-report_args=()
 rm -f "$out/opsetup.sh"
 if [ "$event" != timer ]; then
-    "$oprof" setup --cpu-type "$cpu_type" "$event" > "$out/opsetup.sh" || die "EVENT='$event' does not fit $cpu_type ($board)"
-    read -ra report_args < <("$oprof" setup --cpu-type "$cpu_type" --report-args "$event")
+    # Checked on the host first (`oprof setup` places them as `oprof record -e` will).
+    "$oprof" setup --cpu-type "$cpu_type" "$event" > /dev/null || die "EVENT='$event' does not fit $cpu_type ($board)"
+    eargs=$(echo "$event" | tr ',' '\n' | sed 's/^/-e /' | tr '\n' ' ')
+    echo "EVENTS='${eargs% }'" > "$out/opsetup.sh"
     [ "$board" != realview-pb-a8 ] || echo "note: QEMU's realview-pb-a8 raises no PMU interrupt: sampling counters lose their samples (stats/sample_lost_no_irq); totals still count. Use BOARD=virt-a15 to sample." >&2
 fi
 KOUT=$(bash "$REPO/scripts/build-kernel.sh"); export KOUT
@@ -30,32 +32,35 @@ bash "$REPO/scripts/initramfs.sh" "$out/initramfs.cpio.gz" "$REPO/oprofile.ko" $
 step "booting QEMU $board, EVENT=$event (guest log: $out/guest.log)"
 bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" workload.sh "$out/guest.log" 600 ||
     die "QEMU failed (see $out/guest.log)"
-grep -a '^# \|^echo \|^ok \|^ERR\|STAT\|TOTAL\|sha256\|data.gz\|oprofile:' "$out/guest.log" | tr -d '\r' | sed 's/^/  guest| /'
-log_stream "$out/guest.log" opbuf "$out/buffer.bin" || true   # empty when nothing was sampled
-if [ ! -s "$out/buffer.bin" ]; then
-    [ "$event" != timer ] || die "no samples came back from the guest (see $out/guest.log)"
-    step "no samples (counting only, or no PMU interrupt): see the TOTAL and STAT lines above"
-    exit 0
-fi
-for b in images proc_modules module_sections; do log_block "$out/guest.log" $b "$out/$b" || true; done
+# The guest's flow: its commands, oprof's lines, the workload's output, the guest-side report.
+sed -n '/^# oprof record/,/^== session begin/p; /^# oprof report/,/^== guest done/p' "$out/guest.log" | tr -d '\r' |
+    grep -av '^== \|^\[' | sed 's/^/  guest| /'
+rm -rf "$out/session" "$out/session.tgz"
+log_stream "$out/guest.log" session "$out/session.tgz" && tar -C "$out" -xzf "$out/session.tgz" ||
+    die "no session directory came back from the guest (see $out/guest.log)"
 # The guest's files: the initramfs tree is the sysroot, libraries by name, modules' .ko files.
-session=(--images "$out/images" --proc-modules "$out/proc_modules" --module-sections "$out/module_sections"
-         --vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
-         --image-path "$REPO" --image-path "$REPO/tests/kmod")
-step "report ($(stat -c %s "$out/buffer.bin") bytes of samples: $out/buffer.bin)"
+host=(--vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
+      --image-path "$REPO" --image-path "$REPO/tests/kmod")
+step "report of the session directory $out/session (oprof report $out/session ...)"
 echo
-"$oprof" report "$out/buffer.bin" "${session[@]}" -n 12 "${report_args[@]}"
+"$oprof" report "$out/session" "${host[@]}" -n 12
 echo
-"$oprof" report "$out/buffer.bin" "${session[@]}" -l -n 30 --flame "$out/flame.svg" "${report_args[@]}"
-echo
-if log_block "$out/guest.log" profile_points "$out/profile_points"; then
-    step "profile points of oprofile.ko during the run (/dev/oprofile/profile_points)"
-    "$oprof" points "$out/profile_points"
+flame=
+if grep -q '^ *"samples": 0,' "$out/session/session.json"; then
+    step "no samples (counting only, or no PMU interrupt): the counters' totals are above"
+else
+    "$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg"
+    flame="flame graph: $out/flame.svg; "
     echo
 fi
-if log_stream "$out/guest.log" kpdata "$out/kpdata.gz" && gunzip -f "$out/kpdata.gz"; then
-    step "kprof: kernel PC histogram of the run (/dev/oprofile/kprof/kpdata)"
-    "$oprof" kprof "$KOUT/vmlinux" "$out/kpdata" -n 12
+if [ -f "$out/session/profile_points" ]; then
+    step "profile points of oprofile.ko during the run (session/profile_points)"
+    "$oprof" points "$out/session/profile_points"
     echo
 fi
-step "flame graph: $out/flame.svg; call graph: $oprof report $out/buffer.bin ${session[*]} -l -c"
+if [ -f "$out/session/kpdata" ]; then
+    step "kprof: kernel PC histogram of the run (session/kpdata)"
+    "$oprof" kprof "$KOUT/vmlinux" "$out/session/kpdata" -n 12
+    echo
+fi
+step "${flame}call graph: $oprof report $out/session ${host[*]} -l -c"

@@ -12,7 +12,8 @@ need_root() { [ "$(id -u)" = 0 ] || die "run as root (apt-get install)"; }
 
 APT_PKGS=(rustc-web rust-web-src clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc cpio
           libelf-dev libssl-dev kmod gcc-arm-linux-gnueabihf libc6-dev-armhf-cross device-tree-compiler xz-utils
-          python3 pyflakes3 ca-certificates)
+          python3 pyflakes3 ca-certificates
+          mtools u-boot-tools fdisk dkms)   # make image (FAT, boot.scr, sfdisk), the DKMS test
 
 sources_ok() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&
@@ -82,6 +83,14 @@ main() {
     if [ -n "$miss" ]; then
         need_root; apt_update
         step "apt-get install $(echo $miss)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $miss
+    fi
+    # Debian's armhf Rust std (same version as rustc-web) for the static ARM oprof (make
+    # target-tools); needs the armhf architecture added above.
+    miss=$(missing_pkgs libstd-rust-web-dev:armhf)
+    if [ -n "$miss" ]; then
+        need_root; apt_update
+        step "apt-get install $miss"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $miss
     fi
     if [ -z "$(missing_pkgs qemu-system-arm)" ] && qemu-system-arm --version | grep -q 'version 10'; then :; else

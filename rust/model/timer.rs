@@ -27,6 +27,16 @@ use kernel::impl_has_hr_timer;
 /// Accepted `timer_hz` values.
 pub(crate) const TIMER_HZ_RANGE: (u32, u32) = (1, 100_000);
 
+/// Checks a clock rate parameter named `what` (`timer_hz`, `kprof_hz`) against
+/// [`TIMER_HZ_RANGE`], logging why it is refused. Errors: `EINVAL` outside the range.
+pub(crate) fn check_hz(hz: u32, what: &str) -> Result {
+    if hz < TIMER_HZ_RANGE.0 || hz > TIMER_HZ_RANGE.1 {
+        pr_err!("{}={} out of range {}..={}\n", what, hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
 /// What a per-CPU timer does at each expiry, in hard-interrupt context on its CPU (with that
 /// CPU's interrupted registers in `get_irq_regs()`).
 pub(crate) trait Tick: Send + Sync + 'static {
@@ -95,10 +105,7 @@ impl<T: Tick> CpuTimers<T> {
     /// Stopped timers ticking at `hz` per CPU. Errors: `EINVAL` outside [`TIMER_HZ_RANGE`]
     /// (logged with `what`, the parameter's name).
     pub(crate) fn new(hz: u32, what: &str) -> Result<Self> {
-        if hz < TIMER_HZ_RANGE.0 || hz > TIMER_HZ_RANGE.1 {
-            pr_err!("{}={} out of range {}..={}\n", what, hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
-            return Err(EINVAL);
-        }
+        check_hz(hz, what)?;
         Ok(CpuTimers { period: Delta::from_nanos(i64::from(1_000_000_000u32 / hz)), running: KVec::new() })
     }
 

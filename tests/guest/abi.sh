@@ -3,7 +3,7 @@
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
 # 86 checks + 4 per possible CPU (its stats/cpuN/ files).
-plan $((86 + 4 * (last + 1)))
+plan $((87 + 4 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -15,7 +15,7 @@ mode() { stat -c %a "$OP/$1"; }
 for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth pointer_size; do
     expect "mode of $f" 644 mode $f
 done
-expect "mode of dump" 666 mode dump
+expect "mode of dump (root only, write only)" 200 mode dump
 expect "mode of stats/" 755 mode stats
 for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled period_ns; do
     expect "mode of stats/$s" 444 mode stats/$s
@@ -102,6 +102,7 @@ expect "capture finished after lazy umount" ok sh -c "cut -d' ' -f1 /tmp/cap"
 check "rmmod after close" rmmod oprofile
 check "module gone" sh -c "! grep -q '^oprofile ' /proc/modules"
 check "insmod timer=1 timer_hz=0 fails" sh -c "! insmod /oprofile.ko timer=1 timer_hz=0 2>/dev/null"
+check "insmod timer_hz=0 fails with the hardware model too" sh -c "! insmod /oprofile.ko timer_hz=0 2>/dev/null"
 check "insmod timer=1 timer_hz=5000 works" insmod /oprofile.ko timer=1 timer_hz=5000
 check "rmmod" rmmod oprofile
 summary

@@ -1,24 +1,32 @@
-# Repeated load/mount/open/start/stop/close/umount/unload cycles, in several orders; every
-# other cycle also runs kprof (4 MiB allocation, its own timers) and all profile points, and
-# unloads with kprof still ticking.
+# Repeated load/mount/open/enable/disable/close/umount/unload cycles, in several orders (a
+# capture; an interrupted read; a capture racing a lazy umount, unloaded once it closes).
+# make check: 200 cycles, kprof (4 MiB allocation, its own timers) and every profile point on in
+# every other cycle, unloading with kprof still ticking. make soak: GUEST_ARGS="opcycles=1000
+# opsoak=1", kprof and every point on in every cycle.
 . /tests/lib.sh
-plan 2
+plan 3
 echo 1 > /proc/sys/kernel/printk
-i=0 bad=0
-while [ $i -lt 50 ]; do
+cycles=$(guest_arg opcycles); cycles=${cycles:-200}
+soak=$(guest_arg opsoak); soak=${soak:-0}
+i=0 bad=0 extras=0
+t0=$(cut -d' ' -f1 /proc/uptime)
+while [ $i -lt "$cycles" ]; do
     load timer=1 || bad=$((bad + 1))
-    if [ $((i % 2)) = 0 ]; then
-        echo "enable all" > $OP/profile_points && echo startclr > $OP/kprof/kpctl || bad=$((bad + 1))
+    if [ "$soak" = 1 ] || [ $((i % 2)) = 0 ]; then
+        echo "enable all" > $OP/profile_points && echo startclr > $OP/kprof/kpctl && extras=$((extras + 1)) || bad=$((bad + 1))
     fi
     case $((i % 3)) in
     0) optool capture /tmp/b true >/dev/null || bad=$((bad + 1)) ;;
-    1) optool bufread 4096 1 >/dev/null ;;                        # open, interrupted read, close
-    2) ( optool capture /tmp/b sleep 1 >/dev/null ) & sleep 0.3    # stop+close races umount -l
+    1) optool bufread 4096 0.05 >/dev/null ;;                     # open, interrupted read, close
+    2) ( optool capture /tmp/b sleep 0.2 >/dev/null ) & sleep 0.1  # stop+close races umount -l
        umount -l $OP; wait; rmmod oprofile || bad=$((bad + 1)); i=$((i + 1)); continue ;;
     esac
     unload || bad=$((bad + 1))
     i=$((i + 1))
 done
-check "50 load/mount/start/stop/umount/unload cycles ($bad failures)" test $bad = 0
+t1=$(cut -d' ' -f1 /proc/uptime)
+echo "CYCLES $cycles in $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s, kprof and profile points on in $extras"
+check "$cycles load/mount/open/enable/disable/close/umount/unload cycles ($bad failures)" test $bad = 0
+check "kprof and every profile point on in $extras of them" test "$extras" = $([ "$soak" = 1 ] && echo "$cycles" || echo $(((cycles + 1) / 2)))
 check "module unloaded at the end" sh -c "! grep -q '^oprofile ' /proc/modules"
 summary

@@ -55,3 +55,8 @@ print_stats() {
         [ -f "$f" ] && echo "STAT ${f#$OP/stats/} $(cat $f)"
     done
 }
+# guest_arg NAME: the value of NAME=VALUE on the kernel command line (scripts/qemu.sh GUEST_ARGS),
+# empty if absent.
+guest_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | tail -n 1; }
+# board: a8 (realview-pb-a8, 1 CPU, no PMU interrupt) or a15 (virt, 2 CPUs, PMU interrupt).
+board() { if grep -q realview /proc/device-tree/compatible; then echo a8; else echo a15; fi; }

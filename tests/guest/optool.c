@@ -6,7 +6,8 @@
  *   optool write --raw FILE VALUE  write exactly VALUE
  *   optool read FILE [COUNT]       one read of COUNT bytes (default 4096), print the data
  *   optool open2 FILE              open FILE twice; report the second open
- *   optool bufread COUNT [ALARM]   open the buffer, one read of COUNT bytes (ALARM s alarm)
+ *   optool bufread COUNT [ALARM]   open the buffer, one read of COUNT bytes (ALARM s alarm, may
+ *                                  be fractional)
  *   optool as UID CMD...           setuid(UID) then exec CMD
  *   optool capture OUT CMD...      like oprofiled: open buffer, enable=1, run CMD while reading
  *                                  the buffer into OUT, then enable=0, read the rest, close
@@ -305,7 +306,8 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			return report(-1);
 		if (argc > 3) {
-			struct itimerval it = { { 0, 0 }, { atoi(argv[3]), 0 } };
+			double secs = atof(argv[3]);
+			struct itimerval it = { { 0, 0 }, { (long)secs, (long)((secs - (long)secs) * 1e6) } };
 
 			no_restart(SIGALRM);
 			if (setitimer(ITIMER_REAL, &it, NULL)) {

@@ -6,14 +6,14 @@
 //! (`/sys/module/NAME/sections/`), symbols become `section address + st_value`, and the DWARF is
 //! relocated against those addresses, so every lookup takes a runtime kernel address.
 
-use crate::symbols::{Symbol, SymbolTable};
+use crate::symbols::{Binding, Symbol, SymbolTable};
 use anyhow::{anyhow, bail, Context, Result};
 use gimli::{EndianRcSlice, RelocateReader, RunTimeEndian};
 use object::{
     Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationKind, RelocationTarget, SectionFlags,
     SectionIndex, SymbolKind, SymbolSection,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -33,6 +33,16 @@ pub fn offset_to_vaddr(loads: &[Load], off: u64) -> Option<u64> {
         .iter()
         .find(|l| off >= l.offset && off - l.offset < l.filesz)
         .and_then(|l| l.vaddr.checked_add(off - l.offset))
+}
+
+/// Which symbols name an image's addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Symbols {
+    /// Function symbols (`STT_FUNC`, `STT_GNU_IFUNC`).
+    Functions,
+    /// Functions and untyped labels in executable sections (`STT_NOTYPE`: assembler entry points
+    /// such as `local_restart` inside `vector_swi`), as the kernel's kallsyms lists them.
+    WithLabels,
 }
 
 /// Source position of an address.
@@ -107,37 +117,45 @@ impl ElfImage {
     /// `want_lines`, also its DWARF line tables.
     /// Errors name `path`; their root cause is a short reason (shown as `(unreadable: reason)`).
     pub fn load(path: &Path, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_placed(path, None, want_lines, |_| Ok(())).map(|(image, ())| image)
+        ElfImage::load_placed(path, None, Symbols::Functions, want_lines, |_| Ok(())).map(|(image, ())| image)
     }
 
-    /// Like [`ElfImage::load`], also returning what `inspect` finds in the same parsed file (one
-    /// read and parse for callers that need more than function symbols). Errors name `path`.
-    pub fn load_with<T>(
+    /// Loads a vmlinux like [`ElfImage::load`], with its code labels too (see
+    /// [`Symbols::WithLabels`]), so that it names addresses as the kernel's kallsyms does.
+    pub fn load_kernel(path: &Path, want_lines: bool) -> Result<ElfImage> {
+        ElfImage::load_kernel_with(path, want_lines, |_| Ok(())).map(|(image, ())| image)
+    }
+
+    /// Like [`ElfImage::load_kernel`], also returning what `inspect` finds in the same parsed
+    /// file (one read and parse for callers that need more than symbols). Errors name `path`.
+    pub fn load_kernel_with<T>(
         path: &Path,
         want_lines: bool,
         inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
     ) -> Result<(ElfImage, T)> {
-        ElfImage::load_placed(path, None, want_lines, inspect)
+        ElfImage::load_placed(path, None, Symbols::WithLabels, want_lines, inspect)
     }
 
     /// Loads a kernel module (`ET_REL`) with its sections at the runtime addresses `placement`
     /// (section name → address). Sections without an address get no symbols.
     pub fn load_module(path: &Path, placement: &BTreeMap<String, u64>, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_placed(path, Some(placement), want_lines, |_| Ok(())).map(|(image, ())| image)
+        ElfImage::load_placed(path, Some(placement), Symbols::Functions, want_lines, |_| Ok(())).map(|(image, ())| image)
     }
 
     fn load_placed<T>(
         path: &Path,
         placement: Option<&BTreeMap<String, u64>>,
+        which: Symbols,
         want_lines: bool,
         inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
     ) -> Result<(ElfImage, T)> {
-        ElfImage::parse_placed(path, placement, want_lines, inspect).with_context(|| path.display().to_string())
+        ElfImage::parse_placed(path, placement, which, want_lines, inspect).with_context(|| path.display().to_string())
     }
 
     fn parse_placed<T>(
         path: &Path,
         placement: Option<&BTreeMap<String, u64>>,
+        which: Symbols,
         want_lines: bool,
         inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
     ) -> Result<(ElfImage, T)> {
@@ -158,6 +176,7 @@ impl ElfImage {
         // (non-allocated sections, e.g. debug sections, are at 0).
         let mut base: HashMap<SectionIndex, u64> = HashMap::new();
         let mut text: Vec<Range<u64>> = Vec::new();
+        let mut exec_sections: HashSet<SectionIndex> = HashSet::new();
         for s in file.sections() {
             let flags = elf_flags(&s);
             let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
@@ -171,6 +190,7 @@ impl ElfImage {
             };
             base.insert(s.index(), b);
             if alloc && flags & u64::from(object::elf::SHF_EXECINSTR) != 0 {
+                exec_sections.insert(s.index());
                 if let Some(end) = b.checked_add(s.size()) {
                     text.push(b..end);
                 }
@@ -196,7 +216,12 @@ impl ElfImage {
             }
         }
         let collect = |it: object::SymbolIterator<'_, '_>| -> Vec<Symbol> {
-            it.filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+            it.filter(|s| {
+                (s.kind() == SymbolKind::Text && s.is_definition())
+                    || (which == Symbols::WithLabels
+                        && s.kind() == SymbolKind::Unknown
+                        && matches!(s.section(), SymbolSection::Section(i) if exec_sections.contains(&i)))
+            })
                 .filter_map(|s| {
                     let name = s.name().ok()?;
                     // ARM mapping symbols ($a, $t, $d) mark code/data regions, not functions.
@@ -211,7 +236,14 @@ impl ElfImage {
                     } else {
                         value
                     };
-                    Some(Symbol { addr, size: s.size(), name: name.to_string() })
+                    let binding = if s.is_weak() {
+                        Binding::Weak
+                    } else if s.is_global() {
+                        Binding::Global
+                    } else {
+                        Binding::Local
+                    };
+                    Some(Symbol { addr, size: s.size(), name: name.to_string(), binding })
                 })
                 .collect()
         };
@@ -233,8 +265,8 @@ impl ElfImage {
         Ok((image, found))
     }
 
-    /// An image of given symbols only (tests).
-    #[cfg(test)]
+    /// An image of given symbols only, e.g. the kernel from a target's kallsyms (no program
+    /// headers: pass `loads` empty; no line tables).
     pub fn from_symbols(path: &Path, symbols: SymbolTable, loads: Vec<Load>) -> ElfImage {
         ElfImage { path: path.to_path_buf(), loads, symbols, lines: None, lines_error: None }
     }

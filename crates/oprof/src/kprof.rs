@@ -62,7 +62,7 @@ impl Kernel {
     /// Loads `_stext`, `_etext` and the function symbols of vmlinux `path`; errors name it.
     pub fn load(path: &Path) -> Result<Kernel> {
         let name = path.display().to_string();
-        let (image, (base, end)) = ElfImage::load_with(path, false, text_bounds)?;
+        let (image, (base, end)) = ElfImage::load_kernel_with(path, false, text_bounds)?;
         anyhow::ensure!(!image.symbols.is_empty(), "{name}: no function symbols (stripped?)");
         Ok(Kernel { name, base, end, symbols: image.symbols })
     }
@@ -228,12 +228,12 @@ pub fn run(vmlinux: &Path, kpdata: &Path, given: Option<u32>) -> Result<Profile>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbols::Symbol;
+    use crate::symbols::{Binding, Symbol};
     use std::process::Command;
 
     /// A kernel with text `[base, end)` and function symbols `(addr, size, name)`.
     fn kernel(base: u64, end: u64, syms: &[(u64, u64, &str)]) -> Kernel {
-        let syms = syms.iter().map(|&(addr, size, name)| Symbol { addr, size, name: name.into() }).collect();
+        let syms = syms.iter().map(|&(addr, size, name)| Symbol { addr, size, name: name.into(), binding: Binding::Global }).collect();
         Kernel { name: "vmlinux".into(), base, end, symbols: SymbolTable::new(syms, std::iter::once(base..end).collect()) }
     }
 

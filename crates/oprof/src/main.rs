@@ -1,6 +1,11 @@
-//! `oprof`: the oprofile-rs host tool.
+//! `oprof`: the oprofile-rs tool, for the host and (statically linked) for the target.
 //!
+//! - `oprof record [-e EVENT]... [-g DEPTH] [-o DIR] [-- CMD ARGS...]` (on the target, as
+//!   root): load the module and mount oprofilefs if needed, profile the system while CMD runs (or
+//!   until Ctrl-C / `--duration`), write a session directory (`session.rs`).
 //! - `oprof decode BUFFER`: print every record of a captured `/dev/oprofile/buffer` stream.
+//! - `oprof report [DIR]`: the same on a session directory (default `./oprofile_data`), which
+//!   supplies the stream and every file below by itself.
 //! - `oprof report BUFFER [--images F] [--proc-modules F --module-sections F] [--vmlinux F]
 //!   [--sysroot D] [--image-path D]... [-l] [-g] [-c] [--flame OUT.svg] [--json]`: samples per
 //!   image (like `opreport`), per symbol (`-l`), per symbol and source line (`-g`), with a call
@@ -19,13 +24,17 @@ mod elf;
 mod events;
 mod flame;
 mod images;
+mod kallsyms;
 mod kprof;
 mod points;
+mod record;
 mod report;
 mod resolve;
+mod session;
 mod stream;
 mod symbols;
 mod synth;
+mod target;
 #[cfg(test)]
 mod tests_arm;
 #[cfg(test)]
@@ -36,7 +45,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "oprof", version, about = "oprofile-rs host tool")]
+#[command(name = "oprof", version, about = "oprofile-rs tool: record on the target, report anywhere")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -44,6 +53,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Profile the system (as root, on the target) and write a session directory.
+    ///
+    /// Loads oprofile.ko and mounts oprofilefs when needed (and undoes that at the end), sets the
+    /// events and buffers, then samples the whole system while CMD runs (its exit status is
+    /// oprof's; 127 if not found), or until SIGINT/SIGTERM or --duration without CMD. The buffer
+    /// is drained continuously; losses are counted in stats.json and in the summary line.
+    /// Writes DIR/{samples, images, proc_modules, module_sections, kallsyms, stats.json,
+    /// session.json} (+ kpdata, profile_points, root/). `oprof report DIR` reads it.
+    #[command(verbatim_doc_comment)]
+    Record(record::RecordArgs),
     /// Print every record of a buffer stream with its byte offset.
     Decode {
         /// Captured stream (bytes read from /dev/oprofile/buffer).
@@ -63,10 +82,17 @@ enum Cmd {
     /// `(no context)` (samples before the first kernel/user switch). Names are demangled (Rust,
     /// C++). Call-chain frames are looked up at their return address - 1 and never count as
     /// samples. Notes about missing files go to stderr (and `warnings` in --json).
+    ///
+    /// On a session directory (`oprof record -o DIR`; the default) every input comes from it:
+    /// samples, images, proc_modules, module_sections, the counters and word size of
+    /// session.json; kernel symbols from its kallsyms when no --vmlinux is given; user images and
+    /// .ko files from DIR/root (--archive), then --sysroot, then / when run on the system that
+    /// recorded. Options given explicitly take precedence.
     #[command(verbatim_doc_comment)]
     Report {
-        /// Captured stream (bytes read from /dev/oprofile/buffer).
-        buffer: PathBuf,
+        /// Session directory (default ./oprofile_data), or a captured stream (bytes read from
+        /// /dev/oprofile/buffer).
+        buffer: Option<PathBuf>,
         /// Copy of /dev/oprofile/images (`ID PATH` lines): names the user images of the stream.
         #[arg(long, value_name = "FILE")]
         images: Option<PathBuf>,
@@ -104,9 +130,10 @@ enum Cmd {
         /// kernel threads), callers outermost first, the sampled symbol on top.
         #[arg(long, value_name = "OUT.svg")]
         flame: Option<PathBuf>,
-        /// Word size in bytes: the target's /dev/oprofile/pointer_size (4 on ARM32).
-        #[arg(long, default_value_t = 4)]
-        word_size: usize,
+        /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
+        /// else 4 as on ARM32).
+        #[arg(long)]
+        word_size: Option<usize>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -145,7 +172,8 @@ enum Cmd {
         /// CPU type, e.g. arm/armv7 (default: /dev/oprofile/cpu_type of this machine).
         #[arg(long)]
         cpu_type: Option<String>,
-        /// Events, `NAME[:COUNT],...`; COUNT 0 counts without sampling (see N/total).
+        /// Events, `NAME[:COUNT[:UNITMASK[:KERNEL[:USER]]]],...` (opcontrol syntax); COUNT 0
+        /// counts without sampling (see N/total).
         events: String,
         /// oprofilefs mount point.
         #[arg(long, default_value = "/dev/oprofile")]
@@ -204,14 +232,21 @@ fn emit(s: &str) -> Result<()> {
 }
 
 fn main() {
-    if let Err(e) = run(Cli::parse()) {
-        eprintln!("oprof: error: {e:#}");
-        std::process::exit(1);
-    }
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let code = match run(Cli::parse(), &argv) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("oprof: error: {e:#}");
+            e.downcast_ref::<record::Failed>().map_or(1, |f| f.code)
+        }
+    };
+    std::process::exit(code);
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Runs a command; returns the exit status.
+fn run(cli: Cli, argv: &[String]) -> Result<i32> {
     match cli.cmd {
+        Cmd::Record(args) => return record::run(&args, argv),
         Cmd::Decode { buffer, word_size } => {
             let st = stream::Stream::read(&buffer, word_size)?;
             let mut out = String::new();
@@ -281,28 +316,81 @@ fn run(cli: Cli) -> Result<()> {
             counters,
             cpu_type,
         } => {
+            let path = buffer.unwrap_or_else(|| PathBuf::from(session::DEFAULT_DIR));
+            let ses = if path.is_dir() { Some(session::Session::open(&path)?) } else { None };
+            let from_session = |given: Option<PathBuf>, name: &str| given.or_else(|| ses.as_ref()?.file(name));
+            let buffer = match &ses {
+                Some(s) => s.file(session::SAMPLES).with_context(|| format!("{}: no {} file", path.display(), session::SAMPLES))?,
+                None => path.clone(),
+            };
+            let word_size = word_size.or(ses.as_ref().map(|s| s.info.pointer_size)).unwrap_or(4);
+            let cpu_type = cpu_type.or_else(|| ses.as_ref().map(|s| s.info.cpu_type.clone()).filter(|t| t != "timer"));
             let model = match &cpu_type {
                 Some(t) => events::model(Some(t))?,
                 None => None,
             };
-            let counters = counters
+            let mut counters = counters
                 .iter()
                 .map(|c| report::Counter::parse(c, model))
                 .collect::<Result<Vec<_>>>()?;
+            if let (true, Some(s)) = (counters.is_empty(), &ses) {
+                counters = s.info.counters.iter().map(report::Counter::from_session).collect();
+                if s.info.counters.is_empty() {
+                    counters.push(report::Counter { counter: 0, event: "timer".into(), count: None });
+                }
+            }
+            let images = from_session(images, session::IMAGES);
+            let proc_modules = from_session(proc_modules, session::PROC_MODULES);
+            let module_sections = from_session(module_sections, session::MODULE_SECTIONS);
             let input = aggregate::open(&buffer, word_size)?;
             let images = images.as_deref().map(images::ImageMap::read).transpose()?;
             let snapshot = images::ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
-            let ropts = resolve::Options { sysroot, image_path, lines: debug_info };
-            resolve::check_dirs(&ropts)?;
-            let vm = match vmlinux {
+            let mut ropts = resolve::Options { image_path, lines: debug_info, ..Default::default() };
+            let mut vm = match vmlinux {
                 Some(p) => {
-                    let e = elf::ElfImage::load(&p, debug_info).context("--vmlinux")?;
+                    let e = elf::ElfImage::load_kernel(&p, debug_info).context("--vmlinux")?;
                     anyhow::ensure!(!e.symbols.is_empty(), "{}: no function symbols (stripped?)", p.display());
                     Some((p, e))
                 }
                 None => None,
             };
+            let mut notes = vec![];
+            if let Some(s) = &ses {
+                let here = s.recorded_here(&target::uname());
+                ropts.sysroots.extend(s.archive_root());
+                ropts.sysroots.extend(sysroot.clone());
+                if here {
+                    ropts.sysroots.push(PathBuf::from("/"));
+                }
+                for (name, ko) in &s.info.modules {
+                    let archived = s.archive_root().map(|r| r.join(ko.trim_start_matches('/'))).filter(|p| p.is_file());
+                    let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
+                    if let Some(p) = archived.or(local) {
+                        ropts.module_files.insert(name.clone(), p);
+                    }
+                }
+                if let Some(k) = s.file(session::KALLSYMS) {
+                    let text = std::fs::read_to_string(&k).with_context(|| format!("reading {}", k.display()))?;
+                    let ks = kallsyms::Kallsyms::parse(&text, &k.display().to_string())?;
+                    ropts.module_symbols = ks.module_tables(&snapshot);
+                    if vm.is_none() {
+                        match ks.kernel_table() {
+                            Some(t) => {
+                                if debug_info {
+                                    notes.push(format!("kernel symbols from {} (no --vmlinux): no kernel source lines", k.display()));
+                                }
+                                vm = Some((k.clone(), elf::ElfImage::from_symbols(&k, t, vec![])));
+                            }
+                            None => notes.push(format!("{}: no kernel symbols (hidden by kptr_restrict?); give --vmlinux", k.display())),
+                        }
+                    }
+                }
+            } else {
+                ropts.sysroots.extend(sysroot.clone());
+            }
+            resolve::check_dirs(&ropts)?;
             let mut res = resolve::Resolver::new(ropts, images, vm, &snapshot);
+            res.warnings.extend(notes);
             let opts = report::Options { lines: debug_info, flame: flame.is_some() };
             let counts = aggregate::read(input, word_size, aggregate::Options { app: opts.flame }, Default::default())
                 .with_context(|| format!("decoding {}", buffer.display()))?;
@@ -313,6 +401,9 @@ fn run(cli: Cli) -> Result<()> {
             if json {
                 emit(&(serde_json::to_string_pretty(&r)? + "\n"))?;
             } else {
+                if let Some(s) = &ses {
+                    emit(&report::render_session(&path, &s.info))?;
+                }
                 let view = if symbols || debug_info || callgraph { report::View::Symbols } else { report::View::Images };
                 let mut out = report::render(&r, view, limit);
                 if callgraph {
@@ -322,12 +413,12 @@ fn run(cli: Cli) -> Result<()> {
                 emit(&out)?;
             }
             if let Some(out) = &flame {
-                let title = format!("oprof: {}", buffer.file_name().unwrap_or_default().to_string_lossy());
+                let title = format!("oprof: {}", path.file_name().unwrap_or_default().to_string_lossy());
                 r.folded.write_svg_file(&title, out)?;
             }
         }
     }
-    Ok(())
+    Ok(0)
 }
 
 #[cfg(test)]
@@ -338,7 +429,7 @@ mod cli_tests {
     fn report(args: &[&str]) -> Result<()> {
         let mut v = vec!["oprof", "report"];
         v.extend_from_slice(args);
-        run(Cli::try_parse_from(v)?)
+        run(Cli::try_parse_from(v)?, &[]).map(|_| ())
     }
 
     #[test]

@@ -108,6 +108,55 @@ impl Counter {
     }
 }
 
+impl Counter {
+    /// A counter as `session.json` describes it.
+    pub fn from_session(c: &crate::session::CounterInfo) -> Counter {
+        Counter { counter: u64::from(c.counter), event: c.event.clone(), count: Some(c.count) }
+    }
+}
+
+/// The session line of the text report on a session directory (kernel, CPUs, events, length,
+/// command shortened to 60 characters, totals), and the total of each counter that counted.
+pub fn render_session(dir: &std::path::Path, s: &crate::session::SessionInfo) -> String {
+    let what = if s.counters.is_empty() {
+        match s.timer_hz {
+            Some(hz) => format!("timer mode ({hz} Hz per CPU)"),
+            None => "timer mode".to_string(),
+        }
+    } else {
+        let ev: Vec<String> = s.counters.iter().map(|c| format!("{}:{}", c.event, c.count)).collect();
+        format!("{} {}", s.cpu_type, ev.join(","))
+    };
+    let cmd = match &s.command {
+        Some(c) => {
+            let mut text = c.join(" ");
+            if text.chars().count() > 60 {
+                text = text.chars().take(57).collect::<String>() + "...";
+            }
+            let st = s.exit_status.map_or(String::new(), |st| format!(" (exit {st})"));
+            format!(" of `{text}`{st}")
+        }
+        None => format!(", whole system until {}", s.ended_by),
+    };
+    let cpus = if s.cpus == 1 { "1 CPU".to_string() } else { format!("{} CPUs", s.cpus) };
+    let mut out = format!(
+        "Session {}: Linux {} {}, {cpus}, {what}, {:.1} s{cmd}: {} samples, {} lost\n",
+        dir.display(),
+        s.kernel.release,
+        s.kernel.machine,
+        s.duration_ns as f64 / 1e9,
+        s.totals.samples,
+        s.totals.lost
+    );
+    for c in &s.counters {
+        if let Some(t) = c.total {
+            let how = if c.count == 0 { "counting only".to_string() } else { format!("one sample every {}", c.count) };
+            out.push_str(&format!("Counter {}: {} counted {t} events ({how})\n", c.counter, c.event));
+        }
+    }
+    out
+}
+
 /// What to compute besides the flat profile.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -539,18 +588,18 @@ mod tests {
     use crate::images::{ImageMap, ModuleSnapshot};
     use crate::resolve::{self, Resolver};
     use crate::stream::tests::stream;
-    use crate::symbols::{Symbol, SymbolTable};
+    use crate::symbols::{Binding, Symbol, SymbolTable};
     use oprofile_common::event::Record;
     use std::path::Path;
 
     fn kernel_syms() -> SymbolTable {
         SymbolTable::new(
             vec![
-                Symbol { addr: 0xc000_1000, size: 0x100, name: "memcpy".into() },
-                Symbol { addr: 0xc000_2000, size: 0x100, name: "__memzero".into() },
-                Symbol { addr: 0xc000_3000, size: 0x100, name: "sys_read".into() },
-                Symbol { addr: 0xc000_3100, size: 0x100, name: "next_fn".into() },
-                Symbol { addr: 0xc000_4000, size: 0x100, name: "_RNvNtCs1234_6kernel4task5sched".into() },
+                Symbol { addr: 0xc000_1000, size: 0x100, name: "memcpy".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_2000, size: 0x100, name: "__memzero".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_3000, size: 0x100, name: "sys_read".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_3100, size: 0x100, name: "next_fn".into(), binding: Binding::Global },
+                Symbol { addr: 0xc000_4000, size: 0x100, name: "_RNvNtCs1234_6kernel4task5sched".into(), binding: Binding::Global },
             ],
             std::iter::once(0xc000_0000..0xc001_0000).collect(),
         )

@@ -5,9 +5,11 @@
 //! of the current cookie (shown as its target path without ` (deleted)`; converted to an ELF
 //! virtual address through `PT_LOAD`), or a raw PC in
 //! anonymous memory (cookie 0; `[anon] (APP)`), or, with no COOKIE_SWITCH since the last CPU or
-//! task switch, `(user, no image) (APP)`. Host files: `SYSROOT/PATH`, else `DIR/basename(PATH)` for each
-//! `--image-path` DIR; modules `DIR/NAME.ko` (with `-`/`_` swapped too). Parsed ELF files are
-//! cached per host path, resolved addresses per (space, word).
+//! task switch, `(user, no image) (APP)`. Host files: `SYSROOT/PATH` for each sysroot in order,
+//! else `DIR/basename(PATH)` for each `--image-path` DIR; modules: the `.ko` named in
+//! [`Options::module_files`], else `DIR/NAME.ko` (with `-`/`_` swapped too), else the module's
+//! symbols from the target's kallsyms ([`Options::module_symbols`], names only). Parsed ELF files
+//! are cached per host path, resolved addresses per (space, word).
 //!
 //! Names are interned: [`Resolver::images`] (display name, host file), [`Resolver::symbols`]
 //! (image, demangled symbol) and [`Resolver::locs`] (symbol, source line), indexed by
@@ -18,9 +20,9 @@ use crate::images::{ImageMap, ModuleSnapshot};
 use crate::stream::SampleCtx;
 #[cfg(test)]
 use crate::stream::{Frame, Sample};
-use crate::symbols::demangle;
+use crate::symbols::{demangle, SymbolTable};
 use anyhow::{bail, Result};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -39,8 +41,15 @@ pub const VMLINUX: &str = "vmlinux";
 /// Where to find host copies of target files, and whether to read line tables.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    pub sysroot: Option<PathBuf>,
+    /// Roots of copies of the target's filesystem, tried in order (`--archive`'s `DIR/root`
+    /// first, then `--sysroot`, then `/` when reporting on the system that recorded).
+    pub sysroots: Vec<PathBuf>,
     pub image_path: Vec<PathBuf>,
+    /// Host files of kernel modules by name, tried before `image_path`.
+    pub module_files: BTreeMap<String, PathBuf>,
+    /// Module symbols from the target's kallsyms (placed at runtime addresses), for modules
+    /// whose `.ko` is not found.
+    pub module_symbols: BTreeMap<String, SymbolTable>,
     /// Load DWARF line tables (`-g`).
     pub lines: bool,
 }
@@ -136,6 +145,8 @@ enum Ko {
     Unplaced(PathBuf),
     Unreadable(PathBuf, String),
     Loaded(ElfImage),
+    /// Not found, but the target's kallsyms named its functions.
+    Kallsyms(SymbolTable),
 }
 
 struct Module {
@@ -214,7 +225,10 @@ impl Resolver {
         }
         for m in snapshot.modules.values() {
             let ko = match r.find_ko(&m.name) {
-                None => Ko::NotFound,
+                None => match r.opts.module_symbols.get(&m.name) {
+                    Some(t) if !t.is_empty() => Ko::Kallsyms(t.clone()),
+                    _ => Ko::NotFound,
+                },
                 Some(p) if m.sections.is_empty() => Ko::Unplaced(p),
                 Some(p) => match ElfImage::load_module(&p, &m.sections, r.opts.lines) {
                     Ok(e) => Ko::Loaded(e),
@@ -233,6 +247,9 @@ impl Resolver {
     fn find_ko(&self, name: &str) -> Option<PathBuf> {
         let mut names = vec![name.to_string(), name.replace('_', "-"), name.replace('-', "_")];
         names.dedup();
+        if let Some(p) = names.iter().find_map(|n| self.opts.module_files.get(n)).filter(|p| p.is_file()) {
+            return Some(p.clone());
+        }
         self.opts
             .image_path
             .iter()
@@ -240,11 +257,11 @@ impl Resolver {
             .find(|p| p.is_file())
     }
 
-    /// The host file of target path `target`: `SYSROOT/target`, else `DIR/basename` for each
-    /// `--image-path` DIR.
+    /// The host file of target path `target`: `SYSROOT/target` for each sysroot, else
+    /// `DIR/basename` for each `--image-path` DIR.
     pub fn find_host_file(&self, target: &str) -> Option<PathBuf> {
         let target = live_path(target);
-        if let Some(root) = &self.opts.sysroot {
+        for root in &self.opts.sysroots {
             let p = root.join(target.trim_start_matches('/'));
             if p.is_file() {
                 return Some(p);
@@ -349,7 +366,11 @@ impl Resolver {
         let hit = self
             .modules
             .iter()
-            .position(|m| matches!(&m.ko, Ko::Loaded(e) if e.symbols.text_range(pc).is_some()))
+            .position(|m| match &m.ko {
+                Ko::Loaded(e) => e.symbols.text_range(pc).is_some(),
+                Ko::Kallsyms(t) => t.text_range(pc).is_some(),
+                _ => false,
+            })
             .or_else(|| self.modules.iter().position(|m| m.core.as_ref().is_some_and(|r| r.contains(&pc))));
         let Some(mi) = hit else {
             let i = self.image(KERNEL_UNKNOWN, None);
@@ -363,6 +384,12 @@ impl Resolver {
                 Some(e.path.clone()),
                 self.source_of(Some(e), pc),
                 e.lines_error.as_ref().map(|err| format!("{}: {err}: no source lines", e.path.display())),
+            ),
+            Ko::Kallsyms(t) => (
+                t.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
+                None,
+                self.source_of(None, pc),
+                None,
             ),
             Ko::NotFound => (
                 NO_SYMBOLS.to_string(),
@@ -482,7 +509,7 @@ impl Resolver {
 
 /// Fails unless every given directory exists (typos in `--sysroot`/`--image-path`).
 pub fn check_dirs(opts: &Options) -> Result<()> {
-    for d in opts.sysroot.iter().chain(&opts.image_path) {
+    for d in opts.sysroots.iter().chain(&opts.image_path) {
         if !d.is_dir() {
             bail!("{}: not a directory", d.display());
         }

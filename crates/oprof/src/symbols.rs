@@ -2,6 +2,14 @@
 
 use std::ops::Range;
 
+/// How a symbol is bound (ELF `STB_*`; kallsyms `T`/`t`/`W`): picks one name among aliases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Binding {
+    Global,
+    Local,
+    Weak,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
     /// Address in the table's address space (ELF virtual address, or runtime address for a
@@ -12,6 +20,23 @@ pub struct Symbol {
     pub size: u64,
     /// The raw (mangled) name.
     pub name: String,
+    pub binding: Binding,
+}
+
+impl Symbol {
+    /// Sort key among symbols at one address, best first, as `perf` chooses among aliases
+    /// (`choose_best_symbol`): non-weak, fewer leading underscores, global, larger size, name.
+    /// The same rule for ELF and kallsyms symbols keeps both sources' names alike.
+    fn alias_key(&self) -> (bool, usize, bool, std::cmp::Reverse<u64>, &str) {
+        let underscores = self.name.len() - self.name.trim_start_matches('_').len();
+        (
+            self.binding == Binding::Weak,
+            underscores,
+            self.binding != Binding::Global,
+            std::cmp::Reverse(self.size),
+            &self.name,
+        )
+    }
 }
 
 /// Text symbols sorted by address, and the text ranges they live in.
@@ -23,9 +48,10 @@ pub struct SymbolTable {
 }
 
 impl SymbolTable {
-    /// A table of `syms` inside the executable ranges `text`.
+    /// A table of `syms` inside the executable ranges `text`; of several symbols at one address
+    /// the one [`Symbol::alias_key`] prefers names it.
     pub fn new(mut syms: Vec<Symbol>, mut text: Vec<Range<u64>>) -> SymbolTable {
-        syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
+        syms.sort_by(|a, b| a.addr.cmp(&b.addr).then_with(|| a.alias_key().cmp(&b.alias_key())));
         syms.dedup_by_key(|s| s.addr);
         text.retain(|r| r.start < r.end);
         text.sort_by_key(|r| r.start);
@@ -92,10 +118,10 @@ mod tests {
     fn lookup_respects_sizes_gaps_and_ranges() {
         let t = SymbolTable::new(
             vec![
-                Symbol { addr: 0x1000, size: 0x10, name: "a".into() },
-                Symbol { addr: 0x1020, size: 0, name: "asm".into() },
-                Symbol { addr: 0x1040, size: 0x8, name: "b".into() },
-                Symbol { addr: 0x8000, size: 0, name: "init_asm".into() },
+                Symbol { addr: 0x1000, size: 0x10, name: "a".into(), binding: Binding::Global },
+                Symbol { addr: 0x1020, size: 0, name: "asm".into(), binding: Binding::Global },
+                Symbol { addr: 0x1040, size: 0x8, name: "b".into(), binding: Binding::Global },
+                Symbol { addr: 0x8000, size: 0, name: "init_asm".into(), binding: Binding::Global },
             ],
             vec![0x1000..0x1048, 0x8000..0x8010],
         );
@@ -111,6 +137,26 @@ mod tests {
         assert_eq!(t.lookup(0x800f).unwrap().name, "init_asm");
         assert!(t.lookup(0x8010).is_none());
         assert!(t.text_range(0x1047).is_some() && t.text_range(0x1048).is_none());
+    }
+
+    #[test]
+    fn aliases_are_named_alike_from_elf_and_kallsyms() {
+        let sym = |addr, size, name: &str, binding| Symbol { addr, size, name: name.into(), binding };
+        let t = SymbolTable::new(
+            vec![
+                sym(0x100, 100, "arm_clear_user", Binding::Weak),
+                sym(0x100, 100, "__clear_user_std", Binding::Global),
+                sym(0x200, 0, "__ret_fast_syscall", Binding::Local),
+                sym(0x200, 132, "ret_fast_syscall", Binding::Local),
+                sym(0x300, 0, "local_fn", Binding::Local),
+                sym(0x300, 0, "global_fn", Binding::Global),
+            ],
+            std::iter::once(0x100..0x400).collect(),
+        );
+        assert_eq!(t.lookup(0x104).unwrap().name, "__clear_user_std", "non-weak first");
+        assert_eq!(t.lookup(0x204).unwrap().name, "ret_fast_syscall", "fewer underscores");
+        assert_eq!(t.lookup(0x304).unwrap().name, "global_fn", "global before local");
+        assert_eq!(t.len(), 3);
     }
 
     #[test]

@@ -121,7 +121,7 @@ fn executable_offsets_symbols_lines_callgraph_and_flame() {
     // Through the stream: 3 samples in hot (2 traced, called from main), 1 in main; the
     // frames (return addresses in main) are looked up at addr - 1 and are no samples.
     let images = ImageMap::parse(b"1 /usr/bin/prog\n", "images").unwrap();
-    let opts = resolve::Options { sysroot: Some(root.clone()), image_path: vec![], lines: true };
+    let opts = resolve::Options { sysroots: vec![root.clone()], lines: true, ..Default::default() };
     let mut res = Resolver::new(opts, Some(images), None, &ModuleSnapshot::default());
     let s = |pc| Record::Sample { pc, event: 0 };
     let st2 = stream(&[
@@ -194,7 +194,7 @@ fn stripped_shared_library_names_exported_functions() {
 
     // By basename in --image-path; -g shows "(no debug info)" for the stripped copy.
     let images = ImageMap::parse(b"7 /usr/lib/libwork.so.1\n8 /usr/lib/libgone.so\n", "images").unwrap();
-    let opts = resolve::Options { sysroot: None, image_path: vec![libdir.clone()], lines: true };
+    let opts = resolve::Options { image_path: vec![libdir.clone()], lines: true, ..Default::default() };
     let mut res = Resolver::new(opts, Some(images), None, &ModuleSnapshot::default());
     let s = |pc| Record::Sample { pc, event: 0 };
     let st = stream(&[
@@ -260,7 +260,7 @@ fn kernel_module_placed_from_sections() {
     assert!((line_of(MODULE, "init-begin")..=line_of(MODULE, "init-end")).contains(&l), "mod_init at line {l}");
     assert!(ElfImage::load(&ko, false).is_err(), "an ET_REL is no executable");
 
-    let opts = resolve::Options { sysroot: None, image_path: vec![kodir], lines: true };
+    let opts = resolve::Options { image_path: vec![kodir], lines: true, ..Default::default() };
     let mut res = Resolver::new(opts, None, None, &snap);
     let s = |pc| Record::Sample { pc, event: 0 };
     let st = stream(&[
@@ -294,7 +294,7 @@ fn unreadable_image_is_a_row_not_an_error() {
     std::fs::create_dir_all(dir.path().join("bin")).unwrap();
     std::fs::write(dir.path().join("bin/bad"), b"#!/bin/sh\necho not elf\n").unwrap();
     let images = ImageMap::parse(b"5 /bin/bad (deleted)\n", "images").unwrap();
-    let opts = resolve::Options { sysroot: Some(dir.path().into()), image_path: vec![], lines: false };
+    let opts = resolve::Options { sysroots: vec![dir.path().into()], ..Default::default() };
     let mut res = Resolver::new(opts, Some(images), None, &ModuleSnapshot::default());
     let st = stream(&[
         Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 5 },

@@ -12,7 +12,7 @@ use crate::images::{ImageMap, ModuleSnapshot};
 use crate::report::{self, Options, Report, View};
 use crate::resolve::{self, Resolver};
 use crate::stream::Stream;
-use crate::symbols::{Symbol, SymbolTable};
+use crate::symbols::{Binding, Symbol, SymbolTable};
 use crate::synth::{self, Chains};
 use oprofile_common::event::Record;
 use std::io::Cursor;
@@ -28,7 +28,7 @@ fn kernel() -> (std::path::PathBuf, ElfImage) {
         let syms = fine
             .map(|a| (a, 0x40))
             .chain(coarse.map(|a| (a, 0x1000)))
-            .map(|(addr, size)| Symbol { addr, size, name: format!("k{addr:x}") })
+            .map(|(addr, size)| Symbol { addr, size, name: format!("k{addr:x}"), binding: Binding::Global })
             .collect();
         SymbolTable::new(syms, std::iter::once(0xc000_0000..0xc100_0000).collect())
     });

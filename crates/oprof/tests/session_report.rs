@@ -1,0 +1,118 @@
+//! `oprof report DIR` on a session directory as `oprof record` writes it: the stream, images,
+//! modules, counters and word size come from the session; kernel and module symbols from its
+//! kallsyms; a `--vmlinux`-less report names kernel functions; explicit options win.
+
+use oprofile_common::event::Record;
+use std::path::Path;
+use std::process::Command;
+
+fn words(records: &[Record]) -> Vec<u8> {
+    let mut out = vec![];
+    for r in records {
+        let mut w = [0usize; 7];
+        let n = r.encode(&mut w).unwrap();
+        for x in &w[..n] {
+            out.extend_from_slice(&(*x as u32).to_le_bytes());
+        }
+    }
+    out
+}
+
+fn oprof(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_oprof")).args(args).output().unwrap();
+    (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn write_session(dir: &Path) {
+    let s = |pc| Record::Sample { pc, event: 1 };
+    std::fs::write(
+        dir.join("samples"),
+        words(&[
+            Record::CpuSwitch { cpu: 0 },
+            Record::CtxSwitch { pid: 9, tgid: 9, app_cookie: 1 },
+            Record::KernelEnter,
+            s(0xc010_0004),
+            s(0xc010_0008),
+            s(0xc010_0104),
+            s(0xbf00_0010),
+            Record::KernelExit,
+            Record::CookieSwitch { cookie: 1 },
+            s(0x400),
+        ]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("images"), "1 /bin/app\n").unwrap();
+    std::fs::write(dir.join("proc_modules"), "optest 8192 0 - Live 0xbf000000 (O)\n").unwrap();
+    std::fs::write(dir.join("module_sections"), "").unwrap();
+    std::fs::write(
+        dir.join("kallsyms"),
+        "c0100000 T _stext\nc0100000 t read_zero\nc0100100 W arm_clear_user\nc0100100 T __clear_user_std\n\
+         c0200000 T _etext\nbf000000 t optest_spin\t[optest]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("stats.json"), "{\"cpu0/sample_received\": 5}\n").unwrap();
+    std::fs::write(
+        dir.join("session.json"),
+        r##"{"format": 1, "oprof_version": "0.1.0", "cpu_type": "arm/armv7-ca15", "pointer_size": 4,
+            "kernel": {"release": "7.3.4", "version": "#1", "machine": "armv7l", "nodename": "board"},
+            "cpus": 2,
+            "counters": [{"counter": 1, "event": "CPU_CYCLES", "event_number": 255, "count": 1000000,
+                          "unit_mask": 0, "kernel": true, "user": true, "total": 12345678}],
+            "timer_hz": null,
+            "settings": {"buffer_size": 131072, "buffer_watershed": 32768, "cpu_buffer_size": 8192, "backtrace_depth": 0},
+            "start": {"unix_ns": 0, "utc": "1970-01-01T00:00:00.000Z"}, "stop": {"unix_ns": 1, "utc": "x"},
+            "duration_ns": 2500000000, "command": ["./app", "--fast"], "exit_status": 0, "ended_by": "command",
+            "command_line": ["oprof", "record"], "totals": {"samples": 5, "sample_received": 5, "lost": 0,
+            "not_taken": 0, "bytes": 0, "reads": 1}}"##,
+    )
+    .unwrap();
+}
+
+#[test]
+fn report_reads_a_session_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("oprofile_data");
+    std::fs::create_dir(&dir).unwrap();
+    write_session(&dir);
+    let p = dir.to_str().unwrap();
+    let (ok, out, err) = oprof(&["report", p, "-l", "--json"]);
+    assert!(ok, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["total"], 5);
+    let row = |img: &str, sym: &str| {
+        j["rows"].as_array().unwrap().iter().find(|r| r["image"] == img && r["symbol"] == sym).map(|r| r["samples"].clone())
+    };
+    assert_eq!(row("vmlinux", "read_zero"), Some(2.into()), "kernel symbols from kallsyms: {out}");
+    assert_eq!(row("vmlinux", "__clear_user_std"), Some(1.into()), "alias rule: {out}");
+    assert_eq!(row("optest.ko", "optest_spin"), Some(1.into()), "module symbols from kallsyms: {out}");
+    assert_eq!(row("/bin/app", "(image not found)"), Some(1.into()), "images file of the session: {out}");
+    assert_eq!(j["counters"][0]["event"], "CPU_CYCLES", "counters named from session.json");
+    // The text view starts with the session line and the counted total.
+    let (ok, text, err) = oprof(&["report", p]);
+    assert!(ok, "{err}");
+    assert!(
+        text.starts_with(&format!(
+            "Session {p}: Linux 7.3.4 armv7l, 2 CPUs, arm/armv7-ca15 CPU_CYCLES:1000000, 2.5 s of `./app --fast` (exit 0): 5 samples, 0 lost\n\
+             Counter 1: CPU_CYCLES counted 12345678 events (one sample every 1000000)\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Counter 1: 5 samples of CPU_CYCLES events, one every 1000000 events"), "{text}");
+    // The default directory is ./oprofile_data.
+    let o = Command::new(env!("CARGO_BIN_EXE_oprof")).args(["report", "--json"]).current_dir(d.path()).output().unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("\"total\": 5"));
+    // An archived image is used; explicit --images wins over the session's.
+    std::fs::create_dir_all(dir.join("root/bin")).unwrap();
+    std::fs::write(dir.join("root/bin/app"), "not an ELF").unwrap();
+    let (_, out, _) = oprof(&["report", p, "-l", "--json"]);
+    assert!(out.contains("(unreadable: not an ELF file"), "archived /bin/app found: {out}");
+    std::fs::write(d.path().join("imgs"), "1 /bin/other\n").unwrap();
+    let (_, out, _) = oprof(&["report", p, "-l", "--json", "--images", d.path().join("imgs").to_str().unwrap()]);
+    assert!(out.contains("\"image\": \"/bin/other\""), "{out}");
+    // A directory that is not a session, and a session without samples.
+    let (ok, _, err) = oprof(&["report", d.path().to_str().unwrap()]);
+    assert!(!ok && err.contains("not a session directory"), "{err}");
+    std::fs::remove_file(dir.join("samples")).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(!ok && err.contains("no samples file"), "{err}");
+}

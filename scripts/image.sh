@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `make image BOARD=imx51-evk`: the SD card image a user flashes to the board, built without root
+# or loop mounts (sfdisk on a file, mtools on the partition's offset, mkimage for the U-Boot
+# script). Usage: image.sh BOARD (imx51-evk: the i.MX51 EVK, "Babbage").
+#
+# Output in build/image/BOARD/ (Documentation/imx51-evk.rst):
+#   sdcard.img         MBR; the first 4 MiB free for U-Boot (u-boot.imx goes at 1 KiB);
+#                      partition 1 (bootable, type c): FAT32 "OPROFILE", 64 MiB, holding zImage,
+#                      the DTB, initramfs.cpio.gz, boot.scr and uEnv.txt
+#   boot.cmd, boot.scr the U-Boot script (mkimage -T script): fatload the three files, `bootz`
+#   uEnv.txt           runs boot.scr from U-Boot's stock mx51evk environment (`run mmcboot`)
+#   initramfs.cpio.gz  scripts/initramfs.sh's tree (busybox, optool, oprofile.ko, tests/guest and
+#                      its programs) plus the installed module tree, /lib/modules/<release>/ (the
+#                      kernel's modules, extra/oprofile.ko, depmod's files: `modprobe oprofile`)
+#                      and /usr/bin/oprof when the target oprof is built (make target-tools);
+#                      initramfs.root is that tree (the sysroot for `oprof report`)
+#   zImage, DTB, config-<release>   copies of the kernel tree's
+# The kernel is the cached multi-platform ARMv7 tree (scripts/build-kernel.sh; its fragment has
+# SOC_IMX51 and the i.MX UART console). U-Boot loads everything from the FAT partition and the
+# root filesystem is the initramfs, so the kernel needs no MMC driver. Without `opscript=` on the
+# command line the initramfs' /init starts a shell on the console.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+board=${1:-imx51-evk}
+case "$board" in
+imx51-evk) dtb=arch/arm/boot/dts/nxp/imx/imx51-babbage.dtb console=ttymxc0,115200 ;;
+*) die "unknown board '$board' (imx51-evk)" ;;
+esac
+for t in sfdisk mformat mcopy mkimage; do
+    command -v $t >/dev/null || die "$t missing: run scripts/setup-host.sh"
+done
+KOUT=${KOUT:-$(bash "$REPO/scripts/build-kernel.sh")}
+ko=$REPO/oprofile.ko
+[ -f "$ko" ] || die "module not built: $ko (make module)"
+rel=$(cat "$KOUT/include/config/kernel.release")
+out=$REPO/build/image/$board
+rm -rf "$out"; mkdir -p "$out"
+
+step "image $board: initramfs with the installed module tree (lib/modules/$rel)"
+bash "$REPO/scripts/initramfs.sh" "$out/initramfs.cpio.gz" "$ko"
+root=$out/initramfs.root
+make -s -C "$KOUT" "${KMAKE_VARS[@]}" INSTALL_MOD_PATH="$root" modules_install
+make -s -C "$REPO" --no-print-directory KDIR="$KOUT" DESTDIR="$root" INSTALL_MOD_PATH="$root" INSTALL_MOD_DIR=extra install
+rm -f "$root/lib/modules/$rel/build"   # the host's tree
+pack_cpio "$root" "$out/initramfs.cpio.gz"
+
+cp "$KOUT/arch/arm/boot/zImage" "$KOUT/$dtb" "$out/"
+cp "$KOUT/.config" "$out/config-$rel"
+dtbname=${dtb##*/}
+# RAM is 512 MiB at 0x90000000: the kernel decompresses to 0x90008000 (about 10 MiB), the DTB
+# goes 16 MiB in, the zImage 32 MiB in, the initramfs 64 MiB in.
+cat > "$out/boot.cmd" <<CMD
+# oprofile-rs on the i.MX51 EVK: zImage + DTB + initramfs from the SD card's FAT partition.
+# boot.scr is this file wrapped by: mkimage -A arm -O linux -T script -C none -d boot.cmd boot.scr
+# Distro boot sets devtype/devnum/distro_bootpart; from uEnv.txt (U-Boot's mx51evk environment)
+# or by hand (source) it uses mmc \${mmcdev} or 0, partition 1.
+if test -z "\${devtype}"; then setenv devtype mmc; fi
+if test -z "\${devnum}"; then if test -n "\${mmcdev}"; then setenv devnum \${mmcdev}; else setenv devnum 0; fi; fi
+if test -z "\${distro_bootpart}"; then setenv distro_bootpart 1; fi
+setenv bootargs console=$console loglevel=7
+fatload \${devtype} \${devnum}:\${distro_bootpart} 0x92000000 zImage
+fatload \${devtype} \${devnum}:\${distro_bootpart} 0x91000000 $dtbname
+fatload \${devtype} \${devnum}:\${distro_bootpart} 0x94000000 initramfs.cpio.gz
+bootz 0x92000000 0x94000000:\${filesize} 0x91000000
+CMD
+mkimage -A arm -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.cmd" "$out/boot.scr" >/dev/null
+# U-Boot's own mx51evk environment boots by `run mmcboot`, which imports /uEnv.txt from the
+# first partition and runs its uenvcmd (bootpart = mmcdev:1): that loads and runs boot.scr.
+echo 'uenvcmd=fatload mmc ${bootpart} 0x90800000 boot.scr; source 0x90800000' > "$out/uEnv.txt"
+
+step "image $board: sdcard.img"
+img=$out/sdcard.img
+start=8192 sectors=131072   # 512-byte sectors: the partition starts at 4 MiB and is 64 MiB
+truncate -s $(( (start + sectors) * 512 )) "$img"
+printf 'label: dos\nlabel-id: 0x6f70726f\nstart=%d, size=%d, type=c, bootable\n' $start $sectors |
+    sfdisk -q "$img"
+fat="$img@@$((start * 512))"
+mformat -i "$fat" -F -T $sectors -H $start -N 6f70726f -v OPROFILE ::
+mcopy -i "$fat" "$out/zImage" "$out/$dtbname" "$out/initramfs.cpio.gz" "$out/boot.scr" "$out/uEnv.txt" ::
+step "image $board: $img ($(du -h --apparent-size "$img" | cut -f1)); flash with: dd if=$img of=/dev/sdX bs=1M conv=fsync (Documentation/$board.rst)"

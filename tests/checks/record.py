@@ -1,0 +1,165 @@
+"""Host checks of tests/guest/record.sh (`oprof record`, issue 12).
+
+Usage (see tests/checks/logcheck.py for every option):
+    python3 tests/checks/record.py --log build/tests/virt-a15-record.log [--out build/tests]
+        [--kout KERNEL_TREE] [--oprof target/release/oprof]
+
+Unpacks the session directories the guest printed as base64 tar.gz blocks (long.tgz, sigint.tgz,
+agree.tgz) into OUT/NAME/ and checks them with the host `oprof`:
+
+- long: a kernel-bound run of at least 30 s at default buffer sizes that read more than ten event
+  buffers lost nothing (event_lost_overflow and every cpuN/sample_lost_overflow are 0), and its
+  sample count equals the sum of stats/cpu*/sample_received, in session.json and in the host's own
+  decode; the top 10 kernel symbols from the session's kallsyms equal those from vmlinux.
+- sigint: a session ended by SIGINT decodes, and its samples + losses account for every sample
+  taken.
+- agree: the guest's `oprof report -l -n 10` of an --archive session equals the host's, which
+  reads only the session directory (archived images, kallsyms).
+
+Plan: 10 checks on every board (long 6, sigint 2, agree 2). A session whose block is missing or
+whose checks crash reports its remaining checks as failed.
+"""
+import base64
+import io
+import json
+import os
+import re
+import subprocess
+import tarfile
+
+from logcheck import main
+
+CASES = {"long": 6, "sigint": 2, "agree": 2}
+S = None  # the logcheck Session of this run
+
+
+def check(ok, msg):
+    S.check(ok, msg)
+
+
+def block(log, mark):
+    """The lines between "== MARK begin" and "== MARK end", or None."""
+    m = re.search(rf"^== {re.escape(mark)} begin\n(.*?)^== {re.escape(mark)} end$", log, re.M | re.S)
+    return m.group(1) if m else None
+
+
+def unpack(log, name, outdir):
+    """Unpacks the NAME.tgz block into OUTDIR/NAME; returns the directory or None."""
+    b64 = block(log, f"{name}.tgz")
+    if b64 is None:
+        return None
+    data = base64.b64decode("".join(l for l in b64.split("\n") if re.fullmatch(r"[A-Za-z0-9+/=]+", l)))
+    dest = os.path.join(outdir, name)
+    subprocess.run(["rm", "-rf", dest], check=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
+        t.extractall(outdir, filter="data") if hasattr(tarfile, "data_filter") else t.extractall(outdir)
+    return dest
+
+
+def oprof(*args):
+    """Runs the host oprof; (status, stdout, stderr)."""
+    p = subprocess.run([S.oprof_path, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def report_json(*args):
+    rc, out, err = oprof("report", *args, "--json")
+    if rc != 0:
+        raise RuntimeError(f"oprof report {' '.join(args)}: {err.strip()[:300]}")
+    return json.loads(out)
+
+
+def load(d, f):
+    return json.load(open(os.path.join(d, f)))
+
+
+def received_lost(stats):
+    received = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/sample_received", k))
+    lost = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/(sample_lost_overflow|sample_invalid_eip)", k))
+    lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+    return received, lost
+
+
+def check_long(d):
+    ses, stats = load(d, "session.json"), load(d, "stats.json")
+    st = ses["settings"]
+    check((st["buffer_size"], st["buffer_watershed"], st["cpu_buffer_size"]) == (131072, 32768, 8192),
+          f"long: default buffer sizes {st}")
+    size = os.path.getsize(os.path.join(d, "samples"))
+    ten = 10 * st["buffer_size"] * ses["pointer_size"]
+    secs = ses["duration_ns"] / 1e9
+    check(secs >= 30 and size > ten and size == ses["totals"]["bytes"],
+          f"long: {secs:.1f} s (>= 30), {size} bytes read (> ten event buffers, {ten})")
+    cpu_over = {k: v for k, v in stats.items() if k.endswith("/sample_lost_overflow")}
+    check(stats["event_lost_overflow"] == 0 and cpu_over and all(v == 0 for v in cpu_over.values()),
+          f"long: nothing lost (event_lost_overflow {stats['event_lost_overflow']}, {cpu_over})")
+    received, lost = received_lost(stats)
+    rep = report_json(d)
+    check(ses["totals"]["samples"] == received == rep["total"] and lost == 0,
+          f"long: samples in session.json {ses['totals']['samples']} == host decode {rep['total']} "
+          f"== sum of stats/cpu*/sample_received {received}")
+    vm = report_json(d, "--vmlinux", f"{S.kout}/vmlinux", "-l")
+    ks = report_json(d, "-l")
+    top = lambda r: [(x["symbol"], x["samples"]) for x in r["rows"] if x["image"] == "vmlinux"][:10]
+    check(len(top(vm)) == 10 and top(vm) == top(ks),
+          f"long: top 10 kernel symbols from kallsyms == from vmlinux {top(vm)[:4]}...")
+    check(any(re.search(r"read_zero|clear_user", s) for s, _ in top(ks)[:3]),
+          f"long: dd's read_zero / clear_user among the 3 hottest kernel symbols {top(ks)[:3]}")
+
+
+def check_sigint(d):
+    ses, stats = load(d, "session.json"), load(d, "stats.json")
+    received, lost = received_lost(stats)
+    rep = report_json(d)
+    rc, _, err = oprof("decode", os.path.join(d, "samples"))
+    check(rc == 0 and rep["total"] > 0, f"sigint: the session decodes ({rep['total']} samples){err.strip()[:200]}")
+    check(ses["ended_by"] == "SIGINT" and rep["total"] == ses["totals"]["samples"] and received == rep["total"] + lost,
+          f"sigint: {rep['total']} samples + {lost} lost == {received} taken")
+
+
+def table(text):
+    """The report's lines from "Samples:" on (warnings are on stderr)."""
+    lines = text.rstrip("\n").split("\n")
+    i = next((i for i, l in enumerate(lines) if l.startswith("Samples:")), len(lines))
+    return lines[i:]
+
+
+def check_agree(d, log):
+    guest = block(log, "agree_report")
+    rc, out, err = oprof("report", d, "-l", "-n", "10")
+    host = table(out)
+    g = table(guest or "")
+    check(rc == 0 and len(host) >= 16 and host == g,
+          f"agree: host and guest `oprof report -l -n 10` of one session are equal ({len(host)} lines)"
+          + ("" if host == g else f"; first difference: host {next((h for h, x in zip(host, g) if h != x), host[-1:])!r}"
+             f" guest {next((x for h, x in zip(host, g) if h != x), g[-1:])!r}"))
+    rep = report_json(d, "-l")
+    hot = [x for x in rep["images"] if x["image"] == "/bin/hot"]
+    root = os.path.join(d, "root")
+    check(hot and (hot[0]["path_on_host"] or "").startswith(root),
+          f"agree: /bin/hot read from the archive {hot[0]['path_on_host'] if hot else None}")
+
+
+def plan(board):
+    return sum(CASES.values())
+
+
+def checks(s):
+    global S
+    S = s
+    outdir = s.path("")
+    os.makedirs(outdir, exist_ok=True)
+    for name, fn in (("long", check_long), ("sigint", check_sigint), ("agree", check_agree)):
+        before = s.ran
+        d = unpack(s.log, name, outdir)
+        if d is None:
+            s.not_run(CASES[name], f"{name}: no {name}.tgz block in the guest log")
+            continue
+        try:
+            fn(d, s.log) if name == "agree" else fn(d)
+        except Exception as e:  # a failing tool or a missing file fails the case's remaining checks
+            s.not_run(CASES[name] - (s.ran - before), f"{name}: {type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":
+    main(__doc__, plan, checks)

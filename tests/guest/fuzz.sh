@@ -1,0 +1,33 @@
+# Fuzz: 10,500 seeded writes of random and adversarial content (random bytes, NUL, 64 KiB blobs,
+# huge/negative/hex numbers, whitespace, partial writes at offsets, faulting pointers) spread over
+# every file of /dev/oprofile while idle, set up and running, and reads at odd sizes and
+# offsets; opfuzz (tests/guest/opfuzz.c) checks each result and read-back against
+# Documentation/oprofilefs.rst and prints one RESULT line per kind of file. Hardware model (the
+# counter files) where the CPU has one; kprof and profile points are fuzzed too.
+# Replay a failure with the seed it prints:
+#   GUEST_ARGS=opseed=SEED BOARDS=BOARD SCRIPTS=fuzz bash tests/run-qemu-tests.sh
+. /tests/lib.sh
+plan 17
+echo 1 > /proc/sys/kernel/printk
+seed=$(guest_arg opseed)
+[ -n "$seed" ] || seed=$(od -A n -t u4 -N 4 /dev/urandom | tr -d ' ')
+case $(board) in a8) b=realview-pb-a8 ;; *) b=virt-a15 ;; esac
+echo "fuzz seed $seed (replay: GUEST_ARGS=opseed=$seed BOARDS=$b SCRIPTS=fuzz bash tests/run-qemu-tests.sh)"
+
+check "load" load
+opfuzz fuzz "$seed" 10500 2000 > /tmp/fuzz.out
+st=$?
+grep -v '^RESULT ' /tmp/fuzz.out
+n=0
+while read -r tag res text; do
+    [ "$tag" = RESULT ] || continue
+    n=$((n + 1))
+    if [ "$res" = ok ]; then ok "$text"; else not_ok "$text"; fi
+done < /tmp/fuzz.out
+check "opfuzz finished (status $st) with its 12 results ($n)" test "$st" = 0 -a "$n" = 12
+
+# Afterwards the module is whole: idle, a session opens, it unloads.
+expect "enable reads 0" 0 cat $OP/enable
+expect "buffer opens again (interrupted read)" "ERR EINTR" optool bufread 4096 1
+check "unload" unload
+summary

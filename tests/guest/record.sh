@@ -1,0 +1,148 @@
+# `oprof record` on the target (issue 12): every error is one line with the right exit status and
+# leaves the system as found; a CMD's exit status; a kernel-bound run at default buffer sizes of
+# at least 30 s and longer than ten event buffers that loses nothing; --duration; settings, module and mount put back
+# as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events.
+# Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz) with the
+# guest's own report (agree_report); tests/checks/record.py checks them there.
+. /tests/lib.sh
+plan 37
+echo 1 > /proc/sys/kernel/printk
+echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
+CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
+echo "hardware model: $CPU_TYPE_HW"
+
+# clean: neither the module nor oprofilefs is left behind.
+clean() { ! grep -q '^oprofile ' /proc/modules && ! grep -q ' oprofilefs ' /proc/mounts; }
+# field FILE KEY: the first "KEY": VALUE of a pretty-printed JSON file (quotes stripped).
+field() { sed -n "s/^ *\"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$1" | head -n 1; }
+# err_case DESC RC TEXT CMD...: CMD fails with exit status RC, prints one line containing TEXT,
+# creates no /tmp/e and leaves the system clean.
+err_case() {
+    d=$1 rc=$2 text=$3; shift 3
+    out=$("$@" 2>&1); got=$?
+    echo "$out" | sed 's/^/  | /'
+    lines=$(echo "$out" | grep -c .)
+    if [ "$got" = "$rc" ] && [ "$lines" = 1 ] && echo "$out" | grep -qF -- "$text" && [ ! -e /tmp/e ] && clean; then
+        ok "$d"
+    else
+        not_ok "$d: status $got (want $rc), $lines lines, want '$text', /tmp/e $([ -e /tmp/e ] && echo exists || echo absent), clean: $(clean && echo yes || echo no)"
+    fi
+}
+# session_complete DIR: every file of a session directory.
+session_complete() {
+    for f in samples images proc_modules module_sections kallsyms stats.json session.json; do
+        [ -f "$1/$f" ] || { echo "missing $1/$f"; return 1; }
+    done
+}
+
+# --- errors ---
+err_case "not root: one line, status 1" 1 "must be run as root" optool as 1000 oprof record -o /tmp/e -- true
+err_case "command not found: status 127" 127 "/nonexistent/cmd: command not found" oprof record -o /tmp/e -- /nonexistent/cmd
+printf 'junk\n' > /tmp/junk; chmod +x /tmp/junk
+err_case "command that cannot be executed: status 126" 126 "/tmp/junk: Exec format error" oprof record -o /tmp/e -- /tmp/junk
+err_case "--module missing file" 1 "cannot load the oprofile module: /nope.ko: No such file or directory" \
+    oprof record --module /nope.ko -o /tmp/e -- true
+cp /usr/bin/oprof /tmp/oprof-alone
+err_case "no module beside the binary and no modprobe" 1 "there is no /tmp/oprofile.ko beside oprof; give --module PATH" \
+    /tmp/oprof-alone record -o /tmp/e -- true
+: > /tmp/notdir
+err_case "mount failure names the mount point" 1 "mount -t oprofilefs nodev /tmp/notdir: Not a directory" \
+    oprof record --oprofilefs /tmp/notdir -o /tmp/e -- true
+err_case "unknown event lists close matches" 1 "no event \"CPU_CYCLE\" for $CPU_TYPE_HW; did you mean CPU_CYCLES?" \
+    oprof record -e CPU_CYCLE -o /tmp/e -- true
+err_case "count below the minimum" 1 "count 50 is below the minimum" \
+    oprof record -e CPU_CYCLES:50 -o /tmp/e -- true
+err_case "a setting out of range names the file" 1 "writing 10 to /dev/oprofile/buffer_size: Invalid argument" \
+    oprof record --buffer-size 10 -o /tmp/e -- true
+err_case "watershed not below the buffer size" 1 "buffer_watershed 200000 must be below buffer_size 131072 words" \
+    oprof record --watershed 200000 -o /tmp/e -- true
+err_case "unwritable session directory" 1 "cannot create the session directory /proc/oprof-session" \
+    oprof record -o /proc/oprof-session -- true
+err_case "bad --duration" 1 "--duration 0: expected a positive number of seconds" oprof record --duration 0 -o /tmp/e
+
+# --- a command's session ---
+oprof record -o /tmp/s1 -- sh -c 'exit 3'; rc=$?
+check "CMD's exit status is oprof's (3, got $rc)" [ "$rc" = 3 ]
+check "session directory complete" session_complete /tmp/s1
+check "module and oprofilefs were undone after the run" clean
+err_case "an existing session is not overwritten without --force" 1 "/tmp/s1 holds a session already; use --force" \
+    sh -c 'oprof record -o /tmp/s1 -- true; s=$?; [ -f /tmp/s1/session.json ] || echo "session gone"; exit $s'
+oprof record --force -o /tmp/s1 -- true 2>/dev/null; rc=$?
+check "--force overwrites it" eval '[ $rc = 0 ] && grep -q "\"true\"" /tmp/s1/session.json'
+
+# --- a long kernel-bound system-wide run at default buffer sizes, module already loaded ---
+# At least 30 s, and on until the reader has taken more than ten event buffers (the achieved
+# sample rate depends on how fast the emulation runs); then Ctrl-C (SIGINT).
+insmod /oprofile.ko timer=1 timer_hz=2500
+n=$(nproc); pids=
+i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
+oprof record -g 16 -o /tmp/long > /tmp/long.out 2>&1 & pid=$!
+want=$((10 * 131072 * 4))   # ten default event buffers (131072 words of 4 bytes on ARM32)
+t=0 size=0
+while [ $t -lt 300 ]; do
+    sleep 1; t=$((t + 1))
+    size=$(stat -c %s /tmp/long/samples 2>/dev/null || echo 0)
+    [ $t -lt 30 ] || [ "$size" -le "$want" ] || break
+done
+kill -INT $pid; wait $pid; rc=$?
+kill $pids; wait $pids 2>/dev/null
+out=$(cat /tmp/long.out)
+echo "$out"
+echo "long run: $t s, $size bytes read (ten event buffers: $want)"
+check "long run: status 0 and the summary says 0 lost" eval '[ $rc = 0 ] && echo "$out" | grep -q "^oprof record: [0-9]* samples (0 lost), [0-9.]* MiB in /tmp/long\$"'
+check "long run: module left loaded, oprofilefs mount undone" eval 'grep -q "^oprofile " /proc/modules && ! grep -q " oprofilefs " /proc/mounts'
+check "long run: ended by SIGINT, default buffer_size" eval '[ "$(field /tmp/long/session.json ended_by)" = SIGINT ] && [ "$(field /tmp/long/session.json buffer_size)" = 131072 ]'
+rmmod oprofile
+tar -C /tmp -czf /tmp/long.tgz long && print_stream long.tgz /tmp/long.tgz
+oprof record --duration 2 -o /tmp/dur 2>/dev/null; rc=$?
+check "--duration 2 ends the session after 2 s" eval '[ $rc = 0 ] && [ "$(field /tmp/dur/session.json ended_by)" = duration ] && [ "$(field /tmp/dur/session.json duration_ns)" -ge 2000000000 ] && clean'
+
+# --- settings, module and mount as found; timer mode refuses -e ---
+load timer=1
+echo 65536 > $OP/buffer_size; echo 4 > $OP/backtrace_depth
+oprof record --buffer-size 262144 -o /tmp/pre -- true 2>/dev/null; rc=$?
+check "settings written for the session (buffer_size 262144 in session.json)" eval '[ $rc = 0 ] && [ "$(field /tmp/pre/session.json buffer_size)" = 262144 ]'
+check "settings restored afterwards (buffer_size 65536, backtrace_depth 4)" eval '[ "$(cat $OP/buffer_size)" = 65536 ] && [ "$(cat $OP/backtrace_depth)" = 4 ]'
+check "module and mount found are left in place" eval 'grep -q "^oprofile " /proc/modules && grep -q " oprofilefs " /proc/mounts'
+out=$(oprof record -e CPU_CYCLES -o /tmp/e -- true 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "-e with cpu_type timer is refused" eval '[ $rc = 1 ] && echo "$out" | grep -q "cpu_type is timer" && [ ! -e /tmp/e ]'
+unload
+
+# --- SIGINT ends a system-wide session and still writes it ---
+oprof record -g 8 -o /tmp/sigint & pid=$!
+sh -c 'i=0; while [ $i -lt 300 ]; do cat /proc/kallsyms > /dev/null; i=$((i + 1)); done' & load_pid=$!
+sleep 3; kill -INT $pid; wait $pid; rc=$?
+kill $load_pid 2>/dev/null; wait $load_pid 2>/dev/null
+check "SIGINT: status 0, ended_by SIGINT, session complete" eval '[ $rc = 0 ] && [ "$(field /tmp/sigint/session.json ended_by)" = SIGINT ] && session_complete /tmp/sigint'
+check "SIGINT: the guest's oprof report decodes it" eval 'oprof report /tmp/sigint -l -n 3 2>&1 | grep -q "^Samples: [1-9]"'
+check "SIGINT: module and oprofilefs undone" clean
+rm /tmp/sigint/kallsyms   # not needed for the host's accounting check
+tar -C /tmp -czf /tmp/sigint.tgz sigint && print_stream sigint.tgz /tmp/sigint.tgz
+
+# --- SIGTERM while a command runs: the command gets SIGTERM, oprof returns its status ---
+oprof record -o /tmp/term -- sleep 60 & pid=$!
+sleep 3; kill -TERM $pid; wait $pid; rc=$?
+check "SIGTERM with CMD: status 143 (CMD killed by SIGTERM), got $rc" [ "$rc" = 143 ]
+check "SIGTERM with CMD: ended_by SIGTERM, exit_status 143, clean" eval '[ "$(field /tmp/term/session.json ended_by)" = SIGTERM ] && [ "$(field /tmp/term/session.json exit_status)" = 143 ] && clean'
+
+# --- --archive, --kprof, --points; the guest's report (compared with the host's) ---
+oprof record -g 16 --archive --kprof --points -o /tmp/agree -- /bin/hot 3; rc=$?
+check "archive session: status 0, kpdata, profile_points, root/bin/hot" eval '[ $rc = 0 ] && [ -s /tmp/agree/kpdata ] && [ -s /tmp/agree/profile_points ] && cmp /bin/hot /tmp/agree/root/bin/hot'
+check "oprof points reads the session's profile_points" eval 'oprof points /tmp/agree/profile_points | grep -q sample_handler'
+echo "== agree_report begin"; oprof report /tmp/agree -l -n 10 2>/dev/null; echo "== agree_report end"
+check "guest report names hot_a from the archived /bin/hot" eval 'oprof report /tmp/agree -l -n 10 2>/dev/null | grep -q " /bin/hot  *hot_a\$"'
+tar -C /tmp -czf /tmp/agree.tgz agree && print_stream agree.tgz /tmp/agree.tgz
+
+# --- a hardware event (the A8 in QEMU raises no PMU interrupt: its samples are not taken) ---
+oprof record -e CPU_CYCLES:1000000 -o /tmp/hw -- /bin/hot 1; rc=$?
+check "hardware event: status 0, counter 0 CPU_CYCLES every 1000000 in session.json" eval '[ $rc = 0 ] && [ "$(field /tmp/hw/session.json event)" = CPU_CYCLES ] && [ "$(field /tmp/hw/session.json count)" = 1000000 ]'
+samples=$(field /tmp/hw/session.json samples); nt=$(field /tmp/hw/session.json not_taken)
+if [ "$CPU_TYPE_HW" = arm/armv7 ]; then
+    check "hardware event on the A8: no samples, $nt not taken (no PMU IRQ)" eval '[ "$samples" = 0 ] && [ "$nt" -gt 0 ]'
+else
+    check "hardware event: $samples samples" [ "$samples" -gt 100 ]
+fi
+check "hardware event: N/total counted (> 0)" eval '[ "$(field /tmp/hw/session.json total)" -gt 0 ]'
+check "nothing left behind at the end" clean
+summary

@@ -1,0 +1,83 @@
+# Sourced by the host test runners (tests/run-qemu-tests.sh, tests/image.sh): counting TAP checks
+# against plans (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check").
+# The runner sets REPO, OUT (logs and host check files), and for host_check KOUT and OPROF.
+
+# pass/fail: checks reported so far; planned: the sum of the plans of every part run so far.
+pass=0 fail=0 planned=0
+ok()     { pass=$((pass + 1)); echo "ok - $*"; }
+not_ok() { fail=$((fail + 1)); echo "not ok - $*"; }
+
+SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lockup|hung_task|blocked for more than|rcu.*stall|UBSAN|KASAN|kernel BUG|list_del corruption|refcount_t:|sleeping function called from invalid context|scheduling while atomic|Rust panic|panicked at'
+
+# tally PART FILE WHY: reports the TAP of one part (a guest script's serial log, a host check's
+# stdout): each "ok - "/"not ok - " line as a check named "PART: ...", then holds it to its plan
+# line "1..N". Fewer than N checks is a failure with the missing ones counted as failed (WHY
+# says why, if known; a "Bail out! REASON" line in FILE replaces it); no plan, two plans or
+# more than N checks is one failure more.
+tally() {
+    local part=$1 file=$2 why=$3 plan=0 plans=0 n=0 line
+    while IFS= read -r line; do
+        case $line in
+        "ok - "*)     n=$((n + 1)); ok "$part: ${line#ok - }" ;;
+        "not ok - "*) n=$((n + 1)); not_ok "$part: ${line#not ok - }" ;;
+        "Bail out!"*) why="bailed out:${line#Bail out!}" ;;
+        1..*)         plans=$((plans + 1)); plan=${line#1..}; plan=${plan%%[!0-9]*} ;;
+        esac
+    done < <(tr -d '\r' < "$file" | grep -aE '^(1\.\.[0-9]+|ok - |not ok - |Bail out!)')
+    planned=$((planned + plan))
+    if [ $plans != 1 ]; then
+        not_ok "$part: $plans plan lines (1..N), want one${why:+ ($why)}"
+    elif [ $n -lt $plan ]; then
+        fail=$((fail + plan - n - 1))
+        not_ok "$part: $n of $plan planned checks reported${why:+ ($why)}: $((plan - n)) missing, counted as failed"
+    elif [ $n -gt $plan ]; then
+        not_ok "$part: $n checks reported, more than its plan of $plan"
+    elif [ -n "$why" ]; then
+        not_ok "$part: every planned check reported, but $why"
+    fi
+}
+
+# check_log NAME LOG QEMU_STATUS: the runner's 2 checks of one boot (the guest ran to the end,
+# no kernel splat), then the guest script's checks against its plan.
+check_log() {
+    local name=$1 log=$2 qrc=$3 status why=
+    planned=$((planned + 2))
+    status=$(tr -d '\r' < "$log" | sed -n 's/^== script exit status //p' | tail -1)
+    if [ "$qrc" != 0 ]; then why="qemu exited with $qrc"
+    elif ! grep -aq '^== guest done' "$log"; then why="guest did not finish"
+    elif [ "$status" != 0 ]; then why="guest script exited with status ${status:-unknown}"
+    fi
+    if [ -z "$why" ]; then ok "$name: guest ran to the end"; else not_ok "$name: $why (see $log)"; fi
+    if grep -aEq "$SPLAT" "$log"; then
+        not_ok "$name: kernel splat in guest log:"; grep -aE "$SPLAT" "$log" | head -5 | sed 's/^/    /'
+    else
+        ok "$name: no kernel splat"
+    fi
+    tally "$name.sh" "$log" "$why"
+}
+
+# host_check NAME CHECK LOG BOARD: runs the host check tests/checks/CHECK.py on LOG (with $KOUT,
+# $OPROF, its files in $OUT, the guest's tree $SYSROOT or $OUT/initramfs.root), counts its
+# checks against its plan; a non-zero exit is a failure with the reason (the "Bail out!" line or
+# the last stderr line, e.g. a traceback's exception).
+host_check() {
+    local name=$1 py=$REPO/tests/checks/$2.py log=$3 board=$4 rc=0 why=
+    local tap=${log%.log}.tap err=${log%.log}.err
+    python3 "$py" --log "$log" --board "$board" --out "$OUT" --kout "$KOUT" --oprof "$OPROF" \
+        --root "${SYSROOT:-$OUT/initramfs.root}" > "$tap" 2> "$err" || rc=$?
+    [ $rc = 0 ] || why="tests/checks/$2.py exited with status $rc: $(grep -v '^\s*$' "$err" | tail -1)"
+    tally "$name.py" "$tap" "$why"
+}
+
+# tap_close NAME: the plan of the whole run (every part's plan, each reported check counted once)
+# as one more check, then the last line "NAME: N passed, M failed"; fails if any check failed.
+tap_close() {
+    planned=$((planned + 1))
+    if [ $((pass + fail + 1)) = $planned ]; then
+        ok "$1 plan: $((pass + fail + 1)) checks reported, as planned"
+    else
+        not_ok "$1 plan: $((pass + fail + 1)) checks reported, the plans say $planned"
+    fi
+    echo "$1: $pass passed, $fail failed"
+    [ $fail = 0 ]
+}
