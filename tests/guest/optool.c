@@ -14,6 +14,9 @@
  *   optool spin MS                 busy-loop in user space for MS milliseconds (wall clock)
  *   optool reads N BYTES MS        open the buffer, enable=1, spin MS ms, enable=0, then N reads
  *                                  of BYTES each (2 s alarm): "ok K" = reads that returned data
+ *   optool time CMD...             run CMD; then print "TIME ns N user_ns U sys_ns S status X":
+ *                                  wall time (CLOCK_MONOTONIC), CMD's user and system CPU time
+ *                                  and its exit status; exit status 0 if CMD ran (`make bench`)
  *
  * Results are printed as "ok", "ok N" (bytes) or "ERR <ERRNO NAME>"; exit status 0/1.
  */
@@ -23,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OPDIR "/dev/oprofile/"
@@ -131,6 +136,36 @@ static long buffer_bytes(void)
 	if (f)
 		fclose(f);
 	return words * (long)sizeof(long);
+}
+
+static long long ns_of(const struct timeval *tv)
+{
+	return tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL;
+}
+
+static int timed(char **cmd)
+{
+	struct timespec t0, t1;
+	struct rusage ru;
+	int status;
+	pid_t child;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	child = fork();
+	if (child < 0)
+		return report(-1);
+	if (!child) {
+		execvp(cmd[0], cmd);
+		_exit(127);
+	}
+	if (wait4(child, &status, 0, &ru) < 0)
+		return report(-1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fflush(stdout);
+	printf("TIME ns %lld user_ns %lld sys_ns %lld status %d\n",
+	       (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
+	       ns_of(&ru.ru_utime), ns_of(&ru.ru_stime), WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+	return 0;
 }
 
 static int capture(const char *out, char **cmd)
@@ -296,6 +331,8 @@ int main(int argc, char **argv)
 		return capture(argv[2], argv + 3);
 	if (argc >= 3 && !strcmp(argv[1], "spin"))
 		return spin(atol(argv[2]));
+	if (argc >= 3 && !strcmp(argv[1], "time"))
+		return timed(argv + 2);
 	fprintf(stderr, "usage: see the comment at the top of optool.c\n");
 	return 2;
 }

@@ -4,11 +4,26 @@
  * MODULE_LOADED, and its init spends `spin_ms` (default 300) milliseconds in optest_spin(), so
  * the report must attribute kernel samples to optest.ko's optest_spin symbol through the
  * module's section addresses (/sys/module/optest/sections).
+ *
+ * `make bench` (P3) also loads it for bare sampling interrupts, the reference for the module's
+ * per-sample cost: with bare_period=N, one CPU_CYCLES perf event per online CPU overflows every
+ * N cycles into a handler that does nothing but count and time itself; with bare_hz=F, one
+ * pinned hrtimer per online CPU fires F times a second (timer mode's interrupt) into the same
+ * empty handler. The handler is timed with ktime_get_ns(), the clock of the module's profile
+ * points (`sample_handler`). Read-only parameters: bare_count (handler runs), bare_ns (their
+ * total time, ns). The events and timers stop at rmmod.
  */
+#include <linux/atomic.h>
 #include <linux/compiler.h>
+#include <linux/cpu.h>
+#include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/perf_event.h>
+#include <linux/percpu.h>
+#include <linux/smp.h>
+#include <linux/sysfs.h>
 
 static unsigned int spin_ms = 300;
 module_param(spin_ms, uint, 0444);
@@ -28,17 +43,125 @@ static noinline void optest_spin(unsigned int ms)
 	WRITE_ONCE(optest_sink, x);
 }
 
+static unsigned long bare_period;
+module_param(bare_period, ulong, 0444);
+MODULE_PARM_DESC(bare_period, "CPU_CYCLES sampling period of the bare perf events (0: none)");
+static unsigned int bare_hz;
+module_param(bare_hz, uint, 0444);
+MODULE_PARM_DESC(bare_hz, "rate of the bare per-CPU hrtimers, Hz (0: none; at most 100000)");
+
+static atomic64_t bare_count = ATOMIC64_INIT(0);
+static atomic64_t bare_ns = ATOMIC64_INIT(0);
+
+static int bare_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(kp->arg));
+}
+
+static const struct kernel_param_ops bare_ops = { .get = bare_get };
+module_param_cb(bare_count, &bare_ops, &bare_count, 0444);
+MODULE_PARM_DESC(bare_count, "bare handler runs");
+module_param_cb(bare_ns, &bare_ops, &bare_ns, 0444);
+MODULE_PARM_DESC(bare_ns, "total time in the bare handler, ns (ktime_get_ns)");
+
+/* The whole bare handler: count, timed with the profile points' clock. */
+static void bare_tick(void)
+{
+	u64 t0 = ktime_get_ns();
+
+	atomic64_inc(&bare_count);
+	atomic64_add(ktime_get_ns() - t0, &bare_ns);
+}
+
+static DEFINE_PER_CPU(struct perf_event *, bare_event);
+static DEFINE_PER_CPU(struct hrtimer, bare_timer);
+static bool bare_timers_started;
+
+static void bare_overflow(struct perf_event *event, struct perf_sample_data *data, struct pt_regs *regs)
+{
+	bare_tick();
+}
+
+static enum hrtimer_restart bare_timer_fn(struct hrtimer *t)
+{
+	bare_tick();
+	hrtimer_forward_now(t, ns_to_ktime(NSEC_PER_SEC / bare_hz));
+	return HRTIMER_RESTART;
+}
+
+static void bare_timer_start(void *unused)
+{
+	hrtimer_start(this_cpu_ptr(&bare_timer), ns_to_ktime(NSEC_PER_SEC / bare_hz), HRTIMER_MODE_REL_PINNED);
+}
+
+static void bare_stop(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct perf_event **e = per_cpu_ptr(&bare_event, cpu);
+
+		if (*e) {
+			perf_event_release_kernel(*e);
+			*e = NULL;
+		}
+		if (bare_timers_started)
+			hrtimer_cancel(per_cpu_ptr(&bare_timer, cpu));
+	}
+	bare_timers_started = false;
+}
+
+static int bare_start(void)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_HARDWARE,
+		.config = PERF_COUNT_HW_CPU_CYCLES,
+		.size = sizeof(attr),
+		.sample_period = bare_period,
+		.pinned = 1,
+	};
+	int cpu;
+
+	if (bare_hz > 100000)
+		return -EINVAL;
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		struct perf_event *e;
+
+		if (!bare_period)
+			break;
+		e = perf_event_create_kernel_counter(&attr, cpu, NULL, bare_overflow, NULL);
+		if (IS_ERR(e)) {
+			cpus_read_unlock();
+			bare_stop();
+			return PTR_ERR(e);
+		}
+		*per_cpu_ptr(&bare_event, cpu) = e;
+	}
+	if (bare_hz) {
+		/* Cancelled for every possible CPU at stop: set them all up first. */
+		for_each_possible_cpu(cpu)
+			hrtimer_setup(per_cpu_ptr(&bare_timer, cpu), bare_timer_fn, CLOCK_MONOTONIC,
+				      HRTIMER_MODE_REL_PINNED);
+		bare_timers_started = true;
+		on_each_cpu(bare_timer_start, NULL, 1);
+	}
+	cpus_read_unlock();
+	return 0;
+}
+
 static int __init optest_init(void)
 {
 	optest_spin(spin_ms);
-	return 0;
+	return bare_start();
 }
 
 static void __exit optest_exit(void)
 {
+	bare_stop();
 }
 
 module_init(optest_init);
 module_exit(optest_exit);
-MODULE_DESCRIPTION("oprofile-rs test module: MODULE_LOADED and module symbol attribution");
+MODULE_DESCRIPTION("oprofile-rs test module: MODULE_LOADED, module symbol attribution, bare sampling interrupts");
 MODULE_LICENSE("GPL");

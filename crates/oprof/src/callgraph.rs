@@ -46,19 +46,25 @@ impl<K: Copy + Eq + std::hash::Hash> Builder<K> {
 
     /// Adds one sample: `chain[0]` is the sampled symbol, then its callers, innermost first
     /// (an untraced sample is a chain of one).
+    #[cfg(test)]
     pub fn add(&mut self, chain: &[K]) {
+        self.add_n(chain, 1);
+    }
+
+    /// Adds `n` samples with the same chain.
+    pub fn add_n(&mut self, chain: &[K], n: u64) {
         let Some(&leaf) = chain.first() else { return };
-        *self.self_samples.entry(leaf).or_default() += 1;
+        *self.self_samples.entry(leaf).or_default() += n;
         let mut seen = HashSet::new();
         for &k in chain {
             if seen.insert(k) {
-                *self.total.entry(k).or_default() += 1;
+                *self.total.entry(k).or_default() += n;
             }
         }
         let mut arcs = HashSet::new();
         for w in chain.windows(2) {
             if arcs.insert((w[1], w[0])) {
-                *self.arcs.entry((w[1], w[0])).or_default() += 1;
+                *self.arcs.entry((w[1], w[0])).or_default() += n;
             }
         }
     }

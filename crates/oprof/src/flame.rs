@@ -25,9 +25,15 @@ pub fn sanitize(label: &str) -> String {
 
 impl Folded {
     /// Adds one sample with `frames` outermost first (root first, sampled symbol last).
+    #[cfg(test)]
     pub fn add<S: AsRef<str>>(&mut self, frames: &[S]) {
+        self.add_n(frames, 1);
+    }
+
+    /// Adds `n` samples with the same stack.
+    pub fn add_n<S: AsRef<str>>(&mut self, frames: &[S], n: u64) {
         let key = frames.iter().map(|f| sanitize(f.as_ref())).collect::<Vec<_>>().join(";");
-        *self.stacks.entry(key).or_default() += 1;
+        *self.stacks.entry(key).or_default() += n;
     }
 
     /// Folded lines `a;b;c N`, sorted.

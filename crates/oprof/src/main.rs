@@ -18,6 +18,7 @@
 //! - `oprof points FILE [--json]`: the profile-point table (`/dev/oprofile/profile_points`, or
 //!   as logged in dmesg), checked and sorted by total time.
 
+mod aggregate;
 mod callgraph;
 mod elf;
 mod events;
@@ -32,9 +33,12 @@ mod resolve;
 mod session;
 mod stream;
 mod symbols;
+mod synth;
 mod target;
 #[cfg(test)]
 mod tests_arm;
+#[cfg(test)]
+mod tests_stream;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -143,6 +147,25 @@ enum Cmd {
         /// CPU type the counters' events belong to (checks and names `--counter` events).
         #[arg(long)]
         cpu_type: Option<String>,
+    },
+    /// Write a stream of N samples made of a captured stream's samples, round and round
+    /// (benchmarks of `oprof report`; see crates/oprof/src/synth.rs).
+    #[command(hide = true)]
+    Synth {
+        /// Captured stream whose samples (PCs, images, tasks, CPUs, call chains) are replicated.
+        source: PathBuf,
+        /// Output stream.
+        out: PathBuf,
+        /// Samples to write.
+        #[arg(long)]
+        samples: u64,
+        /// Call chains: `recorded` (as captured), `none`, or `min:N` (only the samples with
+        /// at least N frames).
+        #[arg(long, default_value = "recorded")]
+        chains: String,
+        /// Word size in bytes of both streams.
+        #[arg(long, default_value_t = 4)]
+        word_size: usize,
     },
     /// Place events on counters (like opcontrol) and print the oprofilefs writes as shell lines.
     Setup {
@@ -280,6 +303,10 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             .with_context(|| format!("decoding {}", buffer.display()))?;
             emit(&out)?;
         }
+        Cmd::Synth { source, out, samples, chains, word_size } => {
+            let w = synth::run(&source, &out, samples, synth::parse_chains(&chains)?, word_size)?;
+            emit(&format!("{}: {} samples, {} frames, {} words\n", out.display(), w.samples, w.frames, w.words))?;
+        }
         Cmd::Setup { cpu_type, events: spec, dir, report_args } => {
             let Some(model) = events::model(cpu_type.as_deref())? else {
                 anyhow::bail!("cpu_type timer has no counters to set up");
@@ -362,7 +389,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             let images = from_session(images, session::IMAGES);
             let proc_modules = from_session(proc_modules, session::PROC_MODULES);
             let module_sections = from_session(module_sections, session::MODULE_SECTIONS);
-            let st = stream::Stream::read(&buffer, word_size)?;
+            let input = aggregate::open(&buffer, word_size)?;
             let images = images.as_deref().map(images::ImageMap::read).transpose()?;
             let snapshot = images::ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
             let mut ropts = resolve::Options { image_path, lines: debug_info, ..Default::default() };
@@ -412,8 +439,9 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             let mut res = resolve::Resolver::new(ropts, images, vm, &snapshot);
             res.warnings.extend(notes);
             let opts = report::Options { lines: debug_info, flame: flame.is_some() };
-            let r = report::build(&st, &mut res, &counters, opts)
+            let counts = aggregate::read(input, word_size, aggregate::Options { app: opts.flame }, Default::default())
                 .with_context(|| format!("decoding {}", buffer.display()))?;
+            let r = report::build_counts(&counts, &mut res, &counters, opts);
             for w in &r.warnings {
                 eprintln!("oprof: note: {w}");
             }

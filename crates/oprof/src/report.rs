@@ -4,7 +4,10 @@
 use crate::callgraph;
 use crate::flame::Folded;
 use crate::resolve::{LocId, Resolver, Source, SymId, KERNEL_UNKNOWN, NO_CONTEXT, VMLINUX};
-use crate::stream::{self, SampleCtx, Stream};
+use crate::aggregate;
+use crate::resolve::Space;
+#[cfg(test)]
+use crate::stream::{self, Stream};
 use anyhow::{bail, Context, Result};
 use oprofile_common::events::CpuModel;
 use serde::Serialize;
@@ -191,116 +194,197 @@ pub struct Report {
     pub folded: Folded,
 }
 
-/// Builds the report of `stream`, resolving addresses with `res`; `counters` names the counters
-/// (sample event words).
+/// Builds the report of the samples counted in `agg` (see [`crate::aggregate`]), resolving
+/// each distinct sample once with `res`; `counters` names the counters (sample event words).
+pub fn build_counts(agg: &aggregate::Aggregated, res: &mut Resolver, counters: &[Counter], opts: Options) -> Report {
+    let mut t = Tally::new(opts);
+    let mut chain: Vec<LocId> = Vec::new();
+    for counts in &agg.parts {
+        t.r.module_loaded += counts.module_loaded;
+        for (&cpu, &n) in &counts.per_cpu {
+            *t.r.per_cpu.entry(cpu).or_default() += n;
+        }
+        // Resolved entries of this part (its space indexes are its own).
+        let mut cache: HashMap<(&[u64], bool), LocId, ahash::RandomState> = HashMap::default();
+        for (k, &n) in &counts.keys {
+            let key = counts.key(k);
+            chain.clear();
+            let mut first_space = None;
+            for (i, ((space, word), packed)) in key.entries().zip(key.packed_entries()).enumerate() {
+                let space = counts.spaces[space as usize];
+                first_space.get_or_insert(space);
+                let ret = i > 0;
+                let l = *cache.entry((packed, ret)).or_insert_with(|| res.resolve(space, word, ret));
+                chain.push(l);
+            }
+            let in_kernel = match first_space {
+                Some(Space::Kernel) => Some(true),
+                Some(Space::User { .. }) => Some(false),
+                Some(Space::NoContext) | None => None,
+            };
+            t.add(res, Sampled { event: key.event, in_kernel, traced: key.traced, app_cookie: key.app_cookie }, &chain, n);
+        }
+    }
+    t.finish(res, counters)
+}
+
+/// Builds the report of a stream in memory (see [`build_counts`]).
+#[cfg(test)]
 pub fn build(stream: &Stream, res: &mut Resolver, counters: &[Counter], opts: Options) -> Result<Report> {
+    let agg = aggregate::from_words(&stream.words, stream.word_bytes, aggregate::Options { app: opts.flame })?;
+    Ok(build_counts(&agg, res, counters, opts))
+}
+
+/// The report as built before it streamed: every sample decoded into memory, then resolved
+/// and counted one by one. The oracle [`build_counts`] is tested against.
+#[cfg(test)]
+pub fn build_reference(stream: &Stream, res: &mut Resolver, counters: &[Counter], opts: Options) -> Result<Report> {
     let decoded = stream::decode(stream)?;
-    let mut r = Report {
-        total: 0,
-        kernel: 0,
-        user: 0,
-        no_context: 0,
-        per_cpu: BTreeMap::new(),
-        per_event: BTreeMap::new(),
-        counters: vec![],
-        rows: vec![],
-        images: vec![],
-        module_loaded: decoded.module_loaded,
-        traced: 0,
-        callgraph: None,
-        warnings: vec![],
-        folded: Folded::default(),
-    };
-    let mut by_row: HashMap<(SymId, Option<Source>), BTreeMap<u64, u64>> = HashMap::new();
-    let mut by_image: HashMap<usize, BTreeMap<u64, u64>> = HashMap::new();
-    let mut cg: callgraph::Builder<SymId> = callgraph::Builder::new();
+    let mut t = Tally::new(opts);
+    t.r.module_loaded = decoded.module_loaded;
     let mut chain: Vec<LocId> = Vec::new();
     for s in &decoded.samples {
-        r.total += 1;
-        *r.per_event.entry(s.event).or_default() += 1;
         if let Some(cpu) = s.ctx.cpu {
-            *r.per_cpu.entry(cpu).or_default() += 1;
+            *t.r.per_cpu.entry(cpu).or_default() += 1;
         }
-        match s.ctx.in_kernel {
-            None => r.no_context += 1,
-            Some(true) => r.kernel += 1,
-            Some(false) => r.user += 1,
-        }
-        r.traced += u64::from(s.traced);
         chain.clear();
         chain.push(res.sample(s));
         for f in &s.frames {
             chain.push(res.frame(f, s));
         }
+        let app_cookie = s.ctx.app_cookie.filter(|_| opts.flame);
+        t.add(res, Sampled { event: s.event, in_kernel: s.ctx.in_kernel, traced: s.traced, app_cookie }, &chain, 1);
+    }
+    Ok(t.finish(res, counters))
+}
+
+/// What a report needs of a sample besides its resolved call chain.
+#[derive(Debug, Clone, Copy)]
+struct Sampled {
+    event: u64,
+    in_kernel: Option<bool>,
+    traced: bool,
+    /// The task's executable (flame graphs).
+    app_cookie: Option<u64>,
+}
+
+/// The sums of a report before its tables are sorted.
+struct Tally {
+    r: Report,
+    opts: Options,
+    by_row: HashMap<(SymId, Option<Source>), BTreeMap<u64, u64>>,
+    by_image: HashMap<usize, BTreeMap<u64, u64>>,
+    cg: callgraph::Builder<SymId>,
+}
+
+impl Tally {
+    fn new(opts: Options) -> Tally {
+        let r = Report {
+            total: 0,
+            kernel: 0,
+            user: 0,
+            no_context: 0,
+            per_cpu: BTreeMap::new(),
+            per_event: BTreeMap::new(),
+            counters: vec![],
+            rows: vec![],
+            images: vec![],
+            module_loaded: 0,
+            traced: 0,
+            callgraph: None,
+            warnings: vec![],
+            folded: Folded::default(),
+        };
+        Tally { r, opts, by_row: HashMap::new(), by_image: HashMap::new(), cg: callgraph::Builder::new() }
+    }
+
+    /// Adds `n` samples `s` whose sample and callers, innermost first, resolved to `chain`.
+    fn add(&mut self, res: &Resolver, s: Sampled, chain: &[LocId], n: u64) {
+        let r = &mut self.r;
+        r.total += n;
+        *r.per_event.entry(s.event).or_default() += n;
+        match s.in_kernel {
+            None => r.no_context += n,
+            Some(true) => r.kernel += n,
+            Some(false) => r.user += n,
+        }
+        if s.traced {
+            r.traced += n;
+        }
         let loc = &res.locs[chain[0]];
-        let key = (loc.sym, if opts.lines { loc.source.clone() } else { None });
-        *by_row.entry(key).or_default().entry(s.event).or_default() += 1;
-        *by_image.entry(res.symbols[loc.sym].0).or_default().entry(s.event).or_default() += 1;
+        let key = (loc.sym, if self.opts.lines { loc.source.clone() } else { None });
+        *self.by_row.entry(key).or_default().entry(s.event).or_default() += n;
+        *self.by_image.entry(res.symbols[loc.sym].0).or_default().entry(s.event).or_default() += n;
         let syms: Vec<SymId> = chain.iter().map(|&l| res.locs[l].sym).collect();
-        cg.add(&syms);
-        if opts.flame {
-            let mut frames = vec![flame_root(res, &s.ctx)];
-            frames.extend(chain.iter().rev().map(|&l| flame_label(res, l, &s.ctx)));
-            r.folded.add(&frames);
+        self.cg.add_n(&syms, n);
+        if self.opts.flame {
+            let mut frames = vec![flame_root(res, s.app_cookie)];
+            frames.extend(chain.iter().rev().map(|&l| flame_label(res, l, s.app_cookie)));
+            r.folded.add_n(&frames, n);
         }
     }
-    r.counters = r
-        .per_event
-        .keys()
-        .map(|&e| {
-            counters.iter().find(|c| c.counter == e).cloned().unwrap_or(Counter {
-                counter: e,
-                event: format!("counter {e}"),
-                count: None,
+
+    /// Sorts the tables and names the counters.
+    fn finish(self, res: &Resolver, counters: &[Counter]) -> Report {
+        let Tally { mut r, by_row, by_image, cg, .. } = self;
+        r.counters = r
+            .per_event
+            .keys()
+            .map(|&e| {
+                counters.iter().find(|c| c.counter == e).cloned().unwrap_or(Counter {
+                    counter: e,
+                    event: format!("counter {e}"),
+                    count: None,
+                })
             })
-        })
-        .collect();
-    let first = r.per_event.keys().next().copied().unwrap_or(0);
-    let total = r.total;
-    let pct = |n: u64| if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
-    let mut rows: Vec<_> = by_row
-        .into_iter()
-        .map(|((sym, src), m)| {
-            let (img, name) = &res.symbols[sym];
-            ((res.images[*img].name.clone(), name.clone(), src), m)
-        })
-        .collect();
-    sort_rows(&mut rows, first);
-    r.rows = rows
-        .into_iter()
-        .map(|((image, symbol, src), m)| {
-            let n = m.values().sum();
-            Row { samples: n, percent: pct(n), image, symbol, per_event: m, source: src.as_ref().map(SourceJson::new) }
-        })
-        .collect();
-    let mut images: Vec<_> = by_image.into_iter().collect();
-    images.sort_by(|a, b| {
-        let (fa, fb) = (a.1.get(&first).copied().unwrap_or(0), b.1.get(&first).copied().unwrap_or(0));
-        let (na, nb) = (a.1.values().sum::<u64>(), b.1.values().sum::<u64>());
-        fb.cmp(&fa).then(nb.cmp(&na)).then_with(|| res.images[a.0].name.cmp(&res.images[b.0].name))
-    });
-    r.images = images
-        .into_iter()
-        .map(|(i, m)| {
-            let n = m.values().sum();
-            let info = &res.images[i];
-            ImageRow {
-                samples: n,
-                percent: pct(n),
-                image: info.name.clone(),
-                path_on_host: info.host_path.as_ref().map(|p| p.display().to_string()),
-                per_event: m,
-            }
-        })
-        .collect();
-    if r.traced > 0 {
-        r.callgraph = Some(cg.entries(|k| {
-            let (img, name) = &res.symbols[k];
-            (res.images[*img].name.clone(), name.clone())
-        }));
+            .collect();
+        let first = r.per_event.keys().next().copied().unwrap_or(0);
+        let total = r.total;
+        let pct = |n: u64| if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
+        let mut rows: Vec<_> = by_row
+            .into_iter()
+            .map(|((sym, src), m)| {
+                let (img, name) = &res.symbols[sym];
+                ((res.images[*img].name.clone(), name.clone(), src), m)
+            })
+            .collect();
+        sort_rows(&mut rows, first);
+        r.rows = rows
+            .into_iter()
+            .map(|((image, symbol, src), m)| {
+                let n = m.values().sum();
+                Row { samples: n, percent: pct(n), image, symbol, per_event: m, source: src.as_ref().map(SourceJson::new) }
+            })
+            .collect();
+        let mut images: Vec<_> = by_image.into_iter().collect();
+        images.sort_by(|a, b| {
+            let (fa, fb) = (a.1.get(&first).copied().unwrap_or(0), b.1.get(&first).copied().unwrap_or(0));
+            let (na, nb) = (a.1.values().sum::<u64>(), b.1.values().sum::<u64>());
+            fb.cmp(&fa).then(nb.cmp(&na)).then_with(|| res.images[a.0].name.cmp(&res.images[b.0].name))
+        });
+        r.images = images
+            .into_iter()
+            .map(|(i, m)| {
+                let n = m.values().sum();
+                let info = &res.images[i];
+                ImageRow {
+                    samples: n,
+                    percent: pct(n),
+                    image: info.name.clone(),
+                    path_on_host: info.host_path.as_ref().map(|p| p.display().to_string()),
+                    per_event: m,
+                }
+            })
+            .collect();
+        if r.traced > 0 {
+            r.callgraph = Some(cg.entries(|k| {
+                let (img, name) = &res.symbols[k];
+                (res.images[*img].name.clone(), name.clone())
+            }));
+        }
+        r.warnings = res.warnings.iter().cloned().collect();
+        r
     }
-    r.warnings = res.warnings.iter().cloned().collect();
-    Ok(r)
 }
 
 /// Like opreport: by the first counter's samples, then by all samples, then by name.
@@ -321,8 +405,8 @@ fn basename(p: &str) -> &str {
 /// Root frame of a sample's flame stack: the task's executable (basename), `[kernel]` for
 /// kernel threads, `[image N]` when the images file does not name it, `[unknown]` before any
 /// task switch.
-fn flame_root(res: &Resolver, ctx: &SampleCtx) -> String {
-    match ctx.app_cookie {
+fn flame_root(res: &Resolver, app_cookie: Option<u64>) -> String {
+    match app_cookie {
         Some(0) => "[kernel]".to_string(),
         Some(c) => match res.image_path(c) {
             Some(p) => basename(p).to_string(),
@@ -334,7 +418,7 @@ fn flame_root(res: &Resolver, ctx: &SampleCtx) -> String {
 
 /// Flame frame label: the symbol; with ` [image]` (basename) unless the image is vmlinux or the
 /// task's executable; images without symbols show as the image name alone.
-fn flame_label(res: &Resolver, l: LocId, ctx: &SampleCtx) -> String {
+fn flame_label(res: &Resolver, l: LocId, app_cookie: Option<u64>) -> String {
     let (img, sym) = res.names(l);
     if img.name == KERNEL_UNKNOWN || img.name == NO_CONTEXT {
         return img.name.clone();
@@ -342,7 +426,7 @@ fn flame_label(res: &Resolver, l: LocId, ctx: &SampleCtx) -> String {
     if img.name.starts_with("[anon]") {
         return "[anon]".to_string();
     }
-    let app = ctx.app_cookie.and_then(|c| res.image_path(c)).map(|p| p.strip_suffix(" (deleted)").unwrap_or(p));
+    let app = app_cookie.and_then(|c| res.image_path(c)).map(|p| p.strip_suffix(" (deleted)").unwrap_or(p));
     if sym.starts_with('(') {
         return format!("{sym} [{}]", basename(&img.name));
     }

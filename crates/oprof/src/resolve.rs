@@ -17,7 +17,9 @@
 
 use crate::elf::{ElfImage, SourceLine};
 use crate::images::{ImageMap, ModuleSnapshot};
-use crate::stream::{Frame, Sample, SampleCtx};
+use crate::stream::SampleCtx;
+#[cfg(test)]
+use crate::stream::{Frame, Sample};
 use crate::symbols::{demangle, SymbolTable};
 use anyhow::{bail, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -68,6 +70,7 @@ impl Space {
         Space::of(ctx.in_kernel, ctx.cookie, ctx)
     }
 
+    #[cfg(test)]
     pub fn of_frame(f: &Frame, ctx: &SampleCtx) -> Space {
         Space::of(f.in_kernel, f.cookie, ctx)
     }
@@ -300,11 +303,13 @@ impl Resolver {
     }
 
     /// The location of a sample.
+    #[cfg(test)]
     pub fn sample(&mut self, s: &Sample) -> LocId {
         self.resolve(Space::of_sample(&s.ctx), s.pc, false)
     }
 
     /// The location of a call-chain frame of `s` (a return address: looked up at `pc - 1`).
+    #[cfg(test)]
     pub fn frame(&mut self, f: &Frame, s: &Sample) -> LocId {
         self.resolve(Space::of_frame(f, &s.ctx), f.pc, true)
     }

@@ -20,18 +20,7 @@ impl Stream {
     }
 
     pub fn from_bytes(bytes: &[u8], word_bytes: usize) -> Result<Stream> {
-        if word_bytes != 4 && word_bytes != 8 {
-            bail!("word size must be 4 or 8 bytes, not {word_bytes}");
-        }
-        if bytes.len() % word_bytes != 0 {
-            bail!(
-                "truncated stream: {} bytes is not a whole number of {}-byte words \
-                 (last word starts at byte offset {})",
-                bytes.len(),
-                word_bytes,
-                bytes.len() - bytes.len() % word_bytes
-            );
-        }
+        check_size(bytes.len() as u64, word_bytes)?;
         let words = bytes
             .chunks_exact(word_bytes)
             .map(|c| {
@@ -45,20 +34,43 @@ impl Stream {
 
     /// Describes a decode error with its byte offset.
     pub fn describe(&self, e: DecodeError) -> String {
-        let off = |w: usize| w.saturating_mul(self.word_bytes);
-        match e {
-            DecodeError::Truncated { word, need } => format!(
-                "truncated record at byte offset {}: needs {} words, stream ends after {}",
-                off(word),
-                need,
-                self.words.len().saturating_sub(word)
-            ),
-            DecodeError::UnknownCode { word, code } => {
-                format!("unknown escape code {code} at byte offset {}", off(word))
-            }
-            DecodeError::BadCtxSwitch { word } => {
-                format!("malformed CTX_SWITCH (no CTX_TGID part) at byte offset {}", off(word))
-            }
+        describe(e, self.word_bytes, self.words.len())
+    }
+}
+
+/// Checks the word size (4 or 8) and that a stream of `len` bytes is a whole number of words.
+pub fn check_size(len: u64, word_bytes: usize) -> Result<()> {
+    if word_bytes != 4 && word_bytes != 8 {
+        bail!("word size must be 4 or 8 bytes, not {word_bytes}");
+    }
+    let rest = len % word_bytes as u64;
+    if rest != 0 {
+        bail!(
+            "truncated stream: {} bytes is not a whole number of {}-byte words \
+             (last word starts at byte offset {})",
+            len,
+            word_bytes,
+            len - rest
+        );
+    }
+    Ok(())
+}
+
+/// Describes a decode error with its byte offset, in a stream of `words` words.
+pub fn describe(e: DecodeError, word_bytes: usize, words: usize) -> String {
+    let off = |w: usize| w.saturating_mul(word_bytes);
+    match e {
+        DecodeError::Truncated { word, need } => format!(
+            "truncated record at byte offset {}: needs {} words, stream ends after {}",
+            off(word),
+            need,
+            words.saturating_sub(word)
+        ),
+        DecodeError::UnknownCode { word, code } => {
+            format!("unknown escape code {code} at byte offset {}", off(word))
+        }
+        DecodeError::BadCtxSwitch { word } => {
+            format!("malformed CTX_SWITCH (no CTX_TGID part) at byte offset {}", off(word))
         }
     }
 }
@@ -110,27 +122,85 @@ pub struct Decoded {
     pub module_loaded: u64,
 }
 
+impl SampleCtx {
+    /// Applies `rec` to the state (legacy `opd_trans.c`): CPU_SWITCH and CTX_SWITCH forget the
+    /// image, KERNEL_ENTER/EXIT set the mode, COOKIE_SWITCH the image.
+    pub fn apply(&mut self, rec: &Record) {
+        match *rec {
+            Record::CpuSwitch { cpu } => {
+                self.cpu = Some(cpu);
+                self.cookie = None;
+            }
+            Record::KernelEnter => self.in_kernel = Some(true),
+            Record::KernelExit => self.in_kernel = Some(false),
+            Record::CtxSwitch { pid, tgid, app_cookie } => {
+                self.pid = Some(pid);
+                self.tgid = Some(tgid);
+                self.app_cookie = Some(app_cookie);
+                self.cookie = None;
+            }
+            Record::CookieSwitch { cookie } => self.cookie = Some(cookie),
+            Record::Sample { .. } | Record::ModuleLoaded | Record::TraceBegin => {}
+        }
+    }
+}
+
+/// How Sample records group into call chains (see [`decode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ChainState {
+    /// TRACE_BEGIN seen, its sample not yet.
+    pub trace_next: bool,
+    /// The last sample was traced and no record ended its chain: event-0 samples are its frames.
+    pub open: bool,
+}
+
+/// What a Sample record is, by [`ChainState::apply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A sample; `traced`: a TRACE_BEGIN preceded it.
+    Sample { traced: bool },
+    /// A call-chain frame of the last sample.
+    Frame,
+}
+
+impl ChainState {
+    /// A Sample record with counter `event` is a frame of the open chain (and changes nothing).
+    #[inline]
+    pub fn is_frame(&self, event: u64) -> bool {
+        self.open && event == 0 && !self.trace_next
+    }
+
+    /// Applies `rec`; for a Sample record, says whether it is a sample or a frame.
+    pub fn apply(&mut self, rec: &Record) -> Option<Role> {
+        match *rec {
+            Record::TraceBegin => {
+                self.trace_next = true;
+                self.open = false;
+                None
+            }
+            Record::CpuSwitch { .. } | Record::CtxSwitch { .. } => {
+                self.open = false;
+                None
+            }
+            Record::Sample { event, .. } => {
+                if self.is_frame(event) {
+                    return Some(Role::Frame);
+                }
+                let traced = std::mem::take(&mut self.trace_next);
+                self.open = traced;
+                Some(Role::Sample { traced })
+            }
+            Record::ModuleLoaded | Record::KernelEnter | Record::KernelExit | Record::CookieSwitch { .. } => None,
+        }
+    }
+}
+
 /// Walks the stream, calling `f` for every record with its byte offset and the context after it.
 pub fn walk(stream: &Stream, mut f: impl FnMut(usize, &Record, &SampleCtx)) -> Result<()> {
     let mut ctx = SampleCtx::default();
     for item in Decoder::new(&stream.words, stream.word_bytes) {
         let (at, rec) = item.map_err(|e| anyhow::anyhow!(stream.describe(e)))?;
-        match rec {
-            Record::CpuSwitch { cpu } => {
-                ctx.cpu = Some(cpu);
-                ctx.cookie = None;
-            }
-            Record::KernelEnter => ctx.in_kernel = Some(true),
-            Record::KernelExit => ctx.in_kernel = Some(false),
-            Record::CtxSwitch { pid, tgid, app_cookie } => {
-                ctx.pid = Some(pid);
-                ctx.tgid = Some(tgid);
-                ctx.app_cookie = Some(app_cookie);
-                ctx.cookie = None;
-            }
-            Record::CookieSwitch { cookie } => ctx.cookie = Some(cookie),
-            Record::Sample { .. } | Record::ModuleLoaded | Record::TraceBegin => {}
-        }
+        ctx.apply(&rec);
         f(at.saturating_mul(stream.word_bytes), &rec, &ctx);
     }
     Ok(())
@@ -145,29 +215,24 @@ pub fn walk(stream: &Stream, mut f: impl FnMut(usize, &Record, &SampleCtx)) -> R
 /// them (and to later samples, as always). Without TRACE_BEGIN every Sample is a sample.
 pub fn decode(stream: &Stream) -> Result<Decoded> {
     let mut out = Decoded::default();
-    // TRACE_BEGIN seen, its sample not yet.
-    let mut trace_next = false;
-    // Index in `out.samples` of the sample whose frames follow.
-    let mut chain: Option<usize> = None;
-    walk(stream, |_, rec, ctx| match *rec {
-        Record::TraceBegin => {
-            trace_next = true;
-            chain = None;
+    let mut chain = ChainState::default();
+    walk(stream, |_, rec, ctx| {
+        if *rec == Record::ModuleLoaded {
+            out.module_loaded += 1;
         }
-        Record::CpuSwitch { .. } | Record::CtxSwitch { .. } => chain = None,
-        Record::ModuleLoaded => out.module_loaded += 1,
-        Record::Sample { pc, event } => {
-            if let (Some(i), 0, false) = (chain, event, trace_next) {
-                if let Some(s) = out.samples.get_mut(i) {
+        let role = chain.apply(rec);
+        let Record::Sample { pc, event } = *rec else { return };
+        match role {
+            Some(Role::Frame) => {
+                if let Some(s) = out.samples.last_mut() {
                     s.frames.push(Frame { pc, in_kernel: ctx.in_kernel, cookie: ctx.cookie });
-                    return;
                 }
             }
-            let traced = std::mem::take(&mut trace_next);
-            chain = traced.then_some(out.samples.len());
-            out.samples.push(Sample { pc, event, ctx: *ctx, traced, frames: Vec::new() });
+            Some(Role::Sample { traced }) => {
+                out.samples.push(Sample { pc, event, ctx: *ctx, traced, frames: Vec::new() });
+            }
+            None => {}
         }
-        Record::KernelEnter | Record::KernelExit | Record::CookieSwitch { .. } => {}
     })?;
     Ok(out)
 }
