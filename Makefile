@@ -3,11 +3,20 @@
 # on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
 #
 # Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
+# KVARIANT (plain, default, or debug: the kernel variant; `make module testmod KVARIANT=debug`
+# builds build/debug/oprofile.ko and build/debug/kmod/optest.ko against the debug tree),
 # ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README).
 
 ARCH  ?= arm
 LLVM  ?= 1
 RUSTC ?= /usr/bin/rustc
+KVARIANT ?= plain
+export KVARIANT
+# Where this variant's modules are built (scripts/lib.sh mod_dirs): in place for plain, else
+# Kbuild's MO= output directories under build/$(KVARIANT).
+MOD_DIRS := $(shell bash scripts/lib.sh --mod-dirs $(KVARIANT))
+MO_MAIN := $(if $(filter plain,$(KVARIANT)),,MO=$(word 1,$(MOD_DIRS)))
+MO_KMOD := $(if $(filter plain,$(KVARIANT)),,MO=$(word 2,$(MOD_DIRS)))
 KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC) \
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
@@ -17,14 +26,14 @@ KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-1
 all: module
 
 module:
-	@$(KDIR_SH) $(KMAKE) modules
+	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) modules
 
 # tests/kmod/optest.ko: a module the tests load while profiling.
 testmod:
-	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod modules
+	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod $(MO_KMOD) modules
 
 modules_install: module
-	@$(KDIR_SH) $(KMAKE) modules_install
+	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) modules_install
 
 rust-analyzer:
 	@$(KDIR_SH) $(KMAKE) rust-analyzer
@@ -47,10 +56,17 @@ check:
 test-host:
 	@cargo test --locked
 
+# Without KVARIANT on the command line: plain on both boards and debug on virt-a15, so the
+# modules are built for both kernels.
 test-qemu: module testmod host
+ifeq ($(origin KVARIANT),file)
+	@$(MAKE) --no-print-directory module testmod KVARIANT=debug
+	@KVARIANT= bash tests/run-qemu-tests.sh
+else
 	@bash tests/run-qemu-tests.sh
+endif
 
 clean:
-	@$(KDIR_SH) $(KMAKE) clean || true
-	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod clean || true
+	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) clean || true
+	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod $(MO_KMOD) clean || true
 	@rm -rf build

@@ -2,7 +2,7 @@
 # Builds the guest initramfs: busybox (armhf, static), optool, oprofile.ko, tests/guest/*.sh, the
 # guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
 # pointers) and the armhf glibc they need.
-# Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]
+# Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]   (KVARIANT: which optest.ko, see lib.sh)
 #   OPSETUP.sh (optional): counter set-up lines (`oprof setup`), installed as /tests/opsetup.sh.
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
 # finds the guest's images in.
@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
-[ -f "$ko" ] || die "module not built: $ko"
+[ -f "$ko" ] || die "module not built: $ko (make module testmod KVARIANT=$KVARIANT)"
 root=${out%.cpio.gz}.root
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,tests,etc,root,lib}
@@ -26,8 +26,10 @@ done
 arm-linux-gnueabihf-gcc "${cflags[@]}" -shared -fPIC -o "$root/lib/libspin.so" "$REPO/tests/guest/libspin.c"
 install -m 0755 /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 /usr/arm-linux-gnueabihf/lib/libc.so.6 "$root/lib/"
 install -m 0644 "$ko" "$root/oprofile.ko"
-# The test module (make testmod), for MODULE_LOADED and module attribution checks.
-[ ! -f "$REPO/tests/kmod/optest.ko" ] || install -m 0644 "$REPO/tests/kmod/optest.ko" "$root/optest.ko"
+# The test module (make testmod) built for the same kernel variant ($KVARIANT), for
+# MODULE_LOADED and module attribution checks.
+read -r _ kmoddir < <(mod_dirs "$KVARIANT")
+[ ! -f "$kmoddir/optest.ko" ] || install -m 0644 "$kmoddir/optest.ko" "$root/optest.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
 [ -z "$opsetup" ] || install -m 0644 "$opsetup" "$root/tests/opsetup.sh"
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
