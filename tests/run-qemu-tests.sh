@@ -11,28 +11,36 @@
 # header/byte order/startclr, a kernel-bound workload alongside sampling; checked on the host
 # with `oprof kprof`), points.sh (profile point table, commands, exact counts; tables parsed
 # with `oprof points`), cycles.sh (50 load/unload cycles). Every log must end cleanly, without "not ok" lines and
-# without a kernel splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
+# without a kernel splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and
+# object debugging reports) in the console or dmesg.
+# Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:
+# lockdep, KFENCE, kmemleak, UBSAN, ...) on virt-a15, with checks named "virt-a15-debug ...";
+# there lockdep must still be on at the end, KFENCE must count no bug and kmemleak must report
+# no object leaked after the script started (check_debug).
 # Prints one line per check and "N passed, M failed" at the end; exits non-zero on failure.
-# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything).
+# BOARDS="...", SCRIPTS="..." and KVARIANT=plain|debug select a subset (developers; make check
+# runs everything; KVARIANT=debug runs the debug kernel on every board in BOARDS).
+# The modules must be built for each kernel run: make module testmod [KVARIANT=debug].
 set -uo pipefail
+VARIANTS=${KVARIANT:-}   # before lib.sh, which defaults KVARIANT to plain
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
 SCRIPTS=${SCRIPTS:-abi profile events user kprof points cycles}
+DEBUG_BOARDS=virt-a15   # the debug kernel's boards when KVARIANT is not given
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
-KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
-export KOUT
-KO=$REPO/oprofile.ko
 OPROF=$REPO/target/release/oprof
 export PYTHONPATH=$REPO/tests${PYTHONPATH:+:$PYTHONPATH}   # logcheck.py for the inline checks
 [ -x "$OPROF" ] || die "host tool missing: run 'make host'"
-bash "$REPO/scripts/initramfs.sh" "$OUT/initramfs.cpio.gz" "$KO" || die "initramfs build failed"
 
 pass=0 fail=0
 ok()     { pass=$((pass + 1)); echo "ok - $*"; }
 not_ok() { fail=$((fail + 1)); echo "not ok - $*"; }
 
-SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lockup|hung_task|blocked for more than|rcu.*stall|UBSAN|KASAN|kernel BUG|list_del corruption|refcount_t:|sleeping function called from invalid context|scheduling while atomic|Rust panic|panicked at'
+SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lockup|hung_task|blocked for more than|rcu.*stall|UBSAN|KASAN|kernel BUG|list_[a-z_]* corruption|refcount_t:|sleeping function called from invalid context|scheduling while atomic|Rust panic|panicked at'
+# The debug kernel's reports: lockdep, KFENCE, SLUB debugging ("BUG kmalloc-64 (Not tainted):
+# Redzone overwritten"), DEBUG_OBJECTS, and the checkers switching themselves off.
+SPLAT+='|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: |BUG: KFENCE|BUG [^ ]+ \((Not tainted|Tainted)|ODEBUG:|turning off the locking correctness validator|Kernel memory leak detector disabled|Memory pool empty'
 
 check_log() { # NAME LOG
     local name=$1 log=$2
@@ -49,6 +57,24 @@ check_log() { # NAME LOG
     else
         ok "$name: no kernel splat"
     fi
+}
+
+# The debug kernel's end-of-script report (tests/guest/lib.sh debug_report): lockdep still on,
+# KFENCE on with no bug counted, no kmemleak "unreferenced object" (the first one is printed).
+check_debug() { # NAME LOG
+    local name=$1 log=$2 base=$OUT/${1// /-} f
+    if grep -aq '^== lockdep debug_locks 1' "$log"; then ok "$name: lockdep still on at the end (debug_locks 1)"
+    else not_ok "$name: lockdep off or missing at the end: $(grep -a '^== lockdep' "$log" | tr -d '\r')"; fi
+    log_block "$log" kfence "$base.kfence" || true
+    if grep -qx 'enabled: 1' "$base.kfence" && grep -qx 'total bugs: 0' "$base.kfence"; then ok "$name: KFENCE on, no bug"
+    else not_ok "$name: KFENCE state: $(tr '\n' ' ' < "$base.kfence")"; fi
+    f=$base.kmemleak
+    if ! log_block "$log" kmemleak "$f"; then not_ok "$name: no kmemleak report in log"
+    elif [ -s "$f" ]; then
+        not_ok "$name: kmemleak: $(grep -c 'unreferenced object' "$f") leaked objects (see $log), the first:"
+        if grep -q 'unreferenced object' "$f"; then awk '/unreferenced object/ { n++ } n == 1' "$f"; else cat "$f"; fi |
+            head -30 | sed 's/^/    /'
+    else ok "$name: kmemleak: no leak"; fi
 }
 
 check_profile() { # NAME LOG CPUS
@@ -222,8 +248,8 @@ check_user() { # NAME LOG ROOT
             log_block "$log" "$c.$b" "$pre.$b" || not_ok "$name $c: no $b block in log"
         done
         local session=(--images "$pre.images" --proc-modules "$pre.proc_modules" --module-sections "$pre.module_sections"
-                       --vmlinux "$KOUT/vmlinux" --sysroot "$root" --image-path "$root/lib" --image-path "$REPO"
-                       --image-path "$REPO/tests/kmod")
+                       --vmlinux "$KOUT/vmlinux" --sysroot "$root" --image-path "$root/lib" --image-path "$MODDIR"
+                       --image-path "$KMODDIR")
         "$OPROF" report "$pre.buf" "${session[@]}" -l -c --json > "$pre.json" 2> "$pre.err" ||
             { not_ok "$name $c: oprof report failed: $(head -c 300 "$pre.err")"; continue; }
         "$OPROF" report "$pre.buf" "${session[@]}" -l -c -n 20 --flame "$pre.svg" > "$pre.txt" 2> "$pre.err" ||
@@ -291,39 +317,64 @@ print("\n".join(res))
 PY
 }
 
+# run_board BOARD CPUS: every script on BOARD with the kernel $KVARIANT ($KOUT, initramfs $INITRD);
+# logs and check names are "BOARD" (plain) or "BOARD-VARIANT".
 run_board() { # BOARD CPUS
-    local board=$1 cpus=$2 s log rc
+    local board=$1 cpus=$2 s log rc label=$1
+    [ "$KVARIANT" = plain ] || label=$1-$KVARIANT
     for s in $SCRIPTS; do
-        log=$OUT/$board-$s.log
-        step "qemu $board: $s.sh"
-        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" 900 || rc=$?
-        [ $rc = 0 ] || not_ok "$board $s: qemu exited with $rc"
-        check_log "$board $s" "$log"
+        log=$OUT/$label-$s.log
+        step "qemu $label: $s.sh"
+        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$INITRD" "$s.sh" "$log" $TIMEOUT || rc=$?
+        [ $rc = 0 ] || not_ok "$label $s: qemu exited with $rc"
+        check_log "$label $s" "$log"
+        [ "$KVARIANT" = plain ] || check_debug "$label $s" "$log"
         if [ $s = profile ]; then
             while IFS= read -r line; do
-                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
-            done < <(check_profile "$board-profile" "$log" "$cpus")
+                case $line in ok*) ok "$label ${line#ok - }" ;; *) not_ok "$label ${line#not ok - }" ;; esac
+            done < <(check_profile "$label-profile" "$log" "$cpus")
         fi
         if [ $s = user ]; then
             while IFS= read -r line; do
-                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
-            done < <(check_user "$board-user" "$log" "$OUT/initramfs.root")
+                case $line in ok*) ok "$label ${line#ok - }" ;; *) not_ok "$label ${line#not ok - }" ;; esac
+            done < <(check_user "$label-user" "$log" "${INITRD%.cpio.gz}.root")
         fi
         if [ $s = kprof ] || [ $s = points ]; then
             while IFS= read -r line; do
-                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
-            done < <(check_$s "$board-$s" "$log")
+                case $line in ok*) ok "$label ${line#ok - }" ;; *) not_ok "$label ${line#not ok - }" ;; esac
+            done < <(check_$s "$label-$s" "$log")
         fi
         if [ $s = events ] && [ $board = virt-a15 ]; then
             while IFS= read -r line; do
-                case $line in ok*) ok "$board ${line#ok - }" ;; *) not_ok "$board ${line#not ok - }" ;; esac
-            done < <(check_events "$board-events" "$log")
+                case $line in ok*) ok "$label ${line#ok - }" ;; *) not_ok "$label ${line#not ok - }" ;; esac
+            done < <(check_events "$label-events" "$log")
         fi
     done
 }
 
-for b in $BOARDS; do
-    case $b in realview-pb-a8) run_board $b 1 ;; virt-a15) run_board $b 2 ;; *) not_ok "unknown board $b" ;; esac
-done
+# run_variant VARIANT BOARDS...: the kernel variant's tree, modules (lib.sh mod_dirs) and
+# initramfs, then every script on each board.
+run_variant() {
+    KVARIANT=$1; shift; export KVARIANT
+    KOUT=$(bash "$REPO/scripts/build-kernel.sh") || { not_ok "$KVARIANT kernel: build failed"; return; }
+    export KOUT
+    read -r MODDIR KMODDIR < <(mod_dirs "$KVARIANT")
+    INITRD=$OUT/initramfs.cpio.gz; [ "$KVARIANT" = plain ] || INITRD=$OUT/initramfs-$KVARIANT.cpio.gz
+    bash "$REPO/scripts/initramfs.sh" "$INITRD" "$MODDIR/oprofile.ko" ||
+        { not_ok "$KVARIANT kernel: initramfs build failed"; return; }
+    # A guest script takes a few minutes at most, under the debug kernel's checkers too.
+    TIMEOUT=900; [ "$KVARIANT" = plain ] || TIMEOUT=1500
+    for b in "$@"; do
+        case $b in realview-pb-a8) run_board $b 1 ;; virt-a15) run_board $b 2 ;; *) not_ok "unknown board $b" ;; esac
+    done
+}
+
+if [ -n "$VARIANTS" ]; then
+    run_variant "$VARIANTS" $BOARDS
+else
+    run_variant plain $BOARDS
+    debug_boards=$(for b in $BOARDS; do case " $DEBUG_BOARDS " in *" $b "*) echo "$b" ;; esac; done)
+    [ -z "$debug_boards" ] || run_variant debug $debug_boards
+fi
 echo "qemu: $pass passed, $fail failed"
 [ $fail = 0 ]
