@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-# oprofile-rs. `make` builds oprofile.ko against the cached Linux 7.3 ARMv7 tree (set up and built
-# on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
+# oprofile-rs. `make` builds build/plain/oprofile.ko against the cached Linux 7.3 ARMv7 tree (set
+# up and built on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
 #
 # Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
 # KVARIANT (plain, default, or debug: the kernel variant; `make module testmod KVARIANT=debug`
@@ -12,25 +12,28 @@ LLVM  ?= 1
 RUSTC ?= /usr/bin/rustc
 KVARIANT ?= plain
 export KVARIANT
-# Where this variant's modules are built (scripts/lib.sh mod_dirs): in place for plain, else
-# Kbuild's MO= output directories under build/$(KVARIANT).
+# A module must be built against the tree it is loaded into, so each variant's modules have their
+# own Kbuild output directories (MO=, scripts/lib.sh mod_dirs): build/$(KVARIANT) and
+# build/$(KVARIANT)/kmod. Kbuild refuses MO= while the source directory holds an in-place build
+# (its modules.order): INPLACE_CLEAN removes one left by an older checkout.
 MOD_DIRS := $(shell bash scripts/lib.sh --mod-dirs $(KVARIANT))
-MO_MAIN := $(if $(filter plain,$(KVARIANT)),,MO=$(word 1,$(MOD_DIRS)))
-MO_KMOD := $(if $(filter plain,$(KVARIANT)),,MO=$(word 2,$(MOD_DIRS)))
+MO_MAIN := MO=$(word 1,$(MOD_DIRS))
+MO_KMOD := MO=$(word 2,$(MOD_DIRS))
 KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC) \
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
+INPLACE_CLEAN = if [ -f $(1)/modules.order ]; then $(KMAKE) M=$(1) clean; fi &&
 
 .PHONY: all module testmod modules_install rust-analyzer setup kernel host run check test-host test-qemu clean
 
 all: module
 
 module:
-	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) modules
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)) $(KMAKE) $(MO_MAIN) modules
 
 # tests/kmod/optest.ko: a module the tests load while profiling.
 testmod:
-	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod $(MO_KMOD) modules
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)/tests/kmod) $(KMAKE) M=$(CURDIR)/tests/kmod $(MO_KMOD) modules
 
 modules_install: module
 	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) modules_install
@@ -67,6 +70,5 @@ else
 endif
 
 clean:
-	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) clean || true
-	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod $(MO_KMOD) clean || true
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)) $(call INPLACE_CLEAN,$(CURDIR)/tests/kmod) true
 	@rm -rf build

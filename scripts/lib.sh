@@ -35,11 +35,8 @@ log_block() {
 }
 
 # mod_dirs VARIANT: the directories oprofile.ko and tests/kmod/optest.ko for VARIANT's kernel are
-# built in: the source directories for plain, build/VARIANT and build/VARIANT/kmod otherwise
-# (Kbuild's MO=, so the variants' objects do not overwrite each other).
-mod_dirs() {
-    if [ "$1" = plain ]; then echo "$REPO $REPO/tests/kmod"; else echo "$REPO/build/$1 $REPO/build/$1/kmod"; fi
-}
+# built in (Kbuild's MO=, so the variants' objects do not overwrite each other; the Makefile).
+mod_dirs() { echo "$REPO/build/$1 $REPO/build/$1/kmod"; }
 
 # For the Makefile: `bash scripts/lib.sh --bindgen` prints the bindgen path,
 # `bash scripts/lib.sh --mod-dirs VARIANT` the two module directories.
