@@ -1,28 +1,40 @@
 # SPDX-License-Identifier: GPL-2.0
-# oprofile-rs. `make` builds oprofile.ko against the cached Linux 7.3 ARMv7 tree (set up and built
-# on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
+# oprofile-rs. `make` builds build/plain/oprofile.ko against the cached Linux 7.3 ARMv7 tree (set
+# up and built on first use); `make run` profiles a workload in QEMU; `make check` runs every test.
 #
 # Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
+# KVARIANT (plain, default, or debug: the kernel variant; `make module testmod KVARIANT=debug`
+# builds build/debug/oprofile.ko and build/debug/kmod/optest.ko against the debug tree),
 # ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README),
 # DESTDIR, PREFIX, INSTALL_MOD_PATH, INSTALL_MOD_DIR (install).
 
 ARCH  ?= arm
 LLVM  ?= 1
 RUSTC ?= /usr/bin/rustc
+KVARIANT ?= plain
+export KVARIANT
+# A module must be built against the tree it is loaded into, so each variant's modules have their
+# own Kbuild output directories (MO=, scripts/lib.sh mod_dirs): build/$(KVARIANT) and
+# build/$(KVARIANT)/kmod. Kbuild refuses MO= while the source directory holds an in-place build
+# (its modules.order): INPLACE_CLEAN removes one left by an older checkout.
+MOD_DIRS := $(shell bash scripts/lib.sh --mod-dirs $(KVARIANT))
+MO_MAIN := MO=$(word 1,$(MOD_DIRS))
+MO_KMOD := MO=$(word 2,$(MOD_DIRS))
 KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC) \
          HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
+INPLACE_CLEAN = if [ -f $(1)/modules.order ]; then $(KMAKE) M=$(1) clean; fi &&
 
 .PHONY: all module testmod modules_install rust-analyzer setup kernel host target-tools run check soak test-host test-qemu clean
 
 all: module
 
 module:
-	@$(KDIR_SH) $(KMAKE) modules
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)) $(KMAKE) $(MO_MAIN) modules
 
 # tests/kmod/optest.ko: a module the tests load while profiling.
 testmod:
-	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod modules
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)/tests/kmod) $(KMAKE) M=$(CURDIR)/tests/kmod $(MO_KMOD) modules
 
 .PHONY: install dkms-source image test-image
 
@@ -37,7 +49,7 @@ INSTALL_MOD_DIR ?= extra
 OPROF_TARGET = target/armv7-unknown-linux-gnueabihf/release/oprof
 
 modules_install: module
-	@$(KDIR_SH) $(KMAKE) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
 
 install: modules_install
 	@if [ -x $(OPROF_TARGET) ]; then install -D -m 0755 $(OPROF_TARGET) "$(DESTDIR)$(PREFIX)/bin/oprof"; \
@@ -96,14 +108,20 @@ soak: module testmod host
 test-host:
 	@cargo test --locked
 
+# Without KVARIANT on the command line: plain on both boards and debug on virt-a15, so the
+# modules are built for both kernels.
 test-qemu: module testmod host target-tools
+ifeq ($(origin KVARIANT),file)
+	@$(MAKE) --no-print-directory module testmod KVARIANT=debug
+	@KVARIANT= bash tests/run-qemu-tests.sh
+else
 	@bash tests/run-qemu-tests.sh
+endif
 
 # The board image, installation and DKMS (tests/image.sh; part of make check).
 test-image: module host target-tools
 	@bash tests/image.sh
 
 clean:
-	@$(KDIR_SH) $(KMAKE) clean || true
-	@$(KDIR_SH) $(KMAKE) M=$(CURDIR)/tests/kmod clean || true
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)) $(call INPLACE_CLEAN,$(CURDIR)/tests/kmod) true
 	@rm -rf build

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
 # checks (pyflakes3 tests/checks), runs the host crates' tests (cargo test) and the QEMU
-# integration tests (tests/run-qemu-tests.sh) and the board image, installation and DKMS tests
+# integration tests (tests/run-qemu-tests.sh: plain kernel on both boards, debug kernel on virt-a15) and the board image, installation and DKMS tests
 # (tests/image.sh). The last line counts every test: "N passed, M failed" (cargo's "test
 # result:" lines, the runners' "qemu: N passed, M failed" and "image: ...", one check for the
 # lint; a part that ends without its counts is one failure). Exits non-zero if anything failed.
@@ -35,8 +35,10 @@ fi
 counted "cargo test" "$p" "$f"
 
 step "building the module and the host tool"
-if ! make -C "$REPO" --no-print-directory module testmod host target-tools; then
-    echo "not ok - build of the module, the test module or the host tool failed"; fail=$((fail + 1)); finish
+if ! make -C "$REPO" --no-print-directory module testmod host target-tools KVARIANT=plain ||
+   ! make -C "$REPO" --no-print-directory module testmod KVARIANT=debug; then
+    echo "not ok - build of the modules (plain and debug kernels), the test module or the host tools failed"
+    fail=$((fail + 1)); finish
 fi
 
 # runner NAME SCRIPT: runs a test runner whose last line is "NAME: N passed, M failed" (its TAP
@@ -56,7 +58,7 @@ runner() {
 }
 
 step "QEMU integration tests"
-runner qemu "$REPO/tests/run-qemu-tests.sh"
+KVARIANT= runner qemu "$REPO/tests/run-qemu-tests.sh"
 step "board image, installation, DKMS (tests/image.sh)"
 runner image "$REPO/tests/image.sh"
 finish

@@ -30,7 +30,7 @@ for t in sfdisk mformat mcopy mkimage; do
     command -v $t >/dev/null || die "$t missing: run scripts/setup-host.sh"
 done
 KOUT=${KOUT:-$(bash "$REPO/scripts/build-kernel.sh")}
-ko=$REPO/oprofile.ko
+read -r ko _ < <(mod_dirs plain); ko=$ko/oprofile.ko
 [ -f "$ko" ] || die "module not built: $ko (make module)"
 rel=$(cat "$KOUT/include/config/kernel.release")
 out=$REPO/build/image/$board

@@ -3,9 +3,8 @@
 # oprof (/usr/bin/oprof, with /usr/bin/oprofile.ko beside it: `make target-tools`), tests/guest/*.sh, the
 # guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
 # pointers) and the armhf glibc they need.
-# Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]
-#   OPSETUP.sh (optional): settings for tests/guest/workload.sh (`make run`), installed as
-#   /tests/opsetup.sh.
+# Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]   (KVARIANT: which optest.ko, see lib.sh)
+#   OPSETUP.sh (optional): counter set-up lines (`oprof setup`), installed as /tests/opsetup.sh.
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
 # finds the guest's images in.
 # /init mounts proc/sys/devtmpfs/tmpfs, then runs the script named by `opscript=` on the kernel
@@ -14,7 +13,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1 ko=$2 opsetup=${3:-}
-[ -f "$ko" ] || die "module not built: $ko"
+[ -f "$ko" ] || die "module not built: $ko (make module testmod KVARIANT=$KVARIANT)"
 [ -x "$OPROF_TARGET" ] || die "target oprof not built: $OPROF_TARGET (make target-tools)"
 root=${out%.cpio.gz}.root
 rm -rf "$root"
@@ -34,8 +33,10 @@ install -m 0644 "$ko" "$root/oprofile.ko"
 # oprof record loads the module from beside its binary when modprobe cannot.
 install -m 0755 "$OPROF_TARGET" "$root/usr/bin/oprof"
 ln -s ../../oprofile.ko "$root/usr/bin/oprofile.ko"
-# The test module (make testmod), for MODULE_LOADED and module attribution checks.
-[ ! -f "$REPO/tests/kmod/optest.ko" ] || install -m 0644 "$REPO/tests/kmod/optest.ko" "$root/optest.ko"
+# The test module (make testmod) built for the same kernel variant ($KVARIANT), for
+# MODULE_LOADED and module attribution checks.
+read -r _ kmoddir < <(mod_dirs "$KVARIANT")
+[ ! -f "$kmoddir/optest.ko" ] || install -m 0644 "$kmoddir/optest.ko" "$root/optest.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
 [ -z "$opsetup" ] || install -m 0644 "$opsetup" "$root/tests/opsetup.sh"
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"

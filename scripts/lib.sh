@@ -8,6 +8,9 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The kernel's Rust must be Debian's rustc-web (1.96), not rustup's; clang/lld from llvm-19.
 export PATH=/usr/lib/llvm-19/bin:$PATH
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+# The guest kernel variant (scripts/build-kernel.sh): plain, or debug (lockdep, KFENCE, kmemleak,
+# UBSAN, ...). A module must be built against the tree it is loaded into: see mod_dirs.
+KVARIANT=${KVARIANT:-plain}
 KMAKE_VARS=(ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
             RUSTDOC=/usr/bin/rustdoc BINDGEN="$BINDGEN")
 
@@ -39,5 +42,12 @@ pack_cpio() {
     (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -9n) > "$2"
 }
 
-# `bash scripts/lib.sh --bindgen` prints the bindgen path (for the Makefile).
-if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = --bindgen ]; then echo "$BINDGEN"; fi
+# mod_dirs VARIANT: the directories oprofile.ko and tests/kmod/optest.ko for VARIANT's kernel are
+# built in (Kbuild's MO=, so the variants' objects do not overwrite each other; the Makefile).
+mod_dirs() { echo "$REPO/build/$1 $REPO/build/$1/kmod"; }
+
+# For the Makefile: `bash scripts/lib.sh --bindgen` prints the bindgen path,
+# `bash scripts/lib.sh --mod-dirs VARIANT` the two module directories.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    case "${1:-}" in --bindgen) echo "$BINDGEN" ;; --mod-dirs) mod_dirs "$2" ;; esac
+fi

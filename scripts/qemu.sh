@@ -3,6 +3,9 @@
 # Usage: qemu.sh BOARD INITRD SCRIPT LOG [TIMEOUT_S]
 #   BOARD: realview-pb-a8 (Cortex-A8, 1 CPU, no PMU IRQ) or virt-a15 (Cortex-A15, -smp 2, PMU
 #   node with PPI 7 added to QEMU's DTB).
+#   KVARIANT=debug (environment): the debug kernel (scripts/build-kernel.sh debug); on virt-a15
+#   with 512 MiB of guest memory for kmemleak's, KFENCE's and SLUB debugging's bookkeeping
+#   (realview-pb-a8 keeps the 256 MiB of its DTB). KOUT overrides the kernel tree.
 # GUEST_ARGS (env): extra kernel command line words for the guest script (guest_arg in
 # tests/guest/lib.sh), e.g. GUEST_ARGS=opseed=123 to replay a fuzz run.
 # An oops panics and ends the boot at once (oops=panic panic=-1 -no-reboot) instead of hanging
@@ -17,11 +20,12 @@ realview-pb-a8)
     machine=(-M realview-pb-a8 -m 256)
     dtb=$KOUT/arch/arm/boot/dts/arm/arm-realview-pba8.dtb ;;
 virt-a15)
-    machine=(-M virt -cpu cortex-a15 -smp 2 -m 256)
-    dtb=$CACHE/virt-a15-smp2-pmu.dtb
+    mem=256; [ "$KVARIANT" = plain ] || mem=512
+    machine=(-M virt -cpu cortex-a15 -smp 2 -m $mem)
+    dtb=$CACHE/virt-a15-smp2-pmu.dtb; [ $mem = 256 ] || dtb=$CACHE/virt-a15-smp2-pmu-${mem}m.dtb
     if [ ! -f "$dtb" ]; then
         t=$(mktemp -d)
-        qemu-system-arm -M virt,dumpdtb="$t/virt.dtb" -cpu cortex-a15 -smp 2 -m 256 -display none -nic none
+        qemu-system-arm -M virt,dumpdtb="$t/virt.dtb" -cpu cortex-a15 -smp 2 -m $mem -display none -nic none
         dtc -q -I dtb -O dts "$t/virt.dtb" > "$t/virt.dts"
         # Fill QEMU's empty pmu node: the A15 PMU's overflow interrupt is PPI 7.
         python3 - "$t/virt.dts" <<'PY'

@@ -6,6 +6,7 @@
 #   EVENT=timer (default: timer mode) or NAME[:COUNT],... hardware events (`oprof events
 #         --cpu-type arm/armv7` lists them), e.g. EVENT=CPU_CYCLES:1000000, given to
 #         `oprof record -e`; COUNT 0 counts without sampling (the report prints the totals).
+#   KVARIANT=plain (default) or debug: the kernel (modules from `make module testmod KVARIANT=...`).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 board=${BOARD:-realview-pb-a8}
@@ -27,8 +28,9 @@ if [ "$event" != timer ]; then
     [ "$board" != realview-pb-a8 ] || echo "note: QEMU's realview-pb-a8 raises no PMU interrupt: sampling counters lose their samples (stats/sample_lost_no_irq); totals still count. Use BOARD=virt-a15 to sample." >&2
 fi
 KOUT=$(bash "$REPO/scripts/build-kernel.sh"); export KOUT
+read -r moddir kmoddir < <(mod_dirs "$KVARIANT")
 opsetup=; [ ! -f "$out/opsetup.sh" ] || opsetup=$out/opsetup.sh
-bash "$REPO/scripts/initramfs.sh" "$out/initramfs.cpio.gz" "$REPO/oprofile.ko" $opsetup
+bash "$REPO/scripts/initramfs.sh" "$out/initramfs.cpio.gz" "$moddir/oprofile.ko" $opsetup
 step "booting QEMU $board, EVENT=$event (guest log: $out/guest.log)"
 bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" workload.sh "$out/guest.log" 600 ||
     die "QEMU failed (see $out/guest.log)"
@@ -40,7 +42,7 @@ log_stream "$out/guest.log" session "$out/session.tgz" && tar -C "$out" -xzf "$o
     die "no session directory came back from the guest (see $out/guest.log)"
 # The guest's files: the initramfs tree is the sysroot, libraries by name, modules' .ko files.
 host=(--vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
-      --image-path "$REPO" --image-path "$REPO/tests/kmod")
+      --image-path "$moddir" --image-path "$kmoddir")
 step "report of the session directory $out/session (oprof report $out/session ...)"
 echo
 "$oprof" report "$out/session" "${host[@]}" -n 12

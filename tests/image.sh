@@ -29,7 +29,7 @@ OPROF=$REPO/target/release/oprof
 [ -x "$OPROF" ] || die "host tool missing: run 'make host'"
 . "$REPO/tests/tap.sh"
 IMG=$REPO/build/image/$BOARD
-KO=$REPO/oprofile.ko
+read -r KO _ < <(mod_dirs plain); KO=$KO/oprofile.ko
 rel=$(cat "$KOUT/include/config/kernel.release")
 FATDIR=$OUT/fat      # the files copied out of the SD image's FAT partition
 INITRD=$OUT/initrd   # the FAT's initramfs, unpacked

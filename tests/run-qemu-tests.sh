@@ -17,7 +17,12 @@
 # mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
 # priv.sh (uid 1000 and missing capabilities), record.sh (`oprof record` on the guest: errors, a
 # long run losing nothing, signals, archive; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
-# splat (WARNING/BUG/Oops/panic/lockup) in the console or dmesg.
+# splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and object debugging
+# reports) in the console or dmesg.
+# Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:
+# lockdep, KFENCE, kmemleak, UBSAN, ...) on virt-a15, with checks named "virt-a15-debug ...";
+# there lockdep must still be on at the end, KFENCE must count no bug and kmemleak must report
+# no object leaked after the script started (check_debug, 3 more checks per script).
 #
 # The convention (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check"):
 # every part reports TAP, a plan line "1..N" and exactly N "ok - ..." / "not ok - ..." lines.
@@ -35,37 +40,87 @@
 # fails, with its missing checks counted as failed; a missing plan or more checks than planned
 # fail too. At the end the sum of all plans must equal passed + failed (an explicit check), then
 # the last line is "qemu: N passed, M failed"; exits non-zero on failure.
-# BOARDS="..." and SCRIPTS="..." select a subset (developers; make check runs everything);
+# BOARDS="...", SCRIPTS="..." and KVARIANT=plain|debug select a subset (developers; make check
+# runs everything; KVARIANT=debug runs the debug kernel on every board in BOARDS). The modules
+# must be built for each kernel run: make module testmod [KVARIANT=debug];
 # QEMU_TIMEOUT (s, default 900) bounds each boot; GUEST_ARGS passes words to the guest scripts.
 set -uo pipefail
+VARIANTS=${KVARIANT:-}   # before lib.sh, which defaults KVARIANT to plain
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
 SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles fuzz stress storm priv record}
+DEBUG_BOARDS=virt-a15   # the debug kernel's boards when KVARIANT is not given
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
-KOUT=$(bash "$REPO/scripts/build-kernel.sh") || die "kernel build failed"
-export KOUT
-KO=$REPO/oprofile.ko
 OPROF=$REPO/target/release/oprof
 [ -x "$OPROF" ] || die "host tool missing: run 'make host'"
-bash "$REPO/scripts/initramfs.sh" "$OUT/initramfs.cpio.gz" "$KO" || die "initramfs build failed"
 
 # ok, not_ok, tally, check_log, host_check and the pass/fail/planned counts (tests/tap.sh).
 . "$REPO/tests/tap.sh"
 
-# run_board BOARD: every script of $SCRIPTS on BOARD: boot, guest checks, host check.
+# The debug kernel's reports: lockdep, KFENCE, SLUB debugging ("BUG kmalloc-64 (Not tainted):
+# Redzone overwritten"), DEBUG_OBJECTS, and the checkers switching themselves off.
+SPLAT+='|list_[a-z_]* corruption|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: |BUG: KFENCE|BUG [^ ]+ \((Not tainted|Tainted)|ODEBUG:|turning off the locking correctness validator|Kernel memory leak detector disabled|Memory pool empty'
+
+# check_debug NAME LOG: the debug kernel's end-of-script report (tests/guest/lib.sh
+# debug_report), 3 checks: lockdep still on, KFENCE on with no bug counted, no kmemleak
+# "unreferenced object" (the first one is printed).
+check_debug() {
+    local name=$1 log=$2 base=$OUT/${1// /-} f
+    planned=$((planned + 3))
+    if grep -aq '^== lockdep debug_locks 1' "$log"; then ok "$name: lockdep still on at the end (debug_locks 1)"
+    else not_ok "$name: lockdep off or missing at the end: $(grep -a '^== lockdep' "$log" | tr -d '\r')"; fi
+    log_block "$log" kfence "$base.kfence" || true
+    if grep -qx 'enabled: 1' "$base.kfence" && grep -qx 'total bugs: 0' "$base.kfence"; then ok "$name: KFENCE on, no bug"
+    else not_ok "$name: KFENCE state: $(tr '\n' ' ' < "$base.kfence")"; fi
+    f=$base.kmemleak
+    if ! log_block "$log" kmemleak "$f"; then not_ok "$name: no kmemleak report in log"
+    elif [ -s "$f" ]; then
+        not_ok "$name: kmemleak: $(grep -c 'unreferenced object' "$f") leaked objects (see $log), the first:"
+        if grep -q 'unreferenced object' "$f"; then awk '/unreferenced object/ { n++ } n == 1' "$f"; else cat "$f"; fi |
+            head -30 | sed 's/^/    /'
+    else ok "$name: kmemleak: no leak"; fi
+}
+
+# run_board BOARD: every script of $SCRIPTS on BOARD with the kernel $KVARIANT ($KOUT, initramfs
+# $INITRD): boot, guest checks, debug-kernel checks, host check. Logs and check names are
+# "BOARD" (plain) or "BOARD-VARIANT".
 run_board() {
-    local board=$1 s log rc
+    local board=$1 s log rc label=$1
+    [ "$KVARIANT" = plain ] || label=$1-$KVARIANT
     for s in $SCRIPTS; do
-        log=$OUT/$board-$s.log
-        step "qemu $board: $s.sh"
-        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$OUT/initramfs.cpio.gz" "$s.sh" "$log" "${QEMU_TIMEOUT:-900}" || rc=$?
-        check_log "$board $s" "$log" $rc
-        [ ! -f "$REPO/tests/checks/$s.py" ] || host_check "$board $s" "$s" "$log" "$board"
+        log=$OUT/$label-$s.log
+        step "qemu $label: $s.sh"
+        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$INITRD" "$s.sh" "$log" "$TIMEOUT" || rc=$?
+        check_log "$label $s" "$log" $rc
+        [ "$KVARIANT" = plain ] || check_debug "$label $s" "$log"
+        [ ! -f "$REPO/tests/checks/$s.py" ] || SYSROOT=${INITRD%.cpio.gz}.root host_check "$label $s" "$s" "$log" "$board"
     done
 }
 
-for b in $BOARDS; do
-    case $b in realview-pb-a8|virt-a15) run_board $b ;; *) planned=$((planned + 1)); not_ok "unknown board $b" ;; esac
-done
+# run_variant VARIANT BOARDS...: the kernel variant's tree, modules (lib.sh mod_dirs) and
+# initramfs, then every script on each board.
+run_variant() {
+    KVARIANT=$1; shift; export KVARIANT
+    KOUT=$(bash "$REPO/scripts/build-kernel.sh") || { planned=$((planned + 1)); not_ok "$KVARIANT kernel: build failed"; return; }
+    export KOUT
+    read -r MODDIR KMODDIR < <(mod_dirs "$KVARIANT")
+    export MODDIR KMODDIR   # the host checks find the .ko files there (user.py)
+    INITRD=$OUT/initramfs.cpio.gz; [ "$KVARIANT" = plain ] || INITRD=$OUT/initramfs-$KVARIANT.cpio.gz
+    bash "$REPO/scripts/initramfs.sh" "$INITRD" "$MODDIR/oprofile.ko" ||
+        { planned=$((planned + 1)); not_ok "$KVARIANT kernel: initramfs build failed"; return; }
+    # A guest script takes a few minutes at most, under the debug kernel's checkers too.
+    TIMEOUT=${QEMU_TIMEOUT:-900}; [ "$KVARIANT" = plain ] || TIMEOUT=${QEMU_TIMEOUT:-1500}
+    for b in "$@"; do
+        case $b in realview-pb-a8|virt-a15) run_board $b ;; *) planned=$((planned + 1)); not_ok "unknown board $b" ;; esac
+    done
+}
+
+if [ -n "$VARIANTS" ]; then
+    run_variant "$VARIANTS" $BOARDS
+else
+    run_variant plain $BOARDS
+    debug_boards=$(for b in $BOARDS; do case " $DEBUG_BOARDS " in *" $b "*) echo "$b" ;; esac; done)
+    [ -z "$debug_boards" ] || run_variant debug $debug_boards
+fi
 tap_close qemu

@@ -23,6 +23,12 @@ from logcheck import PMU_IRQ, REPO, Bail, kernel_code_ranges, main, received_and
 from logcheck import stats as read_stats
 
 
+# Where oprofile.ko and optest.ko of the kernel the guest ran were built (tests/run-qemu-tests.sh
+# exports them; scripts/lib.sh mod_dirs), by default the plain kernel's.
+MODDIR = os.environ.get("MODDIR") or os.path.join(REPO, "build/plain")
+KMODDIR = os.environ.get("KMODDIR") or os.path.join(MODDIR, "kmod")
+
+
 def cases(board):
     return ["hot_timer", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
 
@@ -42,8 +48,8 @@ def run_oprof(s, c):
         s.block(f"{c}.{b}", f"-{c}.{b}")
     session = ["--images", s.path(f"-{c}.images"), "--proc-modules", s.path(f"-{c}.proc_modules"),
                "--module-sections", s.path(f"-{c}.module_sections"), "--vmlinux", f"{s.kout}/vmlinux",
-               "--sysroot", s.root, "--image-path", f"{s.root}/lib", "--image-path", REPO,
-               "--image-path", f"{REPO}/tests/kmod"]
+               "--sysroot", s.root, "--image-path", f"{s.root}/lib", "--image-path", MODDIR,
+               "--image-path", KMODDIR]
     rep = json.loads(s.oprof("report", buf, *session, "-l", "-c", "--json", out=f"-{c}.json"))
     s.oprof("report", buf, *session, "-l", "-c", "-n", "20", "--flame", s.path(f"-{c}.svg"), out=f"-{c}.txt",
             what="report (text, flame graph)")

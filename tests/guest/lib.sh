@@ -21,8 +21,41 @@ load() {
 }
 unload() { umount $OP && rmmod oprofile; }
 summary() {
+    debug_report
     echo "== dmesg begin"; dmesg; echo "== dmesg end"
     echo "guest: $PASS passed, $FAIL failed, plan ${PLAN:-missing}"
+}
+# The debug kernel's checkers (scripts/kconfig/debug.config), which the host reads
+# (tests/run-qemu-tests.sh check_debug). Nothing happens on a kernel without debugfs/kmemleak.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+grep -q ' /sys/kernel/debug ' /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# kmemleak_baseline: run once, when a script sources this file, before it loads any module. The
+# boot leaves objects kmemleak cannot prove referenced (false positives of the kernel itself,
+# nothing to do with oprofile.ko); `clear` greys the ones a scan has reported, so every later
+# report is an object allocated after this point, i.e. by the script's modules and workloads.
+# A scan reports only objects at least 5 s old (kmemleak's MSECS_MIN_AGE) and whose contents did
+# not change since the previous scan, hence: wait for 6 s of uptime, scan twice, clear.
+# (Clearing in `load` would miss the scripts that insmod directly, e.g. abi.sh, kprof.sh.)
+kmemleak_baseline() {
+    up=$(cut -d. -f1 /proc/uptime)
+    [ "$up" -ge 6 ] || sleep $((6 - up))
+    echo scan > $KMEMLEAK && echo scan > $KMEMLEAK && echo clear > $KMEMLEAK ||
+        not_ok "kmemleak baseline (scan, clear) failed"
+}
+[ ! -e $KMEMLEAK ] || kmemleak_baseline
+# debug_report: the lockdep state (debug_locks drops to 0 after any lockdep report), KFENCE's
+# counters and kmemleak's leaks (objects unreferenced since the baseline), as text blocks.
+# kmemleak: a first scan records each object's checksum, the second (5 s later, so the last
+# unload's objects are old enough) reports the unreferenced ones whose contents did not change.
+debug_report() {
+    [ ! -e /proc/lockdep_stats ] || echo "== lockdep debug_locks $(awk '/debug_locks:/ { print $2 }' /proc/lockdep_stats)"
+    if [ -e /sys/kernel/debug/kfence/stats ]; then
+        echo "== kfence begin"; cat /sys/kernel/debug/kfence/stats; echo "== kfence end"
+    fi
+    if [ -e $KMEMLEAK ]; then
+        echo scan > $KMEMLEAK; sleep 5; echo scan > $KMEMLEAK
+        echo "== kmemleak begin"; cat $KMEMLEAK || echo "kmemleak: read failed"; echo "== kmemleak end"
+    fi
 }
 # dump_session: what the host needs besides the sample stream, as text blocks: the images file
 # (image id -> path), /proc/modules and every module's section addresses (module attribution).

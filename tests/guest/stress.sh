@@ -28,21 +28,34 @@ run_ok() {
     out=$("$@" 2>&1 | tail -n 1)
     case $out in ok*) ok "$d: $out" ;; *) not_ok "$d: $out" ;; esac
 }
-# wait_for FILE WORD: up to 5 s for WORD in FILE.
+# wait_for FILE WORD [PID]: WORD in FILE, written by process PID (or by a process that stays
+# alive). A start-up wait, not a measurement: up to 60 s (an emulated CPU on a loaded host can
+# stall for seconds), giving up at once if PID exits first; a wait over 5 s is reported as a
+# TAP comment, a failure with what PID was doing (its output, state and kernel wait channel).
+alive() { [ -z "$1" ] || { [ -d /proc/$1 ] && ! grep -q '^State:[[:space:]]*Z' /proc/$1/status 2>/dev/null; }; }
 wait_for() {
     i=0
-    while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-    grep -q "$2" "$1"
+    while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 600 ] && alive "${3:-}"; do
+        sleep 0.1; i=$((i + 1))
+    done
+    if grep -q "$2" "$1"; then
+        [ $i -le 50 ] || echo "# '$2' in $1 after $((i / 10)) s"
+        return 0
+    fi
+    echo "# no '$2' in $1 after $((i / 10)) s; it holds: '$(cat "$1" 2>/dev/null)'"
+    [ -z "${3:-}" ] || echo "# pid $3: $(grep '^State:' /proc/$3/status 2>/dev/null), wchan $(cat /proc/$3/wchan 2>/dev/null)"
+    return 1
 }
 # hold ENABLE: a process holding buffer open, blocked reading (ENABLE 1: profiling runs); $hpid.
-hold() { opfuzz hold "$1" > /tmp/hold.out & hpid=$!; wait_for /tmp/hold.out holding; }
+# The output file is removed first, so an earlier holder's "holding" cannot be taken for this one's.
+hold() { rm -f /tmp/hold.out; opfuzz hold "$1" > /tmp/hold.out & hpid=$!; wait_for /tmp/hold.out holding $hpid; }
 kill_hold() { kill -9 $hpid; wait $hpid 2>/dev/null; }
 spinners() { i=0; while [ $i -lt $n ]; do optool spin "$1" > /dev/null & i=$((i + 1)); done; }
 
 # 30 s of everything at once.
 opfuzz reader 33 > /tmp/reader.out &
 rpid=$!
-check "reader opened buffer" wait_for /tmp/reader.out reading
+check "reader opened buffer" wait_for /tmp/reader.out reading $rpid
 opfuzz toggle 30 > /tmp/t1.out & p1=$!
 opfuzz toggle 30 > /tmp/t2.out & p2=$!
 opfuzz settings 30 > /tmp/set.out & p3=$!
@@ -100,7 +113,7 @@ expect "rmmod while mounted -> EAGAIN (delete_module EWOULDBLOCK)" "ERR EAGAIN" 
 check "lazy umount with buffer open" umount -l $OP
 check "unmounted" sh -c "! grep -q ' $OP oprofilefs ' /proc/mounts"
 expect "rmmod with buffer still open after the lazy umount -> EAGAIN" "ERR EAGAIN" opfuzz delmod oprofile
-check "the reader is still blocked" kill -0 $hpid
+check "the reader is still blocked" alive $hpid
 kill_hold
 expect "rmmod once the last file closed" ok opfuzz delmod oprofile
 check "module gone" sh -c "! grep -q '^oprofile ' /proc/modules"
