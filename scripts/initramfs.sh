@@ -34,6 +34,8 @@ install -m 0644 "$ko" "$root/oprofile.ko"
 # oprof record loads the module from beside its binary when modprobe cannot.
 install -m 0755 "$OPROF_TARGET" "$root/usr/bin/oprof"
 ln -s ../../oprofile.ko "$root/usr/bin/oprofile.ko"
+# PERF (env): a static armhf perf (scripts/build-perf.sh) for `make bench`, as /usr/bin/perf.
+[ -z "${PERF:-}" ] || install -m 0755 "$PERF" "$root/usr/bin/perf"
 # The test module (make testmod), for MODULE_LOADED and module attribution checks.
 [ ! -f "$REPO/tests/kmod/optest.ko" ] || install -m 0644 "$REPO/tests/kmod/optest.ko" "$root/optest.ko"
 install -m 0755 "$REPO"/tests/guest/*.sh "$root/tests/"
