@@ -105,6 +105,12 @@ check:
 soak: module testmod host
 	@GUEST_ARGS="opcycles=1000 opsoak=1" SCRIPTS=cycles QEMU_TIMEOUT=3600 bash tests/run-qemu-tests.sh
 
+# Overhead, losses, per-sample cost and report speed measured against perf, on both boards (not
+# part of make check; Documentation/performance.rst). BOARDS, REPS, PARTS: see scripts/bench.sh.
+.PHONY: bench
+bench: module testmod host target-tools
+	@bash scripts/bench.sh
+
 test-host:
 	@cargo test --locked
 

@@ -33,6 +33,8 @@ install -m 0644 "$ko" "$root/oprofile.ko"
 # oprof record loads the module from beside its binary when modprobe cannot.
 install -m 0755 "$OPROF_TARGET" "$root/usr/bin/oprof"
 ln -s ../../oprofile.ko "$root/usr/bin/oprofile.ko"
+# PERF (env): a static armhf perf (scripts/build-perf.sh) for `make bench`, as /usr/bin/perf.
+[ -z "${PERF:-}" ] || install -m 0755 "$PERF" "$root/usr/bin/perf"
 # The test module (make testmod) built for the same kernel variant ($KVARIANT), for
 # MODULE_LOADED and module attribution checks.
 read -r _ kmoddir < <(mod_dirs "$KVARIANT")

@@ -45,7 +45,9 @@ esac
 # QEMU_KERNEL (env): the zImage to boot instead of the cached tree's (tests/image.sh boots the SD
 # image's). QEMU_TYPE (env), with SCRIPT "": a command line typed at the board shell that the
 # initramfs' /init starts without opscript= (scripts/initramfs.sh), once its banner is out.
-args=("${machine[@]}" -kernel "${QEMU_KERNEL:-$KOUT/arch/arm/boot/zImage}" -dtb "$dtb" -initrd "$initrd"
+# QEMU_ARGS (env): more QEMU options (make bench: -icount).
+# shellcheck disable=SC2206
+args=("${machine[@]}" ${QEMU_ARGS:-} -kernel "${QEMU_KERNEL:-$KOUT/arch/arm/boot/zImage}" -dtb "$dtb" -initrd "$initrd"
       -append "$append" -display none -monitor none -audio none -nic none -no-reboot)
 rc=0
 if [ -z "${QEMU_TYPE:-}" ]; then
