@@ -20,6 +20,7 @@
 
 mod aggregate;
 mod callgraph;
+mod calls;
 mod elf;
 mod events;
 mod flame;
@@ -37,6 +38,8 @@ mod synth;
 mod target;
 #[cfg(test)]
 mod tests_arm;
+#[cfg(test)]
+mod tests_frames;
 #[cfg(test)]
 mod tests_stream;
 
@@ -80,8 +83,9 @@ enum Cmd {
     /// "(image not found)" when no host copy is found, "(no symbols)" when it has none,
     /// "(unreadable: REASON)" when it does not parse), `[anon] (APP)` (anonymous memory) and
     /// `(no context)` (samples before the first kernel/user switch). Names are demangled (Rust,
-    /// C++). Call-chain frames are looked up at their return address - 1 and never count as
-    /// samples. Notes about missing files go to stderr (and `warnings` in --json).
+    /// C++). Call-chain frames are looked up at their return address - 1 (the call), unless the
+    /// return address starts a function that code reaches without a call (ARM's syscall return
+    /// `ret_fast_syscall`: the instruction before it is no call), and never count as samples. Notes about missing files go to stderr (and `warnings` in --json).
     ///
     /// On a session directory (`oprof record -o DIR`; the default) every input comes from it:
     /// samples, images, proc_modules, module_sections, the counters and word size of

@@ -100,7 +100,7 @@ fn first_diff(got: &Result<String, String>, want: &Result<String, String>) -> St
     }
 }
 
-fn testdata(name: &str) -> std::path::PathBuf {
+pub(crate) fn testdata(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
 }
 
