@@ -13,7 +13,8 @@ need_root() { [ "$(id -u)" = 0 ] || die "run as root (apt-get install)"; }
 APT_PKGS=(rustc-web rust-web-src clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc cpio
           libelf-dev libssl-dev kmod gcc-arm-linux-gnueabihf libc6-dev-armhf-cross device-tree-compiler xz-utils
           python3 pyflakes3 ca-certificates
-          mtools u-boot-tools fdisk dkms)   # make image (FAT, boot.scr, sfdisk), the DKMS test
+          mtools u-boot-tools fdisk dkms   # make image (FAT, boot.scr, sfdisk), the DKMS test
+          golang-go)                # `go tool pprof`: the pprof output test (tests_pprof.rs)
 
 sources_ok() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&

@@ -28,6 +28,7 @@ mod images;
 mod kallsyms;
 mod kprof;
 mod points;
+mod pprof;
 mod record;
 mod report;
 mod resolve;
@@ -134,6 +135,17 @@ enum Cmd {
         /// kernel threads), callers outermost first, the sampled symbol on top.
         #[arg(long, value_name = "OUT.svg")]
         flame: Option<PathBuf>,
+        /// Print folded stacks instead of the table: one line per distinct stack, `ROOT;CALLER;...;SYMBOL COUNT`
+        /// (the frames of --flame, outermost first), the input of flamegraph.pl, inferno and
+        /// speedscope.
+        #[arg(long)]
+        folded: bool,
+        /// Also write the profile in pprof format (profile.proto, gzip'd) for `go tool pprof`,
+        /// Pyroscope or Parca: per counter a samples type and, with a known period, an events
+        /// type; call stacks, addresses, source lines where the images have DWARF, mappings with
+        /// build ids, labels cpu/pid/tid.
+        #[arg(long, value_name = "OUT.pb.gz")]
+        pprof: Option<PathBuf>,
         /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
         /// else 4 as on ARM32).
         #[arg(long)]
@@ -361,6 +373,8 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             debug_info,
             callgraph,
             flame,
+            folded,
+            pprof,
             word_size,
             json,
             limit,
@@ -396,7 +410,8 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             let input = aggregate::open(&buffer, word_size)?;
             let images = images.as_deref().map(images::ImageMap::read).transpose()?;
             let snapshot = images::ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
-            let mut ropts = resolve::Options { image_path, lines: debug_info, ..Default::default() };
+            // pprof locations carry source lines wherever the images have DWARF.
+            let mut ropts = resolve::Options { image_path, lines: debug_info || pprof.is_some(), ..Default::default() };
             let mut vm = match vmlinux {
                 Some(p) => {
                     let e = elf::ElfImage::load_kernel(&p, debug_info).context("--vmlinux")?;
@@ -442,15 +457,25 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             resolve::check_dirs(&ropts)?;
             let mut res = resolve::Resolver::new(ropts, images, vm, &snapshot);
             res.warnings.extend(notes);
-            let opts = report::Options { lines: debug_info, flame: flame.is_some() };
-            let counts = aggregate::read(input, word_size, aggregate::Options { app: opts.flame }, Default::default())
+            let opts = report::Options { lines: debug_info, flame: flame.is_some() || folded };
+            let aopts = aggregate::Options { app: opts.flame, task: pprof.is_some() };
+            let counts = aggregate::read(input, word_size, aopts, Default::default())
                 .with_context(|| format!("decoding {}", buffer.display()))?;
             let r = report::build_counts(&counts, &mut res, &counters, opts);
             for w in &r.warnings {
                 eprintln!("oprof: note: {w}");
             }
+            if let Some(out) = &pprof {
+                let meta = pprof::Meta {
+                    comment: ses.as_ref().map(|s| report::render_session(&path, &s.info).trim_end().to_string()),
+                    duration_ns: ses.as_ref().map_or(0, |s| s.info.duration_ns),
+                };
+                pprof::write_file(&pprof::build(&counts, &mut res, &counters, &meta), out)?;
+            }
             if json {
                 emit(&(serde_json::to_string_pretty(&r)? + "\n"))?;
+            } else if folded {
+                emit(&r.folded.text())?;
             } else {
                 if let Some(s) = &ses {
                     emit(&report::render_session(&path, &s.info))?;

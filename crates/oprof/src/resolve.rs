@@ -510,6 +510,12 @@ impl Resolver {
         self.loc(u.image, &sym, src)
     }
 
+    /// The virtual address of file offset `offset` in user image `cookie`, when its ELF is
+    /// loaded (pprof locations).
+    pub fn user_vaddr(&mut self, cookie: u64, offset: u64) -> Option<u64> {
+        self.user_image(cookie).elf.ok()?.offset_to_vaddr(offset)
+    }
+
     /// The target path of image id `id` (images file).
     pub fn image_path(&self, id: u64) -> Option<&str> {
         self.images_file.as_ref()?.path(id)

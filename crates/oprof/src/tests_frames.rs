@@ -65,7 +65,7 @@ fn syscall_chains_of_a_real_stream_read_ret_fast_syscall() {
     assert!(syscall_chains > 100 && others > 1000, "{syscall_chains} syscall chains, {others} other kernel frames");
 
     // The report's call graph: no reset function, ret_fast_syscall calls the handlers.
-    let agg = aggregate::read(std::io::Cursor::new(&bytes), 4, aggregate::Options { app: true }, Default::default()).unwrap();
+    let agg = aggregate::read(std::io::Cursor::new(&bytes), 4, aggregate::Options { app: true, task: false }, Default::default()).unwrap();
     let r = report::build_counts(&agg, &mut res, &[], Options { lines: false, flame: true });
     let cg = r.callgraph.as_ref().unwrap();
     assert!(cg.iter().all(|e| !e.symbol.ends_with("_reset")), "a *_reset frame is left");
