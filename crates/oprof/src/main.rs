@@ -42,6 +42,8 @@ mod tests_arm;
 #[cfg(test)]
 mod tests_frames;
 #[cfg(test)]
+mod tests_pprof;
+#[cfg(test)]
 mod tests_stream;
 
 use anyhow::{Context, Result};
