@@ -7,7 +7,8 @@
 //! - `oprof report [DIR]`: the same on a session directory (default `./oprofile_data`), which
 //!   supplies the stream and every file below by itself.
 //! - `oprof report BUFFER [--images F] [--proc-modules F --module-sections F] [--vmlinux F]
-//!   [--sysroot D] [--image-path D]... [-l] [-g] [-c] [--flame OUT.svg] [--json]`: samples per
+//!   [--sysroot D] [--image-path D]... [-l] [-g] [-c] [--flame OUT.svg] [--folded]
+//!   [--pprof OUT.pb.gz] [--json]`: samples per
 //!   image (like `opreport`), per symbol (`-l`), per symbol and source line (`-g`), with a call
 //!   graph (`-c`) and a flame graph (`--flame`); a column pair per counter when several counters
 //!   sampled (`--counter`).
