@@ -154,6 +154,7 @@ main:
     mov r0, #0
     bx lr
     .size main, . - main
+    .section .note.GNU-stack, "", %progbits
 "#;
 
 #[test]
