@@ -141,7 +141,7 @@ enum Cmd {
         /// Print folded stacks instead of the table: one line per distinct stack, `ROOT;CALLER;...;SYMBOL COUNT`
         /// (the frames of --flame, outermost first), the input of flamegraph.pl, inferno and
         /// speedscope.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "json")]
         folded: bool,
         /// Also write the profile in pprof format (profile.proto, gzip'd) for `go tool pprof`,
         /// Pyroscope or Parca: per counter a samples type and, with a known period, an events

@@ -6,7 +6,7 @@
 //!   period is known, `EVENT` (unit `events`: samples × period). The first counter's samples
 //!   are the default.
 //! - One sample per distinct (counter, call chain, CPU, task): `location_id` leaf first, the
-//!   sampled address then each return address; labels `cpu`, `pid` (the task's tgid) and `tid`
+//!   sampled address then each return address; string labels `cpu`, `pid` (the task's tgid) and `tid`
 //!   where the stream gave them.
 //! - Locations: the address (kernel: the PC or return address; user: the ELF virtual address,
 //!   else the file offset), the function and, with DWARF, the source line (innermost position
@@ -306,8 +306,10 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
         let mut label = Vec::new();
         if let Some(t) = task {
             for (key, v) in [cpu, pid, tid].into_iter().zip(t) {
+                // String labels: pprof drops a numeric label of 0 without a unit (cpu 0), and
+                // Pyroscope keeps string labels only.
                 if let Some(v) = v {
-                    label.push(Label { key, num: v as i64, ..Label::default() });
+                    label.push(Label { key, str: st.id(&v.to_string()), ..Label::default() });
                 }
             }
         }

@@ -32,7 +32,16 @@ fn report_and_profile() -> (Report, pprof::Profile) {
     // The report as `oprof report -l --flame` counts it (no task keys) ...
     let r = report::build_counts(&read(false), &mut resolver(), &counters, Options { lines: false, flame: true });
     // ... and the profile as `--pprof` does (task keys, another resolver).
-    let p = pprof::build(&read(true), &mut resolver(), &counters, &pprof::Meta::default());
+    let with_task = read(true);
+    let p = pprof::build(&with_task, &mut resolver(), &counters, &pprof::Meta::default());
+    // Task keys split the counts finer but change no view of the report.
+    let again = report::build_counts(&with_task, &mut resolver(), &counters, Options { lines: false, flame: true });
+    let views = |r: &Report| {
+        let mut s = report::render(r, report::View::Symbols, 0) + &report::render_callgraph(r, 0);
+        s += &serde_json::to_string(r).unwrap();
+        s + &r.folded.text()
+    };
+    assert!(views(&again) == views(&r), "aggregate::Options::task changed the report");
     (r, p)
 }
 
@@ -119,9 +128,23 @@ fn go_tool_pprof_agrees_with_the_report() {
     }
     assert!(stack.iter().flatten().all(|f| !f.ends_with("_reset")), "a *_reset frame");
 
-    // The labels: both CPUs.
-    let cpus = go_pprof(&["-tags"], &file, dir.path());
-    assert!(cpus.contains("cpu") && cpus.contains("pid") && cpus.contains("tid"), "{cpus}");
+    // The labels: samples per CPU (cpu 0 too) as the report counts them; tasks.
+    let tags = go_pprof(&["-tags"], &file, dir.path());
+    let cpu_tags: BTreeMap<u64, u64> = tags
+        .split(" cpu: Total")
+        .nth(1)
+        .expect("cpu tag")
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (n, v) = l.trim().split_once(' ').unwrap();
+            let v = v.rsplit_once("): ").unwrap().1;
+            (v.parse().unwrap(), n.parse::<f64>().unwrap() as u64)
+        })
+        .collect();
+    assert_eq!(cpu_tags, r.per_cpu, "cpu tags vs the report's samples per CPU\n{tags}");
+    assert!(tags.contains(" pid: Total") && tags.contains(" tid: Total"), "{tags}");
 }
 
 #[test]
