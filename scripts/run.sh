@@ -37,7 +37,7 @@ bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" workload.sh "$out
 # The guest's flow: its commands, oprof's lines, the workload's output, the guest-side report.
 sed -n '/^# oprof record/,/^== session begin/p; /^# oprof report/,/^== guest done/p' "$out/guest.log" | tr -d '\r' |
     grep -av '^== \|^\[' | sed 's/^/  guest| /'
-rm -rf "$out/session" "$out/session.tgz"
+rm -rf "$out/session" "$out/session.tgz" "$out/profile.pb.gz"
 log_stream "$out/guest.log" session "$out/session.tgz" && tar -C "$out" -xzf "$out/session.tgz" ||
     die "no session directory came back from the guest (see $out/guest.log)"
 # The guest's files: the initramfs tree is the sysroot, libraries by name, modules' .ko files.
@@ -51,8 +51,8 @@ flame=
 if grep -q '^ *"samples": 0,' "$out/session/session.json"; then
     step "no samples (counting only, or no PMU interrupt): the counters' totals are above"
 else
-    "$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg"
-    flame="flame graph: $out/flame.svg; "
+    "$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg" --pprof "$out/profile.pb.gz"
+    flame="flame graph: $out/flame.svg; pprof: go tool pprof -top $out/profile.pb.gz; "
     echo
 fi
 if [ -f "$out/session/profile_points" ]; then

@@ -14,7 +14,8 @@ APT_PKGS=(rustc-web rust-web-src clang-19 lld-19 llvm-19 libclang-19-dev flex bi
           libelf-dev libssl-dev kmod gcc-arm-linux-gnueabihf libc6-dev-armhf-cross device-tree-compiler xz-utils
           python3 pyflakes3 ca-certificates
           mtools u-boot-tools fdisk dkms   # make image (FAT, boot.scr, sfdisk), the DKMS test
-          time)                            # make bench: /usr/bin/time (wall time, peak RSS)
+          time                             # make bench: /usr/bin/time (wall time, peak RSS)
+          golang-go)                       # `go tool pprof`: the pprof output test (tests_pprof.rs)
 
 sources_ok() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&

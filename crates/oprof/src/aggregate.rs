@@ -45,7 +45,8 @@ type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 ///
 /// A key is `[event, flags, app, entry...]`: the sample's counter (event word); flags bit 0:
 /// traced (TRACE_BEGIN), bit 1: `app` holds the task's executable cookie (only with
-/// [`Options::app`], for flame graphs); then the sample and its frames, innermost first, each
+/// [`Options::app`], for flame graphs), bit 2: with [`Options::task`], three words follow `app`:
+/// CPU, pid and tid (`u64::MAX`: unknown); then the sample and its frames, innermost first, each
 /// as an index into [`Counts::spaces`] and the stream word (packed as `space << 32 | word`
 /// when words are 4 bytes, else two words).
 #[derive(Debug, Default)]
@@ -69,6 +70,8 @@ pub struct Key<'a> {
     pub traced: bool,
     /// The task's executable cookie, with [`Options::app`].
     pub app_cookie: Option<u64>,
+    /// CPU, pid (the task's tgid) and tid (its pid), with [`Options::task`].
+    pub task: Option<[Option<u64>; 3]>,
     entries: &'a [u64],
     stride: usize,
 }
@@ -100,11 +103,17 @@ impl Counts {
     /// Decodes a key of [`Counts::keys`].
     pub fn key<'a>(&self, k: &'a [u64]) -> Key<'a> {
         let flags = k.get(1).copied().unwrap_or(0);
+        let task = (flags & 4 != 0).then(|| {
+            let w = |i: usize| k.get(i).copied().filter(|&v| v != u64::MAX);
+            [w(3), w(4), w(5)]
+        });
+        let first = if task.is_some() { 6 } else { 3 };
         Key {
             event: k.first().copied().unwrap_or(0),
             traced: flags & 1 != 0,
             app_cookie: (flags & 2 != 0).then(|| k.get(2).copied().unwrap_or(0)),
-            entries: k.get(3..).unwrap_or_default(),
+            task,
+            entries: k.get(first..).unwrap_or_default(),
             stride: self.stride,
         }
     }
@@ -125,6 +134,8 @@ impl Counts {
 pub struct Options {
     /// The task's executable cookie (`SampleCtx::app_cookie`), which flame graphs root at.
     pub app: bool,
+    /// The sample's CPU, pid and tid (pprof labels).
+    pub task: bool,
 }
 
 /// Decodes one segment of a stream into [`Counts`].
@@ -239,7 +250,13 @@ impl<'a> Segment<'a> {
                         self.cpu_run += 1;
                     }
                     let app = self.state.ctx.app_cookie.filter(|_| self.opts.app);
-                    self.key.extend([event, u64::from(traced) | u64::from(app.is_some()) << 1, app.unwrap_or(0)]);
+                    let task = self.opts.task;
+                    let flags = u64::from(traced) | u64::from(app.is_some()) << 1 | u64::from(task) << 2;
+                    self.key.extend([event, flags, app.unwrap_or(0)]);
+                    if task {
+                        let c = &self.state.ctx;
+                        self.key.extend([c.cpu, c.tgid, c.pid].map(|v| v.unwrap_or(u64::MAX)));
+                    }
                     self.push_entry(pc);
                 }
                 None => {}

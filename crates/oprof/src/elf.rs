@@ -261,7 +261,10 @@ impl ElfImage {
             (None, None)
         };
         let found = inspect(&file)?;
-        let image = ElfImage { path: path.to_path_buf(), loads, symbols: SymbolTable::new(syms, text), lines, lines_error };
+        let entered = crate::calls::entered_without_call(&file, &base, &exec_sections, relocatable, &syms);
+        let mut symbols = SymbolTable::new(syms, text);
+        symbols.set_entered_without_call(entered);
+        let image = ElfImage { path: path.to_path_buf(), loads, symbols, lines, lines_error };
         Ok((image, found))
     }
 

@@ -43,6 +43,11 @@ impl Folded {
         v
     }
 
+    /// The folded lines as text, each ending in a newline (`oprof report --folded`).
+    pub fn text(&self) -> String {
+        self.lines().iter().map(|l| format!("{l}\n")).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.stacks.is_empty()
     }

@@ -96,7 +96,12 @@ impl Kallsyms {
         if self.kernel.is_empty() {
             return None;
         }
-        Some(SymbolTable::new(self.kernel.clone(), vec![text]))
+        let mut t = SymbolTable::new(self.kernel.clone(), vec![text]);
+        // No code to decode: linker text-section markers stand in (crate::calls).
+        t.set_entered_without_call(
+            self.kernel.iter().filter(|s| crate::calls::is_text_section_marker(&s.name)).map(|s| s.addr),
+        );
+        Some(t)
     }
 
     /// Symbol tables of the modules whose core range `snapshot` knows.

@@ -7,7 +7,8 @@
 //! - `oprof report [DIR]`: the same on a session directory (default `./oprofile_data`), which
 //!   supplies the stream and every file below by itself.
 //! - `oprof report BUFFER [--images F] [--proc-modules F --module-sections F] [--vmlinux F]
-//!   [--sysroot D] [--image-path D]... [-l] [-g] [-c] [--flame OUT.svg] [--json]`: samples per
+//!   [--sysroot D] [--image-path D]... [-l] [-g] [-c] [--flame OUT.svg] [--folded]
+//!   [--pprof OUT.pb.gz] [--json]`: samples per
 //!   image (like `opreport`), per symbol (`-l`), per symbol and source line (`-g`), with a call
 //!   graph (`-c`) and a flame graph (`--flame`); a column pair per counter when several counters
 //!   sampled (`--counter`).
@@ -20,6 +21,7 @@
 
 mod aggregate;
 mod callgraph;
+mod calls;
 mod elf;
 mod events;
 mod flame;
@@ -27,6 +29,7 @@ mod images;
 mod kallsyms;
 mod kprof;
 mod points;
+mod pprof;
 mod record;
 mod report;
 mod resolve;
@@ -37,6 +40,10 @@ mod synth;
 mod target;
 #[cfg(test)]
 mod tests_arm;
+#[cfg(test)]
+mod tests_frames;
+#[cfg(test)]
+mod tests_pprof;
 #[cfg(test)]
 mod tests_stream;
 
@@ -80,8 +87,9 @@ enum Cmd {
     /// "(image not found)" when no host copy is found, "(no symbols)" when it has none,
     /// "(unreadable: REASON)" when it does not parse), `[anon] (APP)` (anonymous memory) and
     /// `(no context)` (samples before the first kernel/user switch). Names are demangled (Rust,
-    /// C++). Call-chain frames are looked up at their return address - 1 and never count as
-    /// samples. Notes about missing files go to stderr (and `warnings` in --json).
+    /// C++). Call-chain frames are looked up at their return address - 1 (the call), unless the
+    /// return address starts a function that code reaches without a call (ARM's syscall return
+    /// `ret_fast_syscall`: the instruction before it is no call), and never count as samples. Notes about missing files go to stderr (and `warnings` in --json).
     ///
     /// On a session directory (`oprof record -o DIR`; the default) every input comes from it:
     /// samples, images, proc_modules, module_sections, the counters and word size of
@@ -130,6 +138,17 @@ enum Cmd {
         /// kernel threads), callers outermost first, the sampled symbol on top.
         #[arg(long, value_name = "OUT.svg")]
         flame: Option<PathBuf>,
+        /// Print folded stacks instead of the table: one line per distinct stack, `ROOT;CALLER;...;SYMBOL COUNT`
+        /// (the frames of --flame, outermost first), the input of flamegraph.pl, inferno and
+        /// speedscope.
+        #[arg(long, conflicts_with = "json")]
+        folded: bool,
+        /// Also write the profile in pprof format (profile.proto, gzip'd) for `go tool pprof`,
+        /// Pyroscope or Parca: per counter a samples type and, with a known period, an events
+        /// type; call stacks, addresses, source lines where the images have DWARF, mappings with
+        /// build ids, labels cpu/pid/tid.
+        #[arg(long, value_name = "OUT.pb.gz")]
+        pprof: Option<PathBuf>,
         /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
         /// else 4 as on ARM32).
         #[arg(long)]
@@ -357,6 +376,8 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             debug_info,
             callgraph,
             flame,
+            folded,
+            pprof,
             word_size,
             json,
             limit,
@@ -392,7 +413,8 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             let input = aggregate::open(&buffer, word_size)?;
             let images = images.as_deref().map(images::ImageMap::read).transpose()?;
             let snapshot = images::ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
-            let mut ropts = resolve::Options { image_path, lines: debug_info, ..Default::default() };
+            // pprof locations carry source lines wherever the images have DWARF.
+            let mut ropts = resolve::Options { image_path, lines: debug_info || pprof.is_some(), ..Default::default() };
             let mut vm = match vmlinux {
                 Some(p) => {
                     let e = elf::ElfImage::load_kernel(&p, debug_info).context("--vmlinux")?;
@@ -438,15 +460,25 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             resolve::check_dirs(&ropts)?;
             let mut res = resolve::Resolver::new(ropts, images, vm, &snapshot);
             res.warnings.extend(notes);
-            let opts = report::Options { lines: debug_info, flame: flame.is_some() };
-            let counts = aggregate::read(input, word_size, aggregate::Options { app: opts.flame }, Default::default())
+            let opts = report::Options { lines: debug_info, flame: flame.is_some() || folded };
+            let aopts = aggregate::Options { app: opts.flame, task: pprof.is_some() };
+            let counts = aggregate::read(input, word_size, aopts, Default::default())
                 .with_context(|| format!("decoding {}", buffer.display()))?;
             let r = report::build_counts(&counts, &mut res, &counters, opts);
             for w in &r.warnings {
                 eprintln!("oprof: note: {w}");
             }
+            if let Some(out) = &pprof {
+                let meta = pprof::Meta {
+                    comment: ses.as_ref().map(|s| report::render_session(&path, &s.info).trim_end().to_string()),
+                    duration_ns: ses.as_ref().map_or(0, |s| s.info.duration_ns),
+                };
+                pprof::write_file(&pprof::build(&counts, &mut res, &counters, &meta), out)?;
+            }
             if json {
                 emit(&(serde_json::to_string_pretty(&r)? + "\n"))?;
+            } else if folded {
+                emit(&r.folded.text())?;
             } else {
                 if let Some(s) = &ses {
                     emit(&report::render_session(&path, &s.info))?;

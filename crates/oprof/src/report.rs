@@ -231,7 +231,7 @@ pub fn build_counts(agg: &aggregate::Aggregated, res: &mut Resolver, counters: &
 /// Builds the report of a stream in memory (see [`build_counts`]).
 #[cfg(test)]
 pub fn build(stream: &Stream, res: &mut Resolver, counters: &[Counter], opts: Options) -> Result<Report> {
-    let agg = aggregate::from_words(&stream.words, stream.word_bytes, aggregate::Options { app: opts.flame })?;
+    let agg = aggregate::from_words(&stream.words, stream.word_bytes, aggregate::Options { app: opts.flame, task: false })?;
     Ok(build_counts(&agg, res, counters, opts))
 }
 

@@ -319,14 +319,16 @@ impl Resolver {
         if let Some(&l) = self.cache.get(&(space, word, ret)) {
             return l;
         }
-        let probe = if ret { word.saturating_sub(1) } else { word };
         let l = match space {
             Space::NoContext => {
                 let i = self.image(NO_CONTEXT, None);
                 self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo))
             }
-            Space::Kernel => self.kernel(probe),
-            Space::User { cookie: Some(c), .. } if c != 0 => self.user(c, probe),
+            Space::Kernel => {
+                let pc = if ret && !self.kernel_entered_without_call(word) { word.saturating_sub(1) } else { word };
+                self.kernel(pc)
+            }
+            Space::User { cookie: Some(c), .. } if c != 0 => self.user(c, word, ret),
             Space::User { cookie, app, tgid } => {
                 let who = match (app.filter(|&a| a != 0).and_then(|a| self.images_file.as_ref()?.path(a)), tgid) {
                     (Some(p), _) => live_path(p).to_string(),
@@ -350,6 +352,17 @@ impl Resolver {
             Some(e) if e.has_lines() => e.source(addr).map_or(Source::NoLine, Source::Line),
             _ => Source::NoDebugInfo,
         })
+    }
+
+    /// Whether kernel address `pc` starts a symbol of vmlinux or a module that code reaches
+    /// without a call ([`SymbolTable::frame_address`]).
+    fn kernel_entered_without_call(&self, pc: u64) -> bool {
+        self.vmlinux.as_ref().is_some_and(|(_, v)| v.symbols.entered_without_call(pc))
+            || self.modules.iter().any(|m| match &m.ko {
+                Ko::Loaded(e) => e.symbols.entered_without_call(pc),
+                Ko::Kallsyms(t) => t.entered_without_call(pc),
+                _ => false,
+            })
     }
 
     fn kernel(&mut self, pc: u64) -> LocId {
@@ -479,12 +492,14 @@ impl Resolver {
         u
     }
 
-    fn user(&mut self, cookie: u64, offset: u64) -> LocId {
+    /// `offset`: a file offset in image `cookie`; `ret`: a return address (looked up where
+    /// [`SymbolTable::frame_address`] says).
+    fn user(&mut self, cookie: u64, offset: u64, ret: bool) -> LocId {
         let u = self.user_image(cookie);
         let (sym, src) = match (&u.elf, &u.unreadable) {
             (_, Some(s)) => (s.clone(), self.source_of(None, 0)),
             (Err(s), None) => (s.to_string(), self.source_of(None, 0)),
-            (Ok(e), None) => match e.offset_to_vaddr(offset) {
+            (Ok(e), None) => match e.offset_to_vaddr(offset).map(|va| if ret { e.symbols.frame_address(va) } else { va }) {
                 Some(va) => (
                     e.symbols.lookup(va).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
                     self.source_of(Some(e), va),
@@ -493,6 +508,12 @@ impl Resolver {
             },
         };
         self.loc(u.image, &sym, src)
+    }
+
+    /// The virtual address of file offset `offset` in user image `cookie`, when its ELF is
+    /// loaded (pprof locations).
+    pub fn user_vaddr(&mut self, cookie: u64, offset: u64) -> Option<u64> {
+        self.user_image(cookie).elf.ok()?.offset_to_vaddr(offset)
     }
 
     /// The target path of image id `id` (images file).

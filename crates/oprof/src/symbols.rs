@@ -45,6 +45,10 @@ pub struct SymbolTable {
     syms: Vec<Symbol>,
     /// Executable ranges, sorted and disjoint: addresses outside them belong to no symbol.
     text: Vec<Range<u64>>,
+    /// Symbol starts known to be reached without a call: the code before them does not end in
+    /// a call instruction (or, for kallsyms, a linker text-section marker is there). Sorted.
+    /// See [`SymbolTable::frame_address`].
+    entered_without_call: Vec<u64>,
 }
 
 impl SymbolTable {
@@ -63,7 +67,42 @@ impl SymbolTable {
                 _ => merged.push(r),
             }
         }
-        SymbolTable { syms, text: merged }
+        SymbolTable { syms, text: merged, entered_without_call: Vec::new() }
+    }
+
+    /// Records the symbol starts in `addrs` that code reaches without a call (see
+    /// [`SymbolTable::frame_address`]); addresses that start no symbol are ignored.
+    pub fn set_entered_without_call(&mut self, addrs: impl IntoIterator<Item = u64>) {
+        let mut v: Vec<u64> =
+            addrs.into_iter().filter(|&a| self.syms.binary_search_by_key(&a, |s| s.addr).is_ok()).collect();
+        v.sort_unstable();
+        v.dedup();
+        self.entered_without_call = v;
+    }
+
+    /// Whether `addr` is a symbol start known to be reached without a call.
+    pub fn entered_without_call(&self, addr: u64) -> bool {
+        self.entered_without_call.binary_search(&addr).is_ok()
+    }
+
+    /// The address at which to look up a call-chain frame whose return address is `ret`.
+    ///
+    /// A return address is the instruction after the call that stored it, so the caller is
+    /// found at `ret - 1` (as perf and gdb do): that keeps a call that is its function's last
+    /// instruction (a `noreturn` callee such as `do_exit` or `__stack_chk_fail`) in its caller,
+    /// although `ret` is then the next function's first byte. Code may also store a return
+    /// address without a call: ARM's syscall entry `vector_swi` does `badr lr,
+    /// ret_fast_syscall` and jumps through the syscall table, so a handler returns to the
+    /// first instruction of `ret_fast_syscall`, which follows unrelated code (`cpu_v7_reset`'s
+    /// `bx r0`). When `ret` is a symbol start known to be entered without a call (the
+    /// instruction before it is not a call, from the image's code; see
+    /// [`SymbolTable::set_entered_without_call`]), the frame is that symbol: `ret` itself.
+    pub fn frame_address(&self, ret: u64) -> u64 {
+        if self.entered_without_call(ret) {
+            ret
+        } else {
+            ret.saturating_sub(1)
+        }
     }
 
     /// The executable range containing `addr`.

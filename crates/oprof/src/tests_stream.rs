@@ -73,7 +73,7 @@ fn compare(bytes: &[u8], word_bytes: usize, images: &str, proc_modules: &str) ->
             .map(|r| render_all(&r))
             .map_err(|e| format!("{e:#}"));
         for t in tunings() {
-            let got = aggregate::read(Cursor::new(bytes), word_bytes, aggregate::Options { app: opts.flame }, t)
+            let got = aggregate::read(Cursor::new(bytes), word_bytes, aggregate::Options { app: opts.flame, task: false }, t)
                 .map(|a| {
                     if t.threads > 1 {
                         segments += a.segments;
@@ -100,7 +100,7 @@ fn first_diff(got: &Result<String, String>, want: &Result<String, String>) -> St
     }
 }
 
-fn testdata(name: &str) -> std::path::PathBuf {
+pub(crate) fn testdata(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
 }
 

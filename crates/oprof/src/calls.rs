@@ -1,0 +1,170 @@
+//! Which symbol starts of an image are reached without a call: the facts behind
+//! [`SymbolTable::frame_address`](crate::symbols::SymbolTable::frame_address).
+//!
+//! A call-chain frame is a return address, looked up at `address - 1` to name the caller. That
+//! is wrong when code stores a return address by hand and jumps: ARM's syscall entry
+//! (`arch/arm/kernel/entry-common.S`, `vector_swi`: `badr lr, ret_fast_syscall` then `ldr pc,
+//! [tbl, scno, lsl #2]`) makes every syscall handler return to the first instruction of
+//! `ret_fast_syscall`, and `address - 1` lands in whatever the linker put before it
+//! (`cpu_v7_reset`, the last function of `.idmap.text`). A symbol start is entered without a
+//! call when the instruction that ends there is not a call:
+//!
+//! - ELF images for ARM (vmlinux, `.ko`, user programs and libraries): the instruction before
+//!   the symbol, decoded in the state the mapping symbols (`$a`, `$t`, `$d`; ARM ELF ABI
+//!   "Mapping symbols") give, else the Thumb bit of the function symbol it lies in. Calls are
+//!   ARM `BL`, `BLX` (immediate and register) and the pre-ARMv5 `mov lr, pc` before a jump;
+//!   Thumb `BL`/`BLX` (32-bit) and `BLX Rm`. Data (`$d`, literal pools) is not a call. Other
+//!   architectures keep the `- 1` rule (no facts).
+//! - kallsyms (no code): symbol starts at a linker text-section marker (`__entry_text_start`,
+//!   `__idmap_text_end`, ... `__*_text_start`/`__*_text_end`): the code before belongs to
+//!   another section, and a call there whose return address is this section's first byte would
+//!   have to be a `noreturn` call as that section's very last instruction.
+
+use crate::symbols::Symbol;
+use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind, SymbolSection};
+use std::collections::HashMap;
+
+/// Instruction set state of an address (ARM ELF mapping symbols).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Arm,
+    Thumb,
+    Data,
+}
+
+/// Whether the ARM (A32) instruction `w` is a call: `BL`, `BLX imm`, `BLX Rm`.
+fn arm_is_call(w: u32) -> bool {
+    let bl = (w & 0x0F00_0000) == 0x0B00_0000 && (w >> 28) != 0xF;
+    let blx_imm = (w & 0xFE00_0000) == 0xFA00_0000;
+    let blx_reg = (w & 0x0FFF_FFF0) == 0x012F_FF30;
+    bl || blx_imm || blx_reg
+}
+
+/// `mov lr, pc` (any condition): the pre-ARMv5 call sequence's first half.
+fn arm_is_mov_lr_pc(w: u32) -> bool {
+    (w & 0x0FFF_FFFF) == 0x01A0_E00F
+}
+
+/// Whether the code `before` a symbol start (the section's bytes up to it) ends in a call, in
+/// state `state`; `None` when there are too few bytes to tell.
+fn ends_in_call(before: &[u8], state: State) -> Option<bool> {
+    let u16_at = |end: usize| -> Option<u16> {
+        let b = before.get(before.len().checked_sub(end)?..)?.get(..2)?;
+        Some(u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |end: usize| -> Option<u32> {
+        let b = before.get(before.len().checked_sub(end)?..)?.get(..4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    match state {
+        State::Data => Some(false),
+        State::Arm => {
+            let w = u32_at(4)?;
+            Some(arm_is_call(w) || u32_at(8).is_some_and(arm_is_mov_lr_pc))
+        }
+        State::Thumb => {
+            let h = u16_at(2)?;
+            let blx_reg = (h & 0xFF87) == 0x4780;
+            let bl32 = u16_at(4).is_some_and(|h1| (h1 & 0xF800) == 0xF000 && (h & 0xC000) == 0xC000);
+            Some(blx_reg || bl32)
+        }
+    }
+}
+
+/// The state a mapping symbol name sets (`$a`, `$t`, `$d`, optionally followed by `.suffix`).
+fn mapping_state(name: &str) -> Option<State> {
+    let kind = name.strip_prefix('$')?;
+    let kind = kind.split('.').next()?;
+    match kind {
+        "a" => Some(State::Arm),
+        "t" => Some(State::Thumb),
+        "d" => Some(State::Data),
+        _ => None,
+    }
+}
+
+/// The symbol starts of `syms` (runtime addresses) that an ARM `file` reaches without a call
+/// (see the module docs). `base`: each section's runtime address; `exec`: the executable
+/// sections; `relocatable`: symbol values are section offsets (`ET_REL`).
+pub fn entered_without_call(
+    file: &object::File<'_>,
+    base: &HashMap<SectionIndex, u64>,
+    exec: &std::collections::HashSet<SectionIndex>,
+    relocatable: bool,
+    syms: &[Symbol],
+) -> Vec<u64> {
+    if file.architecture() != object::Architecture::Arm || !file.is_little_endian() {
+        return Vec::new();
+    }
+    // (runtime address, state) marks per executable section: mapping symbols, else the Thumb
+    // bit of function symbols.
+    let mut marks: HashMap<SectionIndex, (Vec<(u64, State)>, Vec<(u64, State)>)> = HashMap::new();
+    for s in file.symbols().chain(file.dynamic_symbols()) {
+        let SymbolSection::Section(i) = s.section() else { continue };
+        if !exec.contains(&i) {
+            continue;
+        }
+        let Some(&b) = base.get(&i) else { continue };
+        let value = if relocatable { b.checked_add(s.address() & !1) } else { Some(s.address() & !1) };
+        let Some(addr) = value else { continue };
+        let entry = marks.entry(i).or_default();
+        match s.name().ok().and_then(mapping_state) {
+            Some(st) => entry.0.push((addr, st)),
+            None if s.kind() == SymbolKind::Text => {
+                entry.1.push((addr, if s.address() & 1 != 0 { State::Thumb } else { State::Arm }))
+            }
+            None => {}
+        }
+    }
+    let mut out = Vec::new();
+    for sec in file.sections() {
+        let i = sec.index();
+        let (Some(&b), Some((mapping, funcs))) = (base.get(&i), marks.get_mut(&i)) else { continue };
+        let Ok(data) = sec.data() else { continue };
+        let list = if mapping.is_empty() { funcs } else { mapping };
+        list.sort_by_key(|m| m.0);
+        let end = b.saturating_add(data.len() as u64);
+        for s in syms.iter().filter(|s| s.addr > b && s.addr < end) {
+            let last = s.addr - 1;
+            let Some(k) = list.partition_point(|m| m.0 <= last).checked_sub(1) else { continue };
+            let Ok(off) = usize::try_from(s.addr - b) else { continue };
+            if ends_in_call(&data[..off], list[k].1) == Some(false) {
+                out.push(s.addr);
+            }
+        }
+    }
+    out
+}
+
+/// Whether a kallsyms name is a linker text-section marker (`__entry_text_start`, ...).
+pub fn is_text_section_marker(name: &str) -> bool {
+    name.starts_with("__") && (name.ends_with("_text_start") || name.ends_with("_text_end"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_calls() {
+        // ARM: bl, blx imm, blx r3, bx r0 (cpu_v7_reset's last), ldr pc after mov lr, pc.
+        for (w, call) in [(0xEB00_0010u32, true), (0xFA00_0001, true), (0xE12F_FF33, true), (0xE12F_FF10, false), (0x1B00_0000, true)] {
+            assert_eq!(ends_in_call(&w.to_le_bytes(), State::Arm), Some(call), "{w:#x}");
+        }
+        let old_call: Vec<u8> = [0xE1A0_E00Fu32, 0xE593_F000].iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(ends_in_call(&old_call, State::Arm), Some(true));
+        // Thumb: bl (f000 f800), blx r3 (4798), bx lr (4770), b.w (f000 b800).
+        let t = |hs: &[u16]| hs.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(ends_in_call(&t(&[0xF000, 0xF800]), State::Thumb), Some(true));
+        assert_eq!(ends_in_call(&t(&[0xF000, 0xE800]), State::Thumb), Some(true), "blx imm");
+        assert_eq!(ends_in_call(&t(&[0x4798]), State::Thumb), Some(true));
+        assert_eq!(ends_in_call(&t(&[0xBF00, 0x4770]), State::Thumb), Some(false));
+        assert_eq!(ends_in_call(&t(&[0xF000, 0xB800]), State::Thumb), Some(false), "b.w");
+        assert_eq!(ends_in_call(&[0; 2], State::Arm), None, "too short");
+        assert_eq!(ends_in_call(&[], State::Data), Some(false));
+        assert_eq!(mapping_state("$t.12"), Some(State::Thumb));
+        assert_eq!(mapping_state("$x"), None);
+        assert!(is_text_section_marker("__entry_text_start") && is_text_section_marker("__idmap_text_end"));
+        assert!(!is_text_section_marker("_stext") && !is_text_section_marker("ret_fast_syscall"));
+    }
+}
