@@ -41,6 +41,22 @@ def plan(board):
     return sum(case_plan(c) for c in cases(board))
 
 
+def idle_samples(decode):
+    """The samples of the idle task (pid 0) in an `oprof decode` listing: every CPU_SWITCH is
+    followed by a full context (CTX_SWITCH) before any sample, so the pid is known throughout."""
+    pid, n = None, 0
+    with open(decode) as f:
+        for line in f:
+            m = re.search(r"CtxSwitch \{ pid: ([0-9a-f]+)", line)
+            if m:
+                pid = int(m.group(1), 16)
+            elif "CpuSwitch" in line:
+                pid = None
+            elif "Sample {" in line and pid == 0:
+                n += 1
+    return n
+
+
 def run_oprof(s, c):
     """Extracts case C's stream and session files and runs oprof on them (Bail if one fails)."""
     buf = s.stream(f"{c}.buf", f"-{c}.buf")
@@ -120,12 +136,15 @@ def check_case(s, c, rep, allstats):
         s.check("ModuleLoaded" in dec and rep.get("module_loaded", 0) >= 1, f"{c}: MODULE_LOADED in the stream")
         # optest_spin runs 300 ms of wall-clock time; on a busy host the vCPU is descheduled
         # part of it and the timer ticks it missed merge, so its count varies. Its share of the
-        # capture (insmod alone, on one of the CPUs) does not: ~40% on 2 CPUs, ~80% on one.
+        # capture's busy samples (insmod and the capture tool; the idle task's samples left out,
+        # whose number grows with the capture's length on the other CPU: the debug kernel's slower
+        # insmod took the whole-capture share from 40% to 23%) does not: 54-84% measured.
         spin = samples("optest.ko", "optest_spin")
-        share = spin / rep["total"] if rep["total"] else 0
-        s.check(spin >= 30 and share >= 0.25,
+        busy = rep["total"] - idle_samples(s.path(f"-{c}.decode"))
+        share = spin / busy if busy > 0 else 0
+        s.check(spin >= 30 and share >= 0.4,
                 f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples, "
-                f"{share:.0%} of the capture; want >= 30 and >= 25%)")
+                f"{share:.0%} of the {busy} samples outside the idle task; want >= 30 and >= 40%)")
 
 
 def checks(s):
