@@ -160,35 +160,53 @@ pub(crate) fn module_loaded(session: &Session, flush: &Arc<Flush>) {
 }
 
 extern "C" {
-    fn oprofile_shim_module_notifier_register() -> c_int;
+    fn oprofile_shim_module_notifier_register(ctx: *const c_void, coming: unsafe extern "C" fn(*const c_void)) -> c_int;
     fn oprofile_shim_module_notifier_unregister();
 }
 
-/// Called by the shim's module notifier on `MODULE_STATE_COMING` (process context, no locks of
-/// ours held).
-#[no_mangle]
-extern "C" fn oprofile_rust_module_coming() {
-    if let Ok(o) = crate::oprof::get() {
-        o.module_coming();
+/// What the module notifier tells its context.
+pub(crate) trait ModuleEvents: Sync + 'static {
+    /// A kernel module reached `MODULE_STATE_COMING` (process context, no locks of ours held).
+    fn module_coming(&self);
+}
+
+/// Called by the shim's module notifier on `MODULE_STATE_COMING`.
+///
+/// # Safety
+///
+/// `ctx` must be the context a live `ModuleNotifier<C>` registered.
+unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
+    // SAFETY: The registration keeps `ctx` alive until it unregisters (our contract).
+    unsafe { &*ctx.cast::<C>() }.module_coming();
+}
+
+/// Registration of the module notifier that emits MODULE_LOADED while profiling, with its
+/// context; unregistered on drop. One may exist at a time (the shim's notifier is static).
+///
+/// # Invariants
+///
+/// The notifier is registered with `ctx`'s address from `new` until `drop`.
+pub(crate) struct ModuleNotifier<C: ModuleEvents> {
+    _ctx: Arc<C>,
+}
+
+impl<C: ModuleEvents> ModuleNotifier<C> {
+    /// Registers the notifier for `ctx`. Errors: those of `register_module_notifier`.
+    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
+        // SAFETY: FFI call; the shim's notifier_block is static. `ctx` is kept alive until
+        // `drop` unregisters.
+        kernel::error::to_result(unsafe {
+            oprofile_shim_module_notifier_register(Arc::as_ptr(&ctx).cast(), module_coming::<C>)
+        })?;
+        // INVARIANT: registered above with `ctx`.
+        Ok(ModuleNotifier { _ctx: ctx })
     }
 }
 
-/// Registration of the module notifier that emits MODULE_LOADED while profiling; unregistered
-/// on drop.
-pub(crate) struct ModuleNotifier(());
-
-impl ModuleNotifier {
-    /// Registers the notifier. Errors: those of `register_module_notifier`.
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: FFI call; the shim's notifier_block is static.
-        kernel::error::to_result(unsafe { oprofile_shim_module_notifier_register() })?;
-        Ok(ModuleNotifier(()))
-    }
-}
-
-impl Drop for ModuleNotifier {
+impl<C: ModuleEvents> Drop for ModuleNotifier<C> {
     fn drop(&mut self) {
-        // SAFETY: Registered in `new`; after this no callback runs.
+        // SAFETY: Registered in `new` (type invariants); after this no callback runs, so `ctx`
+        // may go.
         unsafe { oprofile_shim_module_notifier_unregister() };
     }
 }

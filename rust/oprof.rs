@@ -10,7 +10,6 @@
 
 use crate::buffer_sync::{self, Flush, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
-use crate::common::parse::{self, ParseError};
 use crate::common::sync::KernelCode;
 use crate::cpu_buffer::{self, CpuBuffer};
 use crate::event_buffer::{EventBuffer, WORD};
@@ -163,6 +162,8 @@ struct Control {
 pub(crate) struct Oprofile {
     cpu_type: &'static CStr,
     describe: &'static str,
+    /// Whether the model records backtraces (`backtrace_depth` may be non-zero).
+    has_backtrace: bool,
     kernel_code: KernelCode,
     stats: Arc<Stats>,
     started: Atomic<bool>,
@@ -185,6 +186,7 @@ impl Oprofile {
         try_pin_init!(Oprofile {
             cpu_type: model.cpu_type(),
             describe: model.describe(),
+            has_backtrace: model.has_backtrace(),
             kernel_code: cpu_buffer::kernel_code(),
             stats: Arc::new(Stats::new(kernel::cpu::nr_cpu_ids(), model.num_counters())?, GFP_KERNEL)?,
             started: Atomic::new(false),
@@ -221,10 +223,6 @@ impl Oprofile {
         }? Error)
     }
 
-    /// kprof (`kprof/` files).
-    pub(crate) fn kprof(&self) -> &Kprof {
-        &self.kprof
-    }
 
     /// The model's description and `cpu_type`.
     pub(crate) fn model(&self) -> ModelInfo {
@@ -245,20 +243,17 @@ impl Oprofile {
         self.ctl.lock().counters.get(counter).map(|c| field.get(c)).ok_or(EINVAL)
     }
 
-    /// Writes file `field` of counter directory `counter` from the bytes a user wrote.
+    /// Writes `value` (within [`Field::range`]) to file `field` of counter directory `counter`.
     ///
-    /// Errors: `EINVAL` for junk, a bad counter or a value outside [`Field::range`] (events and
-    /// counts are checked against the model's table at the next `buffer` open); `EBUSY` while
-    /// running. On error nothing changes.
-    pub(crate) fn set_counter(&self, counter: usize, field: Field, input: &[u8]) -> Result {
-        let (min, max) = field.range();
-        let v = parse::parse_ulong_in(input, min, max).map_err(|_| EINVAL)?;
+    /// Errors: `EBUSY` while running; `EINVAL` for a bad counter (events and counts are checked
+    /// against the model's table at the next `buffer` open). On error nothing changes.
+    pub(crate) fn set_counter(&self, counter: usize, field: Field, value: u64) -> Result {
         let mut ctl = self.ctl.lock();
         if self.is_started() {
             return Err(EBUSY);
         }
         let c = ctl.counters.get_mut(counter).ok_or(EINVAL)?;
-        field.set(c, v);
+        field.set(c, value);
         Ok(())
     }
 
@@ -308,34 +303,30 @@ impl Oprofile {
         }
     }
 
-    /// Writes a setting from the bytes a user wrote.
-    ///
-    /// Errors: `EINVAL` for junk or a value out of range (see the `*_RANGE` constants; a
-    /// non-zero `backtrace_depth` when the model has no backtrace); `EBUSY` while running. On
-    /// error nothing changes. A value takes effect at the next `buffer` open.
-    pub(crate) fn set_setting(&self, which: Setting, input: &[u8]) -> Result {
-        let mut ctl = self.ctl.lock();
-        let range = match which {
+    /// The values setting `which` accepts, inclusive (see the `*_RANGE` constants; only 0 for
+    /// `backtrace_depth` when the model has no backtrace).
+    pub(crate) fn setting_range(&self, which: Setting) -> (u64, u64) {
+        match which {
             Setting::BufferSize => BUFFER_SIZE_RANGE,
             Setting::BufferWatershed => BUFFER_WATERSHED_RANGE,
             Setting::CpuBufferSize => CPU_BUFFER_SIZE_RANGE,
-            Setting::BacktraceDepth => {
-                (0, if ctl.model.has_backtrace() { BACKTRACE_DEPTH_MAX } else { 0 })
-            }
-        };
-        let v = parse::parse_ulong_in(input, range.0, range.1).map_err(|e: ParseError| {
-            pr_debug!("rejected value for {:?}: {:?}\n", which, e);
-            EINVAL
-        })?;
+            Setting::BacktraceDepth => (0, if self.has_backtrace { BACKTRACE_DEPTH_MAX } else { 0 }),
+        }
+    }
+
+    /// Writes `value` (within [`Self::setting_range`]) to a setting. Errors: `EBUSY` while
+    /// running; then nothing changes. A value takes effect at the next `buffer` open.
+    pub(crate) fn set_setting(&self, which: Setting, value: u64) -> Result {
+        let mut ctl = self.ctl.lock();
         if self.is_started() {
             return Err(EBUSY);
         }
         let s = &mut ctl.settings;
         match which {
-            Setting::BufferSize => s.buffer_size = v,
-            Setting::BufferWatershed => s.buffer_watershed = v,
-            Setting::CpuBufferSize => s.cpu_buffer_size = v,
-            Setting::BacktraceDepth => s.backtrace_depth = v,
+            Setting::BufferSize => s.buffer_size = value,
+            Setting::BufferWatershed => s.buffer_watershed = value,
+            Setting::CpuBufferSize => s.cpu_buffer_size = value,
+            Setting::BacktraceDepth => s.backtrace_depth = value,
         }
         Ok(())
     }
@@ -502,6 +493,19 @@ impl Oprofile {
     }
 }
 
+/// kprof (`kprof/` files).
+impl AsRef<Kprof> for Oprofile {
+    fn as_ref(&self) -> &Kprof {
+        &self.kprof
+    }
+}
+
+impl buffer_sync::ModuleEvents for Oprofile {
+    fn module_coming(&self) {
+        Oprofile::module_coming(self);
+    }
+}
+
 #[pinned_drop]
 impl PinnedDrop for Oprofile {
     fn drop(self: Pin<&mut Self>) {
@@ -525,27 +529,4 @@ impl ModelInfo {
     pub(crate) fn describe(&self) -> &'static str {
         self.describe
     }
-}
-
-/// The published instance; see [`publish`].
-static OPROFILE: Atomic<*mut c_void> = Atomic::new(core::ptr::null_mut());
-
-/// Makes `o` reachable by the filesystem callbacks. Called once at module init.
-pub(crate) fn publish(o: &Pin<KBox<Oprofile>>) {
-    let p: *const Oprofile = &**o;
-    OPROFILE.store(p.cast_mut().cast(), Release);
-}
-
-/// Ends [`publish`]; called at module exit after the filesystem is unregistered.
-pub(crate) fn unpublish() {
-    OPROFILE.store(core::ptr::null_mut(), Release);
-}
-
-/// The published instance, or `ENODEV` outside the module's lifetime.
-pub(crate) fn get() -> Result<&'static Oprofile> {
-    let p = OPROFILE.load(Acquire).cast::<Oprofile>();
-    // SAFETY: A non-null pointer was published from a pinned, live `KBox<Oprofile>` that is only
-    // freed after `unpublish`, and filesystem callbacks cannot run after that (a mount or open
-    // file pins the module).
-    unsafe { p.as_ref() }.ok_or(ENODEV)
 }

@@ -294,10 +294,14 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end)
 #endif
 }
 
+/* The context and callback of the registered module notifier. */
+static const void *oprofile_module_ctx;
+static void (*oprofile_module_coming)(const void *ctx);
+
 static int oprofile_module_notify(struct notifier_block *nb, unsigned long state, void *data)
 {
 	if (state == MODULE_STATE_COMING)
-		oprofile_rust_module_coming();
+		oprofile_module_coming(oprofile_module_ctx);
 	return NOTIFY_DONE;
 }
 
@@ -305,11 +309,27 @@ static struct notifier_block oprofile_module_nb = {
 	.notifier_call = oprofile_module_notify,
 };
 
-int oprofile_shim_module_notifier_register(void)
+/**
+ * oprofile_shim_module_notifier_register() - call @coming for every module that loads
+ * @ctx: passed to @coming; must stay valid until oprofile_shim_module_notifier_unregister()
+ * @coming: called on MODULE_STATE_COMING (process context)
+ *
+ * Missing binding: the kernel crate has no notifier-chain abstraction. One registration at a
+ * time (the notifier_block is static).
+ * Return: 0, or the error of register_module_notifier().
+ */
+int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx))
 {
+	oprofile_module_ctx = ctx;
+	oprofile_module_coming = coming;
 	return register_module_notifier(&oprofile_module_nb);
 }
 
+/**
+ * oprofile_shim_module_notifier_unregister() - end oprofile_shim_module_notifier_register()
+ *
+ * After it returns no callback runs.
+ */
 void oprofile_shim_module_notifier_unregister(void)
 {
 	unregister_module_notifier(&oprofile_module_nb);

@@ -43,9 +43,7 @@ int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 				     oprofile_frame_fn fn, void *ctx);
 
-/* Rust: a module reached MODULE_STATE_COMING. */
-void oprofile_rust_module_coming(void);
-int oprofile_shim_module_notifier_register(void);
+int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx));
 void oprofile_shim_module_notifier_unregister(void);
 
 #endif
