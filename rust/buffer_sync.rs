@@ -26,7 +26,7 @@ use crate::common::sync::{CpuSample, EventSink, FrameOutcome, Location, Outcome,
 use crate::cpu_buffer::{lookup, oprofile_shim_fput};
 use crate::image_ids::ImageIds;
 use crate::model::Poll;
-use crate::oprof::Session;
+use crate::session::Session;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats;
 use core::ffi::{c_int, c_ulong, c_void};
@@ -117,7 +117,7 @@ pub(crate) fn sync_all(session: &Session) {
     let mut eb = session.event_buffer.lock();
     let mut images = session.images.lock();
     let stats = &session.stats;
-    for (cpu, buf) in session.cpu_buffers.iter().enumerate() {
+    for (cpu, buf) in session.cpu.iter().enumerate() {
         let mut pass = SyncPass::new(cpu as u32);
         buf.drain(|s| {
             let loc = locate(s, &mut images);

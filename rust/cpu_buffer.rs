@@ -26,11 +26,16 @@
 use crate::common::event::ESCAPE_CODE;
 use crate::common::ring;
 use crate::common::sync::{CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
+use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::{self, CpuStats, Stats};
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::Arc;
+
+// Profile point: samples taken (`CpuBuffers::add_sample`, interrupt context).
+define_profile_point!(SAMPLE_HANDLER, "sample_handler");
 
 /// Results of `oprofile_shim_user_lookup_*` (`sample_shim.h`).
 pub(crate) mod lookup {
@@ -343,6 +348,53 @@ impl CpuBuffer {
         }
         self.tail.store(tail, Release);
         n
+    }
+}
+
+/// The rings of a session, one per CPU id (`0..nr_cpu_ids`), and what a sample needs besides
+/// its ring.
+pub(crate) struct CpuBuffers {
+    buffers: KVec<CpuBuffer>,
+    stats: Arc<Stats>,
+    /// Where kernel backtrace entries may point.
+    kernel_code: KernelCode,
+    /// Frames recorded per sample (0: no backtraces).
+    backtrace_depth: u32,
+}
+
+impl CpuBuffers {
+    /// One ring of `capacity` samples per CPU of `stats`. Errors: `ENOMEM`, `EINVAL` (see
+    /// [`CpuBuffer::new`]).
+    pub(crate) fn new(stats: Arc<Stats>, capacity: u32, backtrace_depth: u32, kernel_code: KernelCode) -> Result<Self> {
+        let mut buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
+        for _ in 0..stats.cpu.len() {
+            buffers.push(CpuBuffer::new(capacity)?, GFP_KERNEL)?;
+        }
+        Ok(CpuBuffers { buffers, stats, kernel_code, backtrace_depth })
+    }
+
+    /// Takes a sample of the interrupted context on the current CPU (legacy
+    /// `oprofile_add_sample(get_irq_regs(), event)`). Interrupt context only.
+    pub(crate) fn add_irq_sample(&self, event: u32) {
+        self.add_sample(irq_regs(), event);
+    }
+
+    /// Takes a sample of the interrupted registers `regs` (`struct pt_regs *`; null: no valid
+    /// PC) on the current CPU for counter `event`, with its backtrace if `backtrace_depth` > 0
+    /// (legacy `oprofile_add_sample`). Interrupt context, or any context where this CPU cannot be
+    /// re-entered by another sample.
+    pub(crate) fn add_sample(&self, regs: *mut c_void, event: u32) {
+        profile_point_time!(SAMPLE_HANDLER);
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        let (Some(buf), Some(stats)) = (self.buffers.get(cpu), self.stats.cpu.get(cpu)) else {
+            return;
+        };
+        buf.add_sample(stats, &self.stats, &self.kernel_code, regs, event, self.backtrace_depth);
+    }
+
+    /// The rings, by CPU id.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &CpuBuffer> {
+        self.buffers.iter()
     }
 }
 

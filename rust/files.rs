@@ -44,6 +44,8 @@ use kernel::sync::atomic::Relaxed;
 use kernel::uaccess::UserSliceWriter;
 
 impl Tree for Oprofile {
+    type Owner = crate::OprofileModule;
+
     /// Builds the whole tree (legacy order: generic files, stats, then the model's files) and
     /// restores the default settings.
     fn fill(&self, root: &Dir<Self>) -> Result {

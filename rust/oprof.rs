@@ -11,23 +11,18 @@
 use crate::buffer_sync::{self, Flush, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
 use crate::common::sync::KernelCode;
-use crate::cpu_buffer::{self, CpuBuffer};
-use crate::event_buffer::{EventBuffer, WORD};
-use crate::image_ids::ImageIds;
+use crate::cpu_buffer;
+use crate::event_buffer::WORD;
 use crate::kprof::Kprof;
 use crate::model::Model;
-use crate::profile_point::{define_profile_point, profile_point_time};
+use crate::session::{Session, Sizes};
 use crate::stats::Stats;
-use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 use kernel::workqueue::Queue;
-
-// Profile point: samples taken (`Session::add_sample`, interrupt context).
-define_profile_point!(SAMPLE_HANDLER, "sample_handler");
 
 extern "C" {
     fn oprofile_shim_alloc_wq() -> *mut kernel::bindings::workqueue_struct;
@@ -65,74 +60,23 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// The session sizes these settings ask for (each within its range, so the casts keep the
+    /// value).
+    fn sizes(&self) -> Sizes {
+        Sizes {
+            buffer_size: self.buffer_size as usize,
+            buffer_watershed: self.buffer_watershed as usize,
+            cpu_buffer_size: self.cpu_buffer_size as u32,
+            backtrace_depth: self.backtrace_depth as u32,
+        }
+    }
+
     const DEFAULT: Settings = Settings {
         buffer_size: DEFAULT_BUFFER_SIZE,
         buffer_watershed: DEFAULT_BUFFER_WATERSHED,
         cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
         backtrace_depth: 0,
     };
-}
-
-/// What exists while `buffer` is open: the buffers samples travel through.
-#[pin_data]
-pub(crate) struct Session {
-    pub(crate) stats: Arc<Stats>,
-    /// One ring per CPU id (`0..nr_cpu_ids`).
-    pub(crate) cpu_buffers: KVec<CpuBuffer>,
-    /// Frames recorded per sample (`backtrace_depth` at `buffer` open; 0: no backtraces).
-    pub(crate) backtrace_depth: u32,
-    /// Where kernel backtrace entries may point.
-    kernel_code: KernelCode,
-    #[pin]
-    pub(crate) event_buffer: Mutex<EventBuffer>,
-    /// Image ids of this session (the `images` file). Lock order: `event_buffer` first.
-    #[pin]
-    pub(crate) images: Mutex<ImageIds>,
-    /// The `buffer` reader waits here for [`EventBuffer::is_ready`].
-    #[pin]
-    pub(crate) reader_wait: CondVar,
-}
-
-impl Session {
-    fn new(stats: Arc<Stats>, s: &Settings, kernel_code: KernelCode) -> Result<Arc<Session>> {
-        let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
-        let mut cpu_buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
-        for _ in 0..stats.cpu.len() {
-            cpu_buffers.push(CpuBuffer::new(s.cpu_buffer_size as u32)?, GFP_KERNEL)?;
-        }
-        let images = ImageIds::new()?;
-        Arc::pin_init(
-            pin_init!(Session {
-                stats,
-                cpu_buffers,
-                backtrace_depth: s.backtrace_depth as u32,
-                kernel_code,
-                event_buffer <- new_mutex!(eb, "oprofile::event_buffer"),
-                images <- new_mutex!(images, "oprofile::images"),
-                reader_wait <- new_condvar!("oprofile::buffer_wait"),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Takes a sample of the interrupted context on the current CPU (legacy
-    /// `oprofile_add_sample(get_irq_regs(), event)`). Interrupt context only.
-    pub(crate) fn add_irq_sample(&self, event: u32) {
-        self.add_sample(cpu_buffer::irq_regs(), event);
-    }
-
-    /// Takes a sample of the interrupted registers `regs` (`struct pt_regs *`; null: no valid
-    /// PC) on the current CPU for counter `event`, with its backtrace if `backtrace_depth` > 0
-    /// (legacy `oprofile_add_sample`). Interrupt context, or any context where this CPU cannot be
-    /// re-entered by another sample.
-    pub(crate) fn add_sample(&self, regs: *mut c_void, event: u32) {
-        profile_point_time!(SAMPLE_HANDLER);
-        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
-        let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
-            return;
-        };
-        buf.add_sample(stats, &self.stats, &self.kernel_code, regs, event, self.backtrace_depth);
-    }
 }
 
 struct Control {
@@ -341,7 +285,7 @@ impl Oprofile {
         }
         let r = (|| {
             let mut ctl = self.ctl.lock();
-            let session = Session::new(self.stats.clone(), &ctl.settings, self.kernel_code)?;
+            let session = Session::new(self.stats.clone(), &ctl.settings.sizes(), self.kernel_code)?;
             let flush = Flush::new(session.clone(), self.queue())?;
             let Control { model, counters, .. } = &mut *ctl;
             model.setup(counters)?;

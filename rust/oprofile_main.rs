@@ -39,6 +39,7 @@ mod model;
 mod oprof;
 mod oprofilefs;
 mod profile_point;
+mod session;
 mod stats;
 
 module! {

@@ -197,7 +197,7 @@ pub(crate) fn read_bytes(bytes: &[u8], out: &mut UserSliceWriter, pos: &mut Offs
 /// The `file_operations` of kind `T` over context `C`.
 struct Vtable<C, T>(PhantomData<(C, T)>);
 
-impl<C: Sync + 'static, T: OpFile<C>> Vtable<C, T> {
+impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
     /// The context of the superblock `inode` belongs to.
     ///
     /// # Safety
@@ -344,7 +344,7 @@ impl<C: Sync + 'static, T: OpFile<C>> Vtable<C, T> {
             None
         },
         llseek: Some(bindings::default_llseek),
-        owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
+        owner: kernel::module::this_module::<C::Owner>().as_ptr(),
         ..pin_init::zeroed()
     };
 }
@@ -359,7 +359,7 @@ pub(crate) struct Dir<C> {
     _ctx: PhantomData<C>,
 }
 
-impl<C: Sync + 'static> Dir<C> {
+impl<C: Tree> Dir<C> {
     fn create(&self, name: &CStr, mode: u16, fops: Option<&'static bindings::file_operations>, key: Key) -> Result<*mut bindings::dentry> {
         let key = key.to_raw()?;
         // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
@@ -404,6 +404,9 @@ fn numbered_name<'a>(prefix: &[u8], n: u32, buf: &'a mut [u8; 16]) -> Result<&'a
 
 /// The context of an oprofilefs: what every file operation receives, and how the tree is built.
 pub(crate) trait Tree: Sync + Sized + 'static {
+    /// The module whose code the files run (`file_operations::owner`: an open file pins it).
+    type Owner: kernel::ModuleMetadata;
+
     /// Builds the tree below `root` at mount time (when the superblock is created).
     fn fill(&self, root: &Dir<Self>) -> Result;
 }

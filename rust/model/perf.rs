@@ -31,7 +31,7 @@
 use crate::common::counter::{self, CounterConfig};
 use crate::common::events::CpuModel;
 use crate::model::{Model, Poll};
-use crate::oprof::Session;
+use crate::session::Session;
 use crate::stats;
 use core::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -296,7 +296,7 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, regs: *mu
     if (kernel && !slot.kernel) || (!kernel && !slot.user) {
         return;
     }
-    slot.session.add_sample(regs, slot.counter);
+    slot.session.cpu.add_sample(regs, slot.counter);
 }
 
 /// The perf-counter model.
