@@ -23,6 +23,7 @@
 //!   entry in a mapping without `VM_EXEC`, or ESCAPE_CODE): the rest of that backtrace is
 //!   dropped; global `bt_lost_no_mapping`: a user return address in no mapping (likewise).
 
+use crate::bridge;
 use crate::common::event::ESCAPE_CODE;
 use crate::common::ring;
 use crate::common::sync::{CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
@@ -51,8 +52,6 @@ extern "C" {
     fn oprofile_shim_irq_regs() -> *mut c_void;
     fn oprofile_shim_regs_pc(regs: *mut c_void, pc: *mut c_ulong) -> c_int;
     fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong, exec: *mut bool) -> c_int;
-    fn oprofile_shim_module_area(start: *mut c_ulong, end: *mut c_ulong);
-    fn oprofile_shim_kprof_text(start: *mut c_ulong, end: *mut c_ulong) -> c_int;
     fn oprofile_shim_exe_file_irq() -> *mut c_void;
     fn oprofile_shim_mm_get_irq() -> *mut c_void;
     fn oprofile_shim_backtrace(
@@ -119,18 +118,14 @@ fn release_loc(loc: SampleLoc) {
 /// `kprof_shim.c`; unknown if the module was built without it or against another build, which
 /// is logged) and the module area. Process context.
 pub(crate) fn kernel_code() -> KernelCode {
-    let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
-    // SAFETY: Valid out-pointers.
-    let text = match unsafe { oprofile_shim_kprof_text(&mut start, &mut end) } {
-        0 => Some((start as usize, end as usize)),
-        _ => {
+    let text = match bridge::kernel_text() {
+        Ok(text) => Some(text),
+        Err(_) => {
             pr_warn!("kernel text bounds unknown: kernel backtrace entries are not checked\n");
             None
         }
     };
-    // SAFETY: Valid out-pointers.
-    unsafe { oprofile_shim_module_area(&mut start, &mut end) };
-    KernelCode { text, modules: (start as usize, end as usize) }
+    KernelCode { text, modules: bridge::module_area() }
 }
 
 /// Why a user PC could not be queued.

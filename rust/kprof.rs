@@ -26,27 +26,21 @@
 //! at or beyond its end give 0 bytes (EOF), at any offset.
 //!
 //! Kernel addresses: `kpctl`'s `text` line shows `_stext`/`_etext` only to an opener that may
-//! see kernel addresses ([`may_see_kernel_addresses`]); others read `text 0x0 0x0`, as
+//! see kernel addresses (`bridge::may_see_kernel_addresses`); others read `text 0x0 0x0`, as
 //! `/sys/module/*/sections` gives them zeros. `kpdata` (0400) has counts, no addresses.
 
+use crate::bridge;
 use crate::common::kprof::{self as layout, Ctl, Layout};
 use crate::cpu_buffer;
 use crate::model::timer::{CpuTimers, Tick};
 use crate::oprofilefs::{read_bytes, Access, Key, OpFile, Open};
 use crate::profile_point::{define_profile_point, profile_point_time};
-use core::ffi::{c_int, c_ulong, c_void};
-use kernel::alloc::flags::__GFP_ZERO;
-use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::fs::file::Offset;
 use kernel::uaccess::UserSliceWriter;
-
-extern "C" {
-    fn oprofile_shim_kprof_text(start: *mut c_ulong, end: *mut c_ulong) -> c_int;
-}
 
 define_profile_point!(KPROF_TICK, "kprof_tick");
 
@@ -70,17 +64,10 @@ pub(crate) struct KprofData {
 }
 
 impl KprofData {
-    /// All-zero counts, zeroed by the allocator (pushing a million `Atomic::new(0)` one by one
-    /// took 0.7 s per attach on QEMU's virt-a15).
+    /// All-zero counts. Errors: `ENOMEM`.
     fn new(layout: Layout) -> Result<Self> {
-        let n = layout.words();
-        let mut counts: VVec<Atomic<u32>> = VVec::with_capacity(n, GFP_KERNEL | __GFP_ZERO)?;
-        // SAFETY: `with_capacity(n)` left `len` 0 and `capacity >= n`; `__GFP_ZERO` zeroed the
-        // memory, and `Atomic<u32>` is `repr(transparent)` over its 32-bit representation, so
-        // all-zero bytes are `Atomic::new(0)`: the first `n` elements are initialised.
-        unsafe { counts.inc_len(n) };
         // INVARIANT: `counts.len() == layout.words()`.
-        Ok(KprofData { layout, counts })
+        Ok(KprofData { layout, counts: bridge::zeroed_atomics(layout.words())? })
     }
 
     fn bump(&self, word: usize) {
@@ -155,10 +142,8 @@ impl Kprof {
         if let Some(d) = &st.data {
             return Ok(d.clone());
         }
-        let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
-        // SAFETY: Valid out-pointers.
-        kernel::error::to_result(unsafe { oprofile_shim_kprof_text(&mut start, &mut end) })?;
-        let l = Layout::new(start as usize, end as usize, self.granularity, INSN_BYTES).map_err(|_| ENODEV)?;
+        let (start, end) = bridge::kernel_text()?;
+        let l = Layout::new(start, end, self.granularity, INSN_BYTES).map_err(|_| ENODEV)?;
         let d = Arc::new(KprofData::new(l)?, GFP_KERNEL)?;
         // No addresses in the log (dmesg may be world-readable); `kpctl` shows them to those
         // who may see them.
@@ -212,28 +197,6 @@ impl Kprof {
     }
 }
 
-/// Whether the current task may see kernel addresses, by the rules of `%pK` and
-/// `/proc/kallsyms` (`kallsyms_show_value`): it needs CAP_SYSLOG, and `kernel.kptr_restrict`
-/// must be below 2 (at 1, `%pK` also wants equal real and effective ids). Neither
-/// `kallsyms_show_value` nor `kptr_restrict` is exported to modules, so `%pK` itself is asked:
-/// it prints a non-null pointer as zeros exactly when `kptr_restrict` hides addresses from this
-/// task. Stricter than kallsyms in one case: `perf_event_paranoid` <= 1 (not exported either)
-/// does not open the addresses to unprivileged users. Call it in the opener's context (at
-/// open), as kallsyms judges the opener's credentials.
-fn may_see_kernel_addresses() -> bool {
-    // SAFETY: FFI call; `init_user_ns` is a static that lives forever.
-    if !unsafe { bindings::ns_capable_noaudit(&raw mut bindings::init_user_ns, bindings::CAP_SYSLOG as c_int) } {
-        return false;
-    }
-    // Any non-null kernel address will do.
-    let probe: *const c_void = (&raw const KPROF_TICK).cast();
-    let mut out = [0u8; 32];
-    // SAFETY: `out` is writable for its length; the format takes exactly one pointer argument.
-    let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_ptr(), probe) };
-    let shown = usize::try_from(n).ok().and_then(|n| out.get(..n.min(out.len() - 1)));
-    shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
-}
-
 /// `kprof/kpctl` (0644): read the status (with the text addresses if the opener may see
 /// them), write `start`, `stop` or `startclr` (CAP_SYS_ADMIN; anything else is `EINVAL`). Open
 /// does the first attach (module docs) and remembers whether this opener may see the kernel
@@ -245,7 +208,7 @@ impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpCtl {
     fn open(ctx: &C, _key: Key, _access: Access) -> Result<Open> {
         // The counts stay attached in `Kprof` until the module unloads.
         ctx.as_ref().attach()?;
-        Ok(Open(u32::from(may_see_kernel_addresses())))
+        Ok(Open(u32::from(bridge::may_see_kernel_addresses())))
     }
 
     fn read(ctx: &C, _key: Key, open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {

@@ -8,6 +8,7 @@
 //! `buffer` closed: idle. All transitions and setting changes happen under one mutex (legacy
 //! `start_mutex`/`oprofilefs_lock`); the sample path never takes it.
 
+use crate::bridge::OwnedQueue;
 use crate::buffer_sync::{self, Flush, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
 use crate::common::sync::KernelCode;
@@ -23,10 +24,6 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 use kernel::workqueue::Queue;
-
-extern "C" {
-    fn oprofile_shim_alloc_wq() -> *mut kernel::bindings::workqueue_struct;
-}
 
 /// Legacy defaults (`oprofile_files.c`), restored at every mount.
 pub(crate) const DEFAULT_BUFFER_SIZE: u64 = 131072;
@@ -101,8 +98,7 @@ struct Control {
 /// # Invariants
 ///
 /// `started` is true exactly while `ctl.sync` is `Some`, and then `ctl.session` is `Some`.
-/// `queue` is a live workqueue owned by this instance, destroyed in `drop`.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Oprofile {
     cpu_type: &'static CStr,
     describe: &'static str,
@@ -112,17 +108,13 @@ pub(crate) struct Oprofile {
     stats: Arc<Stats>,
     started: Atomic<bool>,
     buffer_busy: Atomic<bool>,
-    queue: *mut kernel::bindings::workqueue_struct,
+    /// The sync passes' workqueue; dropped after the last session ended.
+    queue: OwnedQueue,
     #[pin]
     ctl: Mutex<Control>,
     #[pin]
     kprof: Kprof,
 }
-
-// SAFETY: `queue` is only passed to thread-safe workqueue functions; all else is `Sync`.
-unsafe impl Sync for Oprofile {}
-// SAFETY: As above; the instance may be dropped on any thread.
-unsafe impl Send for Oprofile {}
 
 impl Oprofile {
     /// A profiler using `model`, idle, with legacy default settings.
@@ -135,14 +127,7 @@ impl Oprofile {
             stats: Arc::new(Stats::new(kernel::cpu::nr_cpu_ids(), model.num_counters())?, GFP_KERNEL)?,
             started: Atomic::new(false),
             buffer_busy: Atomic::new(false),
-            queue: {
-                // SAFETY: FFI call without preconditions.
-                let q = unsafe { oprofile_shim_alloc_wq() };
-                if q.is_null() {
-                    return Err(ENOMEM);
-                }
-                q
-            },
+            queue: OwnedQueue::new()?,
             ctl <- new_mutex!(
                 Control {
                     counters: {
@@ -221,10 +206,10 @@ impl Oprofile {
         self.started.load(Relaxed)
     }
 
+    /// The workqueue: live until `self` is dropped, which happens after every work item was
+    /// stopped (no session exists at unload: the module cannot unload while `buffer` is open).
     fn queue(&self) -> &'static Queue {
-        // SAFETY: `queue` is live until `self` is dropped, which happens after every work item
-        // was stopped (type invariants; `drop` destroys it after the last session ended).
-        unsafe { Queue::from_raw(self.queue) }
+        self.queue.get()
     }
 
     /// Restores the legacy defaults (every mount re-initialises them, as legacy 3.x+ did),
@@ -447,16 +432,6 @@ impl AsRef<Kprof> for Oprofile {
 impl buffer_sync::ModuleEvents for Oprofile {
     fn module_coming(&self) {
         Oprofile::module_coming(self);
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Oprofile {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `queue` came from `alloc_workqueue` and is destroyed once; no session exists
-        // (the module cannot unload while `buffer` is open), so nothing enqueues any more and
-        // `destroy_workqueue` waits for a still-returning work item.
-        unsafe { kernel::bindings::destroy_workqueue(self.queue) };
     }
 }
 

@@ -29,6 +29,7 @@ use kernel::sync::Arc;
 #[path = "common/mod.rs"]
 mod common;
 
+mod bridge;
 mod buffer_sync;
 mod cpu_buffer;
 mod event_buffer;

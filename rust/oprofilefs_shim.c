@@ -16,7 +16,6 @@
 #include <linux/module.h>
 #include <linux/dcache.h>
 #include <linux/sched.h>
-#include <linux/workqueue.h>
 
 #include "oprofilefs_shim.h"
 
@@ -153,13 +152,4 @@ int oprofilefs_shim_register(const void *ctx, oprofilefs_fill_fn fill)
 void oprofilefs_shim_unregister(void)
 {
 	unregister_filesystem(&oprofilefs_type);
-}
-
-/*
- * The module's own workqueue for buffer_sync: destroy_workqueue() at unload waits for a running
- * sync work item to return, which the Rust workqueue API (no cancel/flush) cannot express.
- */
-struct workqueue_struct *oprofile_shim_alloc_wq(void)
-{
-	return alloc_workqueue("oprofile_sync", WQ_UNBOUND, 0);
 }

@@ -25,6 +25,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include <asm/irq_regs.h>
 #ifdef CONFIG_ARM
 #include <asm/stacktrace.h>
@@ -333,4 +334,17 @@ int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const
 void oprofile_shim_module_notifier_unregister(void)
 {
 	unregister_module_notifier(&oprofile_module_nb);
+}
+
+/**
+ * oprofile_shim_alloc_wq() - allocate the module's workqueue for buffer_sync
+ *
+ * Missing binding: alloc_workqueue() is a variadic macro, and the kernel crate has no owned
+ * workqueue (only the system queues). bridge.rs destroys it with destroy_workqueue() at unload,
+ * which waits for a running sync work item to return.
+ * Return: the workqueue, or NULL.
+ */
+struct workqueue_struct *oprofile_shim_alloc_wq(void)
+{
+	return alloc_workqueue("oprofile_sync", WQ_UNBOUND, 0);
 }

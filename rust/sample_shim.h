@@ -12,6 +12,7 @@
 struct file;
 struct mm_struct;
 struct pt_regs;
+struct workqueue_struct;
 
 /* Results of oprofile_shim_user_lookup_*() */
 #define OPROFILE_LOOKUP_FILE	0	/* *file referenced, *offset = file offset */
@@ -45,5 +46,6 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 
 int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx));
 void oprofile_shim_module_notifier_unregister(void);
+struct workqueue_struct *oprofile_shim_alloc_wq(void);
 
 #endif
