@@ -30,6 +30,7 @@ use crate::session::Session;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats;
 use core::ffi::{c_int, c_ulong, c_void};
+use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_condvar, new_mutex, Arc, Completion, CondVar, Mutex};
@@ -52,8 +53,19 @@ extern "C" {
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 
-/// The user location of the referenced `file` at `offset`: its image id.
-fn file_location(images: &mut ImageIds, file: *mut c_void, offset: usize) -> Location {
+/// The file behind a `struct file *` whose reference the caller holds.
+///
+/// # Safety
+///
+/// `file` must be a live `struct file *` on which the caller holds a reference for `'a`.
+unsafe fn held_file<'a>(file: *mut c_void) -> &'a File {
+    // SAFETY: Live for `'a` (our contract). No `fdget_pos` region can be open on it on this
+    // thread: sampled files and executables are never this kworker's descriptors.
+    unsafe { File::from_raw_file(file.cast()) }
+}
+
+/// The user location of `file` at `offset`: its image id.
+fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location {
     match images.id_of(file) {
         Ok(id) => Location::User { cookie: id.into(), offset: offset as u64 },
         Err(e) => {
@@ -70,7 +82,8 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
     match s.loc {
         SampleLoc::Kernel => Location::Kernel,
         SampleLoc::Anon => anon,
-        SampleLoc::File { file, offset } => file_location(images, file as *mut c_void, offset),
+        // SAFETY: The entry holds a reference to `file` until it is released after the pass.
+        SampleLoc::File { file, offset } => file_location(images, unsafe { held_file(file as *mut c_void) }, offset),
         SampleLoc::Deferred { mm } => {
             let mut file = core::ptr::null_mut();
             let mut offset: c_ulong = 0;
@@ -89,7 +102,8 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
                 }
                 _ if not_code => Location::NotCode,
                 lookup::FILE => {
-                    let loc = file_location(images, file, offset as usize);
+                    // SAFETY: The lookup gave us a reference to `file`, dropped below.
+                    let loc = file_location(images, unsafe { held_file(file) }, offset as usize);
                     // SAFETY: The lookup gave us this reference.
                     unsafe { oprofile_shim_fput(file) };
                     loc
@@ -107,7 +121,8 @@ fn app_cookie(s: &CpuSample, images: &mut ImageIds) -> u64 {
     if s.app == 0 {
         return NO_COOKIE;
     }
-    images.id_of(s.app as *mut c_void).map_or(NO_COOKIE, u64::from)
+    // SAFETY: The entry holds a reference to its executable until it is released after the pass.
+    images.id_of(unsafe { held_file(s.app as *mut c_void) }).map_or(NO_COOKIE, u64::from)
 }
 
 /// Drains all CPU buffers of `session` into its event buffer and wakes the reader if the buffer

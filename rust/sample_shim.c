@@ -144,11 +144,6 @@ void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned l
 	*mnt = (unsigned long)file->f_path.mnt;
 }
 
-void oprofile_shim_get_file(struct file *file)
-{
-	get_file(file);
-}
-
 void oprofile_shim_fput(struct file *file)
 {
 	fput(file);

@@ -37,7 +37,6 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end);
 void oprofile_shim_mmput(struct mm_struct *mm);
 
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt);
-void oprofile_shim_get_file(struct file *file);
 void oprofile_shim_fput(struct file *file);
 int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 
