@@ -37,10 +37,9 @@ use crate::kprof::{KpCtl, KpData};
 use crate::oprof::{Oprofile, Setting};
 use crate::oprofilefs::{capable_sys_admin, read_bytes, Access, Dir, Key, OpFile, Open, Ro, Rw, Tree, Ulong, UlongSetting};
 use crate::profile_point::ProfilePoints;
-use crate::stats::{COUNTER_STATS, CPU_STATS, GLOBAL_STATS};
+use crate::stats::{self, COUNTER_STATS, CPU_STATS, GLOBAL_STATS};
 use kernel::fs::file::Offset;
 use kernel::prelude::*;
-use kernel::sync::atomic::Relaxed;
 use kernel::uaccess::UserSliceWriter;
 
 impl Tree for Oprofile {
@@ -270,9 +269,7 @@ struct CpuStat;
 
 impl Ulong<Oprofile> for CpuStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        let c = o.stats().cpu.get(key.index as usize).ok_or(EINVAL)?;
-        let (_, get) = CPU_STATS.get(usize::from(key.item)).ok_or(EINVAL)?;
-        Ok(get(c).load(Relaxed) as u64)
+        stats::read(o.stats().cpu.get(key.index as usize), &CPU_STATS, key.item)
     }
 }
 
@@ -281,8 +278,7 @@ struct GlobalStat;
 
 impl Ulong<Oprofile> for GlobalStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        let (_, get) = GLOBAL_STATS.get(usize::from(key.item)).ok_or(EINVAL)?;
-        Ok(get(o.stats()).load(Relaxed) as u64)
+        stats::read(Some(o.stats()), &GLOBAL_STATS, key.item)
     }
 }
 
@@ -291,8 +287,6 @@ struct CounterStat;
 
 impl Ulong<Oprofile> for CounterStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        let c = o.stats().counter.get(key.index as usize).ok_or(EINVAL)?;
-        let (_, get) = COUNTER_STATS.get(usize::from(key.item)).ok_or(EINVAL)?;
-        Ok(get(c).load(Relaxed) as u64)
+        stats::read(o.stats().counter.get(key.index as usize), &COUNTER_STATS, key.item)
     }
 }

@@ -16,7 +16,7 @@ use crate::cpu_buffer;
 use crate::event_buffer::WORD;
 use crate::kprof::Kprof;
 use crate::model::Model;
-use crate::session::{Session, Sizes};
+use crate::session::{Session, Settings};
 use crate::stats::Stats;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
@@ -47,34 +47,13 @@ pub(crate) enum Setting {
     BacktraceDepth,
 }
 
-/// Values of the settings files.
-#[derive(Clone, Copy)]
-pub(crate) struct Settings {
-    pub(crate) buffer_size: u64,
-    pub(crate) buffer_watershed: u64,
-    pub(crate) cpu_buffer_size: u64,
-    pub(crate) backtrace_depth: u64,
-}
-
-impl Settings {
-    /// The session sizes these settings ask for (each within its range, so the casts keep the
-    /// value).
-    fn sizes(&self) -> Sizes {
-        Sizes {
-            buffer_size: self.buffer_size as usize,
-            buffer_watershed: self.buffer_watershed as usize,
-            cpu_buffer_size: self.cpu_buffer_size as u32,
-            backtrace_depth: self.backtrace_depth as u32,
-        }
-    }
-
-    const DEFAULT: Settings = Settings {
-        buffer_size: DEFAULT_BUFFER_SIZE,
-        buffer_watershed: DEFAULT_BUFFER_WATERSHED,
-        cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
-        backtrace_depth: 0,
-    };
-}
+/// The legacy default settings.
+const DEFAULT_SETTINGS: Settings = Settings {
+    buffer_size: DEFAULT_BUFFER_SIZE,
+    buffer_watershed: DEFAULT_BUFFER_WATERSHED,
+    cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
+    backtrace_depth: 0,
+};
 
 struct Control {
     model: KBox<dyn Model>,
@@ -138,7 +117,7 @@ impl Oprofile {
                         v
                     },
                     model,
-                    settings: Settings::DEFAULT,
+                    settings: DEFAULT_SETTINGS,
                     session: None,
                     flush: None,
                     sync: None,
@@ -217,7 +196,7 @@ impl Oprofile {
     pub(crate) fn reset_settings(&self) {
         let mut ctl = self.ctl.lock();
         if ctl.session.is_none() {
-            ctl.settings = Settings::DEFAULT;
+            ctl.settings = DEFAULT_SETTINGS;
         }
     }
 
@@ -270,7 +249,7 @@ impl Oprofile {
         }
         let r = (|| {
             let mut ctl = self.ctl.lock();
-            let session = Session::new(self.stats.clone(), &ctl.settings.sizes(), self.kernel_code)?;
+            let session = Session::new(self.stats.clone(), &ctl.settings, self.kernel_code)?;
             let flush = Flush::new(session.clone(), self.queue())?;
             let Control { model, counters, .. } = &mut *ctl;
             model.setup(counters)?;

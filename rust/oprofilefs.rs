@@ -165,8 +165,7 @@ pub(crate) struct Ro<T>(PhantomData<T>);
 #[vtable]
 impl<C: Sync + 'static, T: Ulong<C>> OpFile<C> for Ro<T> {
     fn read(ctx: &C, key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
-        let mut num = [0u8; 21];
-        read_bytes(parse::format_ulong(T::get(ctx, key)?, &mut num), out, pos)
+        read_ulong(T::get(ctx, key)?, out, pos)
     }
 }
 
@@ -177,8 +176,7 @@ pub(crate) struct Rw<T>(PhantomData<T>);
 #[vtable]
 impl<C: Sync + 'static, T: UlongSetting<C>> OpFile<C> for Rw<T> {
     fn read(ctx: &C, key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
-        let mut num = [0u8; 21];
-        read_bytes(parse::format_ulong(T::get(ctx, key)?, &mut num), out, pos)
+        read_ulong(T::get(ctx, key)?, out, pos)
     }
 
     fn write(ctx: &C, key: Key, input: &[u8]) -> Result {
@@ -192,6 +190,12 @@ impl<C: Sync + 'static, T: UlongSetting<C>> OpFile<C> for Rw<T> {
 /// (also for offsets beyond `usize`). Errors: `EFAULT`.
 pub(crate) fn read_bytes(bytes: &[u8], out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
     out.write_slice_file(bytes, pos)
+}
+
+/// Reads `value` as `"%lu\n"` at `*pos` into `out`, as [`read_bytes`].
+pub(crate) fn read_ulong(value: u64, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    let mut num = [0u8; 21];
+    read_bytes(parse::format_ulong(value, &mut num), out, pos)
 }
 
 /// The `file_operations` of kind `T` over context `C`.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The sample-path bridge of oprofile-rs (sample_shim.c), as declared on the Rust side in
- * cpu_buffer.rs, image_ids.rs, buffer_sync.rs and oprof.rs. Registers, tasks, mms and files
+ * cpu_buffer.rs, image_ids.rs, buffer_sync.rs and bridge.rs. Registers, tasks, mms and files
  * cross as opaque pointers; every decision is made in Rust.
  */
 #ifndef OPROFILE_SAMPLE_SHIM_H

@@ -13,17 +13,18 @@ use crate::stats::Stats;
 use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 
-/// The sizes a session is allocated with (the settings files at `buffer` open).
+/// Values of the settings files (`oprof.rs` keeps them; a session is allocated with them at
+/// `buffer` open). Each is within its range (`oprof::*_RANGE`), so it fits a `usize`/`u32`.
 #[derive(Clone, Copy)]
-pub(crate) struct Sizes {
+pub(crate) struct Settings {
     /// Event buffer size, words.
-    pub(crate) buffer_size: usize,
+    pub(crate) buffer_size: u64,
     /// Words left free when the reader is woken.
-    pub(crate) buffer_watershed: usize,
+    pub(crate) buffer_watershed: u64,
     /// Per-CPU ring size, samples.
-    pub(crate) cpu_buffer_size: u32,
+    pub(crate) cpu_buffer_size: u64,
     /// Frames recorded per sample (0: no backtraces).
-    pub(crate) backtrace_depth: u32,
+    pub(crate) backtrace_depth: u64,
 }
 
 /// What exists while `buffer` is open: the buffers samples travel through.
@@ -43,11 +44,11 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session of `sizes` counting into `stats`, whose kernel backtrace entries may point into
-    /// `kernel_code`. Errors: `EINVAL` if `buffer_watershed >= buffer_size`; `ENOMEM`.
-    pub(crate) fn new(stats: Arc<Stats>, sizes: &Sizes, kernel_code: KernelCode) -> Result<Arc<Session>> {
-        let eb = EventBuffer::new(sizes.buffer_size, sizes.buffer_watershed)?;
-        let cpu = CpuBuffers::new(stats.clone(), sizes.cpu_buffer_size, sizes.backtrace_depth, kernel_code)?;
+    /// A session sized by `s`, counting into `stats`, whose kernel backtrace entries may point
+    /// into `kernel_code`. Errors: `EINVAL` if `buffer_watershed >= buffer_size`; `ENOMEM`.
+    pub(crate) fn new(stats: Arc<Stats>, s: &Settings, kernel_code: KernelCode) -> Result<Arc<Session>> {
+        let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
+        let cpu = CpuBuffers::new(stats.clone(), s.cpu_buffer_size as u32, s.backtrace_depth as u32, kernel_code)?;
         let images = ImageIds::new()?;
         Arc::pin_init(
             pin_init!(Session {
