@@ -5,7 +5,8 @@
 //! bounds, the `%pK` address-visibility rule and a zeroed atomic array. The code above them
 //! (`oprof.rs`, `kprof.rs`, `cpu_buffer.rs`) needs no `unsafe` for these.
 
-use core::ffi::{c_int, c_ulong, c_void};
+use crate::common::kprof;
+use core::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
@@ -14,7 +15,9 @@ use kernel::workqueue::Queue;
 
 extern "C" {
     fn oprofile_shim_alloc_wq() -> *mut bindings::workqueue_struct;
-    fn oprofile_shim_kprof_text(start: *mut c_ulong, end: *mut c_ulong) -> c_int;
+    fn oprofile_shim_kprof_map(map: *mut c_ulong) -> c_int;
+    // Exported; only its address is taken (the text anchor of `common::kprof::relocate`).
+    fn _printk(fmt: *const c_char, ...) -> c_int;
     fn oprofile_shim_module_area(start: *mut c_ulong, end: *mut c_ulong);
 }
 
@@ -65,13 +68,29 @@ impl Drop for OwnedQueue {
 }
 
 /// The kernel image's text, `[_stext, _etext)`, from the build's `System.map` (see
-/// `kprof_shim.c`). Errors: `ENODEV` when the module was built without it or against another
-/// build.
+/// `kprof_shim.c`), relocated to the running kernel by [`kprof::relocate`]. Errors: `ENODEV`
+/// (logged) when the module was built without it or against another build.
 pub(crate) fn kernel_text() -> Result<(usize, usize)> {
-    let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
-    // SAFETY: Valid out-pointers.
-    kernel::error::to_result(unsafe { oprofile_shim_kprof_text(&mut start, &mut end) })?;
-    Ok((start as usize, end as usize))
+    let mut map: [c_ulong; 4] = [0; 4];
+    // SAFETY: `map` is writable for the 4 values the shim writes.
+    if unsafe { oprofile_shim_kprof_map(map.as_mut_ptr()) } != 0 {
+        pr_err!("kprof: module built without the kernel's System.map: no kernel text bounds\n");
+        return Err(ENODEV);
+    }
+    let [stext, etext, printk, init_task] = map.map(|v| v as usize);
+    let map = kprof::SystemMap { stext, etext, printk, init_task };
+    // Thumb-2 kernels: a function's address carries the Thumb bit.
+    let thumb_bit = usize::from(cfg!(CONFIG_THUMB2_KERNEL));
+    let printk_addr = (_printk as usize) & !thumb_bit;
+    let init_task_addr = (&raw const bindings::init_task) as usize;
+    kprof::relocate(&map, printk_addr, init_task_addr).map_err(|(text_off, data_off)| {
+        pr_err!(
+            "kprof: System.map of the build does not match this kernel (_printk offset {:#x}, init_task offset {:#x})\n",
+            text_off,
+            data_off
+        );
+        ENODEV
+    })
 }
 
 /// The module area, `[MODULES_VADDR, MODULES_END)` (`(0, 0)` where the architecture has none).
@@ -103,6 +122,22 @@ pub(crate) fn may_see_kernel_addresses() -> bool {
     let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_ptr(), probe) };
     let shown = usize::try_from(n).ok().and_then(|n| out.get(..n.min(out.len() - 1)));
     shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
+}
+
+/// The word at user address `addr` of the current task, read without faulting pages in
+/// (`copy_from_user_nofault`: any context, never sleeps); `None` when it cannot be read.
+pub(crate) fn read_user_word(addr: usize) -> Option<usize> {
+    let mut word: usize = 0;
+    // SAFETY: `word` is writable for its size; the source is a user address, which
+    // `copy_from_user_nofault` checks (`access_ok`) and reads with faults disabled.
+    let r = unsafe {
+        bindings::copy_from_user_nofault(
+            (&raw mut word).cast(),
+            core::ptr::with_exposed_provenance::<c_void>(addr),
+            core::mem::size_of::<usize>(),
+        )
+    };
+    (r == 0).then_some(word)
 }
 
 /// `n` atomics, all 0, zeroed by the allocator (pushing a million `Atomic::new(0)` one by one

@@ -41,13 +41,7 @@ use kernel::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work};
 define_profile_point!(SYNC_PASS, "sync_pass");
 
 extern "C" {
-    fn oprofile_shim_user_lookup_mm(
-        mm: *mut c_void,
-        pc: c_ulong,
-        file: *mut *mut c_void,
-        offset: *mut c_ulong,
-        exec: *mut bool,
-    ) -> c_int;
+    fn oprofile_shim_user_lookup_mm(mm: *mut c_void, pc: c_ulong, file: *mut *mut c_void, vma: *mut lookup::Vma) -> c_int;
 }
 
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
@@ -86,14 +80,11 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
         SampleLoc::File { file, offset } => file_location(images, unsafe { held_file(file as *mut c_void) }, offset),
         SampleLoc::Deferred { mm } => {
             let mut file = core::ptr::null_mut();
-            let mut offset: c_ulong = 0;
-            let mut exec = false;
+            let mut vma = lookup::Vma::default();
             // SAFETY: The entry holds an mm_users reference on `mm`; valid out-pointers.
-            let r = unsafe {
-                oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut offset, &mut exec)
-            };
+            let r = unsafe { oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut vma) };
             // A backtrace entry must be a return address: in executable memory.
-            let not_code = s.is_frame() && !exec && (r == lookup::FILE || r == lookup::ANON);
+            let not_code = s.is_frame() && !vma.exec && (r == lookup::FILE || r == lookup::ANON);
             match r {
                 lookup::FILE if not_code => {
                     // SAFETY: The lookup gave us this reference.
@@ -103,7 +94,7 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
                 _ if not_code => Location::NotCode,
                 lookup::FILE => {
                     // SAFETY: The lookup gave us a reference to `file`, dropped below.
-                    let loc = file_location(images, unsafe { held_file(file) }, offset as usize);
+                    let loc = file_location(images, unsafe { held_file(file) }, vma.file_offset(s.pc));
                     // SAFETY: The lookup gave us this reference.
                     unsafe { oprofile_shim_fput(file) };
                     loc

@@ -26,7 +26,7 @@
 use crate::bridge;
 use crate::common::event::ESCAPE_CODE;
 use crate::common::ring;
-use crate::common::sync::{CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
+use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::{self, CpuStats, Stats};
 use core::cell::UnsafeCell;
@@ -46,12 +46,47 @@ pub(crate) mod lookup {
     pub(crate) const NONE: c_int = 2;
     pub(crate) const NO_MM: c_int = 3;
     pub(crate) const RETRY: c_int = 4;
+
+    /// `struct oprofile_vma` of `sample_shim.h`: the mapping a user PC was found in.
+    #[repr(C)]
+    #[derive(Default)]
+    pub(crate) struct Vma {
+        /// `vm_start` (FILE).
+        pub(crate) start: core::ffi::c_ulong,
+        /// `vm_pgoff`: the file page mapped at `start` (FILE).
+        pub(crate) pgoff: core::ffi::c_ulong,
+        /// `VM_EXEC` (FILE, ANON).
+        pub(crate) exec: bool,
+    }
+
+    /// `struct oprofile_user_regs` of `sample_shim.h`: where the user part of a call chain
+    /// starts.
+    #[repr(C)]
+    #[derive(Default)]
+    pub(crate) struct UserRegs {
+        /// The user PC the kernel was entered from (when `entry`).
+        pub(crate) pc: core::ffi::c_ulong,
+        pub(crate) fp: core::ffi::c_ulong,
+        pub(crate) lr: core::ffi::c_ulong,
+        pub(crate) sp: core::ffi::c_ulong,
+        /// `pc` is the first user frame.
+        pub(crate) entry: bool,
+        /// Walk the user frames from `fp`, `lr`, `sp`.
+        pub(crate) walk: bool,
+    }
+
+    impl Vma {
+        /// The file offset of `pc` in this file mapping.
+        pub(crate) fn file_offset(&self, pc: usize) -> usize {
+            crate::common::sync::file_offset(pc, self.start as usize, self.pgoff as usize, kernel::page::PAGE_SHIFT as u32)
+        }
+    }
 }
 
 extern "C" {
     fn oprofile_shim_irq_regs() -> *mut c_void;
     fn oprofile_shim_regs_pc(regs: *mut c_void, pc: *mut c_ulong) -> c_int;
-    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut c_void, offset: *mut c_ulong, exec: *mut bool) -> c_int;
+    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut c_void, vma: *mut lookup::Vma) -> c_int;
     fn oprofile_shim_exe_file_irq() -> *mut c_void;
     fn oprofile_shim_mm_get_irq() -> *mut c_void;
     fn oprofile_shim_backtrace(
@@ -59,6 +94,7 @@ extern "C" {
         depth: u32,
         f: unsafe extern "C" fn(*mut c_void, c_ulong, bool) -> bool,
         ctx: *mut c_void,
+        user: *mut lookup::UserRegs,
     ) -> u32;
     pub(crate) fn oprofile_shim_fput(file: *mut c_void);
     pub(crate) fn oprofile_shim_mmput(mm: *mut c_void);
@@ -139,12 +175,11 @@ enum Unresolved {
 /// time) says true.
 fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc, bool), Unresolved> {
     let mut file = core::ptr::null_mut();
-    let mut offset: c_ulong = 0;
-    let mut exec = false;
+    let mut vma = lookup::Vma::default();
     // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
-    match unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut offset, &mut exec) } {
-        lookup::FILE => Ok((SampleLoc::File { file: file as usize, offset: offset as usize }, exec)),
-        lookup::ANON => Ok((SampleLoc::Anon, exec)),
+    match unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut vma) } {
+        lookup::FILE => Ok((SampleLoc::File { file: file as usize, offset: vma.file_offset(pc) }, vma.exec)),
+        lookup::ANON => Ok((SampleLoc::Anon, vma.exec)),
         lookup::NONE => Err(Unresolved::NoMapping),
         lookup::NO_MM => Err(Unresolved::NoMm),
         lookup::RETRY => {
@@ -204,34 +239,42 @@ struct Walk<'a> {
 /// `ctx` must point to a live [`Walk`] on this CPU's sampling path.
 unsafe extern "C" fn frame(ctx: *mut c_void, pc: c_ulong, user: bool) -> bool {
     // SAFETY: Our contract.
-    let w = unsafe { &*ctx.cast::<Walk<'_>>() };
-    // A broken frame can give a PC equal to ESCAPE_CODE, which the event buffer cannot carry as
-    // a value: the trace ends there (legacy `oprofile_add_trace`). So does a kernel entry that
-    // is no kernel code (a walk that strayed into data or the stack).
-    if !w.buf.has_room() || pc as usize == ESCAPE_CODE || (!user && !w.code.contains(pc as usize)) {
-        stats::inc(&w.cpu.backtrace_aborted);
-        return false;
-    }
-    let loc = if user {
-        match resolve_user(pc as usize) {
-            Ok((loc, true)) => loc,
-            Ok((loc, false)) => {
-                // Not a return address: data or stack of the task.
-                release_loc(loc);
-                stats::inc(&w.cpu.backtrace_aborted);
-                return false;
-            }
-            Err(_) => {
-                stats::inc(&w.stats.bt_lost_no_mapping);
-                return false;
-            }
+    unsafe { &*ctx.cast::<Walk<'_>>() }.frame(pc as usize, user)
+}
+
+impl Walk<'_> {
+    /// Logs one backtrace entry, a kernel or `user` return address. Returns false to end the
+    /// walk.
+    fn frame(&self, pc: usize, user: bool) -> bool {
+        let w = self;
+        // A broken frame can give a PC equal to ESCAPE_CODE, which the event buffer cannot carry
+        // as a value: the trace ends there (legacy `oprofile_add_trace`). So does a kernel entry
+        // that is no kernel code (a walk that strayed into data or the stack).
+        if !w.buf.has_room() || pc == ESCAPE_CODE || (!user && !w.code.contains(pc)) {
+            stats::inc(&w.cpu.backtrace_aborted);
+            return false;
         }
-    } else {
-        SampleLoc::Kernel
-    };
-    let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
-    w.buf.push(CpuSample { pc: pc as usize, loc, event: 0, flags, pid: w.pid, tgid: w.tgid, app: 0 });
-    true
+        let loc = if user {
+            match resolve_user(pc) {
+                Ok((loc, true)) => loc,
+                Ok((loc, false)) => {
+                    // Not a return address: data or stack of the task.
+                    release_loc(loc);
+                    stats::inc(&w.cpu.backtrace_aborted);
+                    return false;
+                }
+                Err(_) => {
+                    stats::inc(&w.stats.bt_lost_no_mapping);
+                    return false;
+                }
+            }
+        } else {
+            SampleLoc::Kernel
+        };
+        let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
+        w.buf.push(CpuSample { pc, loc, event: 0, flags, pid: w.pid, tgid: w.tgid, app: 0 });
+        true
+    }
 }
 
 impl CpuBuffer {
@@ -314,11 +357,27 @@ impl CpuBuffer {
         self.push(CpuSample { pc, loc, event, flags, pid, tgid, app });
         if depth > 0 {
             let mut w = Walk { buf: self, cpu, stats, code, pid, tgid };
+            let mut user = lookup::UserRegs::default();
             // SAFETY: `regs` as above; `w` lives across the call and `frame` matches the shim's
-            // callback type.
-            unsafe {
-                oprofile_shim_backtrace(regs, depth, frame, (&mut w as *mut Walk<'_>).cast())
+            // callback type; `user` is writable.
+            let n = unsafe {
+                oprofile_shim_backtrace(regs, depth, frame, (&mut w as *mut Walk<'_>).cast(), &mut user)
             };
+            if user.walk {
+                // The user part, as many frames as the kernel part left (legacy depth counts
+                // both).
+                let mut left = depth.saturating_sub(n);
+                let mut emit = |pc: usize| {
+                    if left == 0 || !w.frame(pc, true) {
+                        return false;
+                    }
+                    left -= 1;
+                    left != 0
+                };
+                if !user.entry || emit(user.pc as usize) {
+                    sync::walk_user_frames(user.fp as usize, user.lr as usize, user.sp as usize, bridge::read_user_word, &mut emit);
+                }
+            }
         }
     }
 

@@ -297,8 +297,114 @@ impl SyncPass {
     }
 }
 
+/// The file offset of user `pc` in a file mapping that starts at address `vm_start` and maps
+/// the file from page `vm_pgoff` (pages of `1 << page_shift` bytes): `(vm_pgoff << page_shift) +
+/// pc - vm_start`, in the kernel's unsigned long arithmetic (wrapping). `page_shift` must be
+/// below the bits of `usize`.
+pub fn file_offset(pc: usize, vm_start: usize, vm_pgoff: usize, page_shift: u32) -> usize {
+    vm_pgoff.wrapping_shl(page_shift).wrapping_add(pc.wrapping_sub(vm_start))
+}
+
+/// A return address this far above the user stack pointer or less is on the stack itself: not
+/// code (code built without frame pointers left fp pointing at other data). Bytes.
+pub const USER_STACK_SPAN: usize = 8 << 20;
+/// A leaf's saved fp lies at most this far above its own fp. Bytes.
+pub const LEAF_LINK_SPAN: usize = 1 << 20;
+
+/// Walks the user frames of a GCC ARM-mode frame-pointer build (`-marm
+/// -fno-omit-frame-pointer`) from the registers `fp`, `lr`, `sp`, passing each return address
+/// to `emit` until it returns false. `read(addr)` reads the word at user address `addr` (`None`
+/// on a fault; the kernel reads without faulting in, so this never sleeps).
+///
+/// A function that calls others starts `push {fp, lr}; add fp, sp, #4`, so fp points at the
+/// saved lr with the caller's fp just below; a leaf starts `push {fp}; add fp, sp, #0`, so fp
+/// points at the caller's fp and the return address is still in lr. Only the innermost frame
+/// (`lr` valid) can be a leaf; it is recognised by `[fp]` holding a stack address just above fp
+/// ([`LEAF_LINK_SPAN`]) rather than a code address. Frames must move strictly up the stack, and
+/// a "return address" on the stack itself ([`USER_STACK_SPAN`]) ends the walk, as do a
+/// misaligned fp and any fault.
+pub fn walk_user_frames(fp: usize, lr: usize, sp: usize, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) {
+    let on_stack = |addr: usize| addr >= sp && addr - sp < USER_STACK_SPAN;
+    if fp < 4 || fp & 3 != 0 {
+        return;
+    }
+    let Some(word) = read(fp) else {
+        return;
+    };
+    let mut fp = fp;
+    if word > fp && word - fp < LEAF_LINK_SPAN {
+        if !emit(lr) {
+            return;
+        }
+        fp = word;
+    }
+    while fp >= 4 && fp & 3 == 0 {
+        let tail = fp - 4;
+        let (Some(next_fp), Some(ret)) = (read(tail), read(fp)) else {
+            break;
+        };
+        if on_stack(ret) || !emit(ret) {
+            break;
+        }
+        if next_fp < 4 || next_fp - 4 <= tail {
+            break;
+        }
+        fp = next_fp;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// A user stack of `(address, word)` pairs.
+    fn reader(words: &[(usize, usize)]) -> impl FnMut(usize) -> Option<usize> + '_ {
+        move |a| words.iter().find(|&&(at, _)| at == a).map(|&(_, w)| w)
+    }
+
+    fn walk(fp: usize, lr: usize, sp: usize, words: &[(usize, usize)], max: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        super::walk_user_frames(fp, lr, sp, reader(words), |pc| {
+            out.push(pc);
+            out.len() < max
+        });
+        out
+    }
+
+    #[test]
+    fn user_frames_non_leaf_chain() {
+        // main (fp 0x7f10) calls f (fp 0x7f00, saved lr 0x1100 at fp, saved fp 0x7f10 at fp-4);
+        // main's frame: saved lr 0x1200, saved fp 0 (the end).
+        let stack = [(0x7efc, 0x7f10), (0x7f00, 0x1100), (0x7f0c, 0), (0x7f10, 0x1200)];
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 16), [0x1100, 0x1200]);
+        // `emit` ends the walk.
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 1), [0x1100]);
+    }
+
+    #[test]
+    fn user_frames_leaf_first() {
+        // A leaf: [fp] is the caller's fp (just above), the return address is lr.
+        let stack = [(0x7e00, 0x7f00), (0x7efc, 0), (0x7f00, 0x1100)];
+        assert_eq!(walk(0x7e00, 0x1050, 0x7df0, &stack, 16), [0x1050, 0x1100]);
+    }
+
+    #[test]
+    fn user_frames_stop_on_bad_input() {
+        // Misaligned or tiny fp, a fault, a return address on the stack, a frame going down.
+        assert!(walk(0x7f02, 0x1050, 0x7ef0, &[], 16).is_empty());
+        assert!(walk(0, 0x1050, 0x7ef0, &[], 16).is_empty());
+        assert!(walk(0x7f00, 0x1050, 0x7ef0, &[(0x7f00, 0x1100)], 16).is_empty());
+        assert!(walk(0x7f00, 0x1050, 0x7ef0, &[(0x7efc, 0x7f10), (0x7f00, 0x7ef8)], 16).is_empty());
+        let down = [(0x7efc, 0x7e00), (0x7f00, 0x1100)];
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &down, 16), [0x1100]);
+    }
+
+    #[test]
+    fn file_offset_of_a_mapping() {
+        // The text mapping of a shared object: file page 0 at 0x7600_0000.
+        assert_eq!(super::file_offset(0x7600_1234, 0x7600_0000, 0, 12), 0x1234);
+        // A mapping of the file from page 3 (offset 0x3000).
+        assert_eq!(super::file_offset(0x0040_0010, 0x0040_0000, 3, 12), 0x3010);
+    }
+
     use super::*;
     use crate::event::Decoder;
 
