@@ -22,8 +22,8 @@
 //! `sample_lost_no_mm`.
 
 use crate::common::event::{Record, NO_COOKIE};
-use crate::common::sync::{CpuSample, EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
-use crate::cpu_buffer::{lookup, oprofile_shim_fput};
+use crate::common::sync::{EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
+use crate::cpu_buffer::{lookup, owned_file, Sample};
 use crate::image_ids::ImageIds;
 use crate::model::Poll;
 use crate::session::Session;
@@ -47,17 +47,6 @@ extern "C" {
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 
-/// The file behind a `struct file *` whose reference the caller holds.
-///
-/// # Safety
-///
-/// `file` must be a live `struct file *` on which the caller holds a reference for `'a`.
-unsafe fn held_file<'a>(file: *mut c_void) -> &'a File {
-    // SAFETY: Live for `'a` (our contract). No `fdget_pos` region can be open on it on this
-    // thread: sampled files and executables are never this kworker's descriptors.
-    unsafe { File::from_raw_file(file.cast()) }
-}
-
 /// The user location of `file` at `offset`: its image id.
 fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location {
     match images.id_of(file) {
@@ -71,36 +60,26 @@ fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location 
 }
 
 /// Where `s` points, given what the interrupt found (see the module docs). Process context.
-fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
+fn locate(s: &Sample, images: &mut ImageIds) -> Location {
     let anon = Location::User { cookie: NO_COOKIE, offset: s.pc as u64 };
-    match s.loc {
+    match &s.loc {
         SampleLoc::Kernel => Location::Kernel,
         SampleLoc::Anon => anon,
-        // SAFETY: The entry holds a reference to `file` until it is released after the pass.
-        SampleLoc::File { file, offset } => file_location(images, unsafe { held_file(file as *mut c_void) }, offset),
+        SampleLoc::File { file, offset } => file_location(images, file, *offset),
         SampleLoc::Deferred { mm } => {
             let mut file = core::ptr::null_mut();
             let mut vma = lookup::Vma::default();
             // SAFETY: The entry holds an mm_users reference on `mm`; valid out-pointers.
-            let r = unsafe { oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut vma) };
+            let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw().cast(), s.pc as c_ulong, &mut file, &mut vma) };
+            // SAFETY: FILE: the lookup handed over a reference to `file`; else it is null.
+            let file = unsafe { owned_file(file) };
             // A backtrace entry must be a return address: in executable memory.
             let not_code = s.is_frame() && !vma.exec && (r == lookup::FILE || r == lookup::ANON);
-            match r {
-                lookup::FILE if not_code => {
-                    // SAFETY: The lookup gave us this reference.
-                    unsafe { oprofile_shim_fput(file) };
-                    Location::NotCode
-                }
+            match (r, file) {
                 _ if not_code => Location::NotCode,
-                lookup::FILE => {
-                    // SAFETY: The lookup gave us a reference to `file`, dropped below.
-                    let loc = file_location(images, unsafe { held_file(file) }, vma.file_offset(s.pc));
-                    // SAFETY: The lookup gave us this reference.
-                    unsafe { oprofile_shim_fput(file) };
-                    loc
-                }
-                lookup::ANON => anon,
-                lookup::NONE => Location::NoMapping,
+                (lookup::FILE, Some(file)) => file_location(images, &file, vma.file_offset(s.pc)),
+                (lookup::ANON, _) => anon,
+                (lookup::NONE | lookup::FILE, _) => Location::NoMapping,
                 _ => Location::NoMm,
             }
         }
@@ -108,12 +87,11 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
 }
 
 /// The image id of a sample's executable (0: none).
-fn app_cookie(s: &CpuSample, images: &mut ImageIds) -> u64 {
-    if s.app == 0 {
-        return NO_COOKIE;
+fn app_cookie(s: &Sample, images: &mut ImageIds) -> u64 {
+    match &s.app {
+        Some(app) => images.id_of(app).map_or(NO_COOKIE, u64::from),
+        None => NO_COOKIE,
     }
-    // SAFETY: The entry holds a reference to its executable until it is released after the pass.
-    images.id_of(unsafe { held_file(s.app as *mut c_void) }).map_or(NO_COOKIE, u64::from)
 }
 
 /// Drains all CPU buffers of `session` into its event buffer and wakes the reader if the buffer

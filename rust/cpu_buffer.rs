@@ -11,8 +11,8 @@
 //! Unlike legacy, a user sample is resolved here, while the task cannot have changed its
 //! mappings: `sample_shim.c` finds the VMA locklessly and the entry keeps a reference to the
 //! mapped file and to the task's executable until `buffer_sync` has turned them into image ids
-//! ([`release`]). So exit, exec and munmap after the sample cannot lose or misattribute it. What
-//! is counted here (per CPU unless noted):
+//! (the entry owns them: [`Sample`]). So exit, exec and munmap after the sample cannot lose or
+//! misattribute it. What is counted here (per CPU unless noted):
 //!
 //! - `sample_received`: every call;
 //! - `sample_invalid_eip`: no interrupt registers;
@@ -30,6 +30,11 @@ use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_K
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::{self, CpuStats, Stats};
 use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use kernel::fs::File;
+use kernel::mm::MmWithUserAsync;
+use kernel::sync::aref::ARef;
 use core::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
@@ -96,8 +101,6 @@ extern "C" {
         ctx: *mut c_void,
         user: *mut lookup::UserRegs,
     ) -> u32;
-    pub(crate) fn oprofile_shim_fput(file: *mut c_void);
-    pub(crate) fn oprofile_shim_mmput(mm: *mut c_void);
 }
 
 /// Interrupted registers (`struct pt_regs *`) of the current interrupt, null outside one.
@@ -129,25 +132,21 @@ pub(crate) fn irq_pc() -> Option<(usize, bool)> {
     unsafe { regs_pc(irq_regs()) }
 }
 
-/// Drops the references a queued entry holds (its file, executable, mm). Process context, or
-/// any context where `fput`/`mmput_async` may run (both defer the final release).
-pub(crate) fn release(s: &CpuSample) {
-    release_loc(s.loc);
-    if s.app != 0 {
-        // SAFETY: The entry owned one reference to its executable (`add_sample`).
-        unsafe { oprofile_shim_fput(s.app as *mut c_void) };
-    }
-}
+/// A queued sample: it owns a reference to its mapped file or mm and to its executable,
+/// dropped with it (`fput`, `mmput_async`: both defer the final release, so any context may drop
+/// one).
+pub(crate) type Sample = CpuSample<ARef<File>, ARef<MmWithUserAsync>>;
 
-/// Drops the reference a resolved location holds (its file or mm), see [`release`].
-fn release_loc(loc: SampleLoc) {
-    match loc {
-        // SAFETY: The entry owned one reference to the file (taken in `resolve_user`).
-        SampleLoc::File { file, .. } => unsafe { oprofile_shim_fput(file as *mut c_void) },
-        // SAFETY: The entry owned one mm_users reference (taken in `resolve_user`).
-        SampleLoc::Deferred { mm } => unsafe { oprofile_shim_mmput(mm as *mut c_void) },
-        SampleLoc::Kernel | SampleLoc::Anon => {}
-    }
+/// Takes ownership of the file reference the shim handed over (`None` for null).
+///
+/// # Safety
+///
+/// `file` must be null or a `struct file *` on which the caller owns a reference, which moves
+/// into the result.
+pub(crate) unsafe fn owned_file(file: *mut c_void) -> Option<ARef<File>> {
+    // SAFETY: A referenced, live file whose reference moves into the `ARef` (our contract);
+    // `File` is `repr(transparent)` over `struct file`.
+    NonNull::new(file.cast::<File>()).map(|f| unsafe { ARef::from_raw(f) })
 }
 
 /// Where kernel code is on this kernel: the image's text from the build's `System.map` (see
@@ -173,24 +172,27 @@ enum Unresolved {
 /// Resolves user `pc` of the current task (interrupt context); the result owns a reference.
 /// The flag says whether the mapping is executable (`VM_EXEC`); `Deferred` (looked up at sync
 /// time) says true.
-fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc, bool), Unresolved> {
+fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc<ARef<File>, ARef<MmWithUserAsync>>, bool), Unresolved> {
     let mut file = core::ptr::null_mut();
     let mut vma = lookup::Vma::default();
     // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
     match unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut vma) } {
-        lookup::FILE => Ok((SampleLoc::File { file: file as usize, offset: vma.file_offset(pc) }, vma.exec)),
+        lookup::FILE => {
+            // SAFETY: FILE: the shim handed over a reference to `file`.
+            let file = unsafe { owned_file(file) }.ok_or(Unresolved::NoMapping)?;
+            Ok((SampleLoc::File { file, offset: vma.file_offset(pc) }, vma.exec))
+        }
         lookup::ANON => Ok((SampleLoc::Anon, vma.exec)),
         lookup::NONE => Err(Unresolved::NoMapping),
         lookup::NO_MM => Err(Unresolved::NoMm),
         lookup::RETRY => {
             // The mm is being changed right now: keep it and look up at sync time.
             // SAFETY: FFI call without preconditions.
-            let mm = unsafe { oprofile_shim_mm_get_irq() };
-            if mm.is_null() {
-                Err(Unresolved::NoMm)
-            } else {
-                Ok((SampleLoc::Deferred { mm: mm as usize }, true))
-            }
+            let mm = NonNull::new(unsafe { oprofile_shim_mm_get_irq() }.cast::<MmWithUserAsync>()).ok_or(Unresolved::NoMm)?;
+            // SAFETY: The shim took an mm_users reference (`mmget_not_zero`), which moves into
+            // the `ARef` (released with `mmput_async`); `MmWithUserAsync` is
+            // `repr(transparent)` over `struct mm_struct`.
+            Ok((SampleLoc::Deferred { mm: unsafe { ARef::from_raw(mm) } }, true))
         }
         _ => Err(Unresolved::NoMapping),
     }
@@ -205,18 +207,18 @@ fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc, bool), Unresolved
 ///   writes entries and `head`: sampling interrupts do not nest on one CPU.
 /// - Only the holder of the event buffer mutex reads entries and writes `tail` (and `drop`).
 /// - Entries in `tail..head` (ring positions) are initialised by the producer before `head`
-///   is published with release ordering, and each owns the references described by
-///   [`release`]; entries outside own nothing.
+///   is published with release ordering, and own their references ([`Sample`]); entries outside
+///   are uninitialised (moved out by the consumer, or never written).
 pub(crate) struct CpuBuffer {
-    entries: KVVec<UnsafeCell<CpuSample>>,
+    entries: KVVec<UnsafeCell<MaybeUninit<Sample>>>,
     capacity: u32,
     head: Atomic<u32>,
     tail: Atomic<u32>,
 }
 
 // SAFETY: Entries are accessed by one producer and one consumer at a time, handing over through
-// `head`/`tail` with acquire/release ordering (see the type invariants). The handles they carry
-// are reference-counted kernel objects, released from any thread by `release`.
+// `head`/`tail` with acquire/release ordering (see the type invariants). The references they
+// own (`ARef<File>`, `ARef<MmWithUserAsync>`) may be dropped on any thread.
 unsafe impl Sync for CpuBuffer {}
 // SAFETY: As above.
 unsafe impl Send for CpuBuffer {}
@@ -258,8 +260,9 @@ impl Walk<'_> {
             match resolve_user(pc) {
                 Ok((loc, true)) => loc,
                 Ok((loc, false)) => {
-                    // Not a return address: data or stack of the task.
-                    release_loc(loc);
+                    // Not a return address: data or stack of the task (its reference drops
+                    // here).
+                    drop(loc);
                     stats::inc(&w.cpu.backtrace_aborted);
                     return false;
                 }
@@ -272,7 +275,7 @@ impl Walk<'_> {
             SampleLoc::Kernel
         };
         let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
-        w.buf.push(CpuSample { pc, loc, event: 0, flags, pid: w.pid, tgid: w.tgid, app: 0 });
+        w.buf.push(CpuSample { pc, loc, event: 0, flags, pid: w.pid, tgid: w.tgid, app: None });
         true
     }
 }
@@ -287,7 +290,7 @@ impl CpuBuffer {
         }
         let mut entries = KVVec::with_capacity(capacity as usize, GFP_KERNEL)?;
         for _ in 0..capacity {
-            entries.push(UnsafeCell::new(CpuSample::default()), GFP_KERNEL)?;
+            entries.push(UnsafeCell::new(MaybeUninit::uninit()), GFP_KERNEL)?;
         }
         Ok(CpuBuffer { entries, capacity, head: Atomic::new(0), tail: Atomic::new(0) })
     }
@@ -299,17 +302,16 @@ impl CpuBuffer {
 
     /// Appends `s`, which must fit ([`CpuBuffer::has_room`]: only the consumer changes the
     /// room meanwhile, and only to more). Producer side.
-    fn push(&self, s: CpuSample) {
+    fn push(&self, s: Sample) {
         let head = self.head.load(Relaxed);
         let slot = ring::slot(head, self.capacity);
         if let Some(cell) = self.entries.get(slot) {
             // SAFETY: `slot` is outside `tail..head` (there was room), so the consumer does not
-            // read it (type invariants), and only this CPU's interrupt writes entries.
-            unsafe { *cell.get() = s };
+            // read it and it holds nothing (type invariants), and only this CPU's interrupt
+            // writes entries.
+            unsafe { (*cell.get()).write(s) };
             // INVARIANT: the entry is written and owns its references before it is published.
             self.head.store(ring::advance(head, self.capacity), Release);
-        } else {
-            release(&s);
         }
     }
 
@@ -346,8 +348,9 @@ impl CpuBuffer {
                 Err(Unresolved::NoMm) => return stats::inc(&stats.sample_lost_no_mm),
             }
         };
-        // SAFETY: FFI call without preconditions; the reference is released by `release`.
-        let app = unsafe { oprofile_shim_exe_file_irq() } as usize;
+        // SAFETY: FFI call without preconditions; it hands over a reference (or null), which the
+        // sample owns.
+        let app = unsafe { owned_file(oprofile_shim_exe_file_irq()) };
         let task = kernel::current!();
         let (pid, tgid) = (task.pid(), task.tgid());
         let mut flags = if kernel { IS_KERNEL } else { 0 };
@@ -381,21 +384,22 @@ impl CpuBuffer {
         }
     }
 
-    /// Hands every queued entry, oldest first, to `f`, then releases its references and frees
+    /// Hands every queued entry, oldest first, to `f`, then drops it (its references) and frees
     /// its slot.
     ///
     /// The caller must hold the event buffer mutex (the single-consumer invariant).
-    pub(crate) fn drain(&self, mut f: impl FnMut(&CpuSample)) -> usize {
+    pub(crate) fn drain(&self, mut f: impl FnMut(&Sample)) -> usize {
         let head = self.head.load(Acquire);
         let mut tail = self.tail.load(Relaxed);
         let mut n = 0;
         while tail != head {
             if let Some(cell) = self.entries.get(ring::slot(tail, self.capacity)) {
                 // SAFETY: `tail` is in `tail..head`: initialised and not written by the producer
-                // until `tail` moves past it (type invariants).
-                let s = unsafe { &*cell.get() };
-                f(s);
-                release(s);
+                // until `tail` moves past it (type invariants). It is moved out once: `tail`
+                // passes it below.
+                let s = unsafe { (*cell.get()).assume_init_read() };
+                f(&s);
+                drop(s);
             }
             tail = ring::advance(tail, self.capacity);
             n += 1;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The event buffer and the `buffer` file (legacy `drivers/oprofile/event_buffer.c`).
+//! The event buffer (legacy `drivers/oprofile/event_buffer.c`); its file, `buffer`, is
+//! `files::Buffer`.
 //!
 //! `buffer_size` native words (`unsigned long`) filled by `buffer_sync` in the legacy word format
 //! and drained by the reader of `/dev/oprofile/buffer`. A reader blocks until the buffer is

@@ -72,8 +72,8 @@ static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct opr
 /**
  * oprofile_shim_user_lookup_irq() - find the mapping of user @pc in current->mm
  * @pc: a user address
- * @file: out: for OPROFILE_LOOKUP_FILE the mapped file, referenced (release with
- *        oprofile_shim_fput()); else NULL
+ * @file: out: for OPROFILE_LOOKUP_FILE the mapped file with a reference the caller owns (Rust:
+ *        an ARef<File>); else NULL
  * @where: out: for FILE the mapping's start and file page (Rust computes the offset); for FILE
  *         and ANON whether it is executable (VM_EXEC)
  *
@@ -115,7 +115,8 @@ struct file *oprofile_shim_exe_file_irq(void)
 	return get_file_active((struct file **)&mm->exe_file);
 }
 
-/* current->mm with an mm_users reference (release with oprofile_shim_mmput), or NULL. */
+/* current->mm with an mm_users reference (Rust: an ARef<MmWithUserAsync>, dropped with
+ * mmput_async()), or NULL. */
 struct mm_struct *oprofile_shim_mm_get_irq(void)
 {
 	struct mm_struct *mm = current->mm;
@@ -145,12 +146,6 @@ int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct 
 	return ret;
 }
 
-void oprofile_shim_mmput(struct mm_struct *mm)
-{
-	/* The last reference may tear the address space down: not in the sync pass. */
-	mmput_async(mm);
-}
-
 /* Identity of @file's path (what a dcookie was): its dentry and vfsmount. */
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt)
 {
@@ -158,10 +153,6 @@ void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned l
 	*mnt = (unsigned long)file->f_path.mnt;
 }
 
-void oprofile_shim_fput(struct file *file)
-{
-	fput(file);
-}
 
 /*
  * Absolute path of @file into @buf (d_path: written at the end of @buf, NUL-terminated).

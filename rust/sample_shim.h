@@ -40,10 +40,8 @@ struct mm_struct *oprofile_shim_mm_get_irq(void);
 int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct file **file,
 				 struct oprofile_vma *where);
 void oprofile_shim_module_area(unsigned long *start, unsigned long *end);
-void oprofile_shim_mmput(struct mm_struct *mm);
 
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt);
-void oprofile_shim_fput(struct file *file);
 int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 
 /* Where the user part of a call chain starts (oprofile_shim_backtrace()). */

@@ -27,30 +27,30 @@ pub const TRACE_BEGIN: u32 = 1 << 1;
 /// [`TRACE_BEGIN`]; `event` is 0 and `pid`/`tgid` are the sample's.
 pub const IS_FRAME: u32 = 1 << 2;
 
-/// What a sampled PC was found in when the sample was taken. The handles are opaque to this
-/// crate: the module stores referenced kernel objects in them and releases them after the sync.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SampleLoc {
+/// What a sampled PC was found in when the sample was taken. The handles `F` (a mapped file)
+/// and `M` (an address space) are opaque to this crate: the module stores owned references to
+/// kernel objects in them (dropped with the sample), host tests plain numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SampleLoc<F = usize, M = usize> {
     /// Kernel text: the raw PC is emitted.
     #[default]
     Kernel,
-    /// A file-backed user mapping: `file` (referenced `struct file *`), `offset` in bytes from
-    /// the start of the file.
-    File { file: usize, offset: usize },
+    /// A file-backed user mapping: `file`, `offset` in bytes from the start of the file.
+    File { file: F, offset: usize },
     /// An anonymous user mapping: the raw PC is emitted with `NO_COOKIE`.
     Anon,
-    /// Not resolved when sampled (the mm was being changed): `mm` (referenced `struct
-    /// mm_struct *`) is looked up at sync time.
-    Deferred { mm: usize },
+    /// Not resolved when sampled (the mm was being changed): `mm` is looked up at sync time.
+    Deferred { mm: M },
 }
 
-/// One entry of a per-CPU sample buffer, written in interrupt context.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuSample {
+/// One entry of a per-CPU sample buffer, written in interrupt context; `F` and `M` as in
+/// [`SampleLoc`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuSample<F = usize, M = usize> {
     /// Program counter at the interrupt (for a frame: the return address).
     pub pc: usize,
     /// Where `pc` points.
-    pub loc: SampleLoc,
+    pub loc: SampleLoc<F, M>,
     /// Counter index (0 in timer mode and for frames).
     pub event: u32,
     /// [`IS_KERNEL`], [`TRACE_BEGIN`], [`IS_FRAME`].
@@ -59,11 +59,11 @@ pub struct CpuSample {
     pub pid: i32,
     /// Process id (`task->tgid`) of the interrupted task.
     pub tgid: i32,
-    /// Opaque handle of the task's executable (referenced `struct file *`), 0 if none.
-    pub app: usize,
+    /// The task's executable, if known.
+    pub app: Option<F>,
 }
 
-impl CpuSample {
+impl<F, M> CpuSample<F, M> {
     /// Whether the sample was taken in kernel mode.
     pub fn is_kernel(&self) -> bool {
         self.flags & IS_KERNEL != 0
@@ -205,7 +205,7 @@ impl SyncPass {
     /// preceded by TRACE_BEGIN if `s` has [`TRACE_BEGIN`].
     pub fn add_sample(
         &mut self,
-        s: &CpuSample,
+        s: &CpuSample<impl Sized, impl Sized>,
         loc: Location,
         app_cookie: u64,
         sink: &mut impl EventSink,
@@ -266,7 +266,7 @@ impl SyncPass {
     /// Emits backtrace entry `f` (resolved to `loc`) of the last sample: a mode switch and
     /// COOKIE_SWITCH as needed, then `pc_or_offset, 0` (legacy `oprofile_add_trace` entries).
     /// After a lost entry the rest of the backtrace is dropped, so callers are never shifted.
-    pub fn add_frame(&mut self, f: &CpuSample, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
+    pub fn add_frame(&mut self, f: &CpuSample<impl Sized, impl Sized>, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
         if !self.trace_live {
             return FrameOutcome::Orphan;
         }
@@ -355,6 +355,9 @@ pub fn walk_user_frames(fp: usize, lr: usize, sp: usize, mut read: impl FnMut(us
 
 #[cfg(test)]
 mod tests {
+    /// Samples with plain-number handles.
+    type S = super::CpuSample<usize, usize>;
+
     /// A user stack of `(address, word)` pairs.
     fn reader(words: &[(usize, usize)]) -> impl FnMut(usize) -> Option<usize> + '_ {
         move |a| words.iter().find(|&&(at, _)| at == a).map(|&(_, w)| w)
@@ -427,8 +430,8 @@ mod tests {
         Decoder::new(&w, core::mem::size_of::<usize>()).map(|r| r.unwrap().1).collect()
     }
 
-    fn ks(pc: usize, pid: i32) -> CpuSample {
-        CpuSample { pc, flags: IS_KERNEL, pid, tgid: pid, ..Default::default() }
+    fn ks(pc: usize, pid: i32) -> S {
+        S { pc, flags: IS_KERNEL, pid, tgid: pid, ..Default::default() }
     }
 
     #[test]
@@ -437,7 +440,7 @@ mod tests {
         let mut p = SyncPass::new(1);
         assert_eq!(p.add_sample(&ks(0xc000_1000, 7), Location::Kernel, 0, &mut sink), Outcome::Delivered);
         p.add_sample(&ks(0xc000_1004, 7), Location::Kernel, 0, &mut sink);
-        let u = CpuSample { pc: 0x1_0040, pid: 7, tgid: 7, ..Default::default() };
+        let u = S { pc: 0x1_0040, pid: 7, tgid: 7, ..Default::default() };
         p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0040 }, 0, &mut sink);
         p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0044 }, 0, &mut sink);
         p.add_sample(&ks(0xc000_2000, 8), Location::Kernel, 0, &mut sink);
@@ -480,7 +483,7 @@ mod tests {
     fn lost_samples_emit_nothing() {
         let mut sink = VecSink { words: vec![], cap: 100 };
         let mut p = SyncPass::new(0);
-        let u = CpuSample { pc: 5, pid: 3, tgid: 3, ..Default::default() };
+        let u = S { pc: 5, pid: 3, tgid: 3, ..Default::default() };
         assert_eq!(p.add_sample(&u, Location::NoMm, 0, &mut sink), Outcome::LostNoMm);
         assert_eq!(p.add_sample(&u, Location::NoMapping, 0, &mut sink), Outcome::LostNoMapping);
         assert!(sink.words.is_empty());
@@ -490,7 +493,7 @@ mod tests {
     fn max_group_fits() {
         let mut sink = VecSink { words: vec![], cap: MAX_GROUP_WORDS };
         let mut p = SyncPass::new(0);
-        let u = CpuSample { pc: 5, pid: 3, tgid: 3, ..Default::default() };
+        let u = S { pc: 5, pid: 3, tgid: 3, ..Default::default() };
         assert_eq!(
             p.add_sample(&u, Location::User { cookie: 9, offset: 5 }, 0, &mut sink),
             Outcome::Delivered
@@ -503,8 +506,8 @@ mod tests {
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
-        let uf = CpuSample { pc: 0x1_0100, flags: IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let uf = S { pc: 0x1_0100, flags: IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
         assert_eq!(p.add_sample(&s, Location::Kernel, 9, &mut sink), Outcome::Delivered);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
         assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
@@ -537,7 +540,7 @@ mod tests {
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::NoMapping, &mut sink), FrameOutcome::LostNoMapping);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
@@ -560,7 +563,7 @@ mod tests {
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
         assert_eq!(p.add_frame(&kf, Location::NotCode, &mut sink), FrameOutcome::NotCode);
@@ -584,7 +587,7 @@ mod tests {
     fn untraced_samples_have_no_trace_begin() {
         let mut sink = VecSink { words: vec![], cap: 1000 };
         let mut p = SyncPass::new(0);
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, ..Default::default() };
         p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
         assert!(!decode(&sink.words).contains(&Record::TraceBegin));
@@ -597,7 +600,7 @@ mod tests {
         for pid in [4, 5] {
             let mut s = ks(0xc000_1000, pid);
             s.flags |= TRACE_BEGIN;
-            let uf = CpuSample { pc: 0x1_0100, flags: IS_FRAME, pid, tgid: pid, ..Default::default() };
+            let uf = S { pc: 0x1_0100, flags: IS_FRAME, pid, tgid: pid, ..Default::default() };
             p.add_sample(&s, Location::Kernel, 9, &mut sink);
             assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
         }
