@@ -22,14 +22,15 @@
 //! `sample_lost_no_mm`.
 
 use crate::common::event::{Record, NO_COOKIE};
-use crate::common::sync::{CpuSample, EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
-use crate::cpu_buffer::{lookup, oprofile_shim_fput};
+use crate::common::sync::{EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
+use crate::cpu_buffer::{lookup, owned_file, Sample};
 use crate::image_ids::ImageIds;
 use crate::model::Poll;
-use crate::oprof::Session;
+use crate::session::Session;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats;
 use core::ffi::{c_int, c_ulong, c_void};
+use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_condvar, new_mutex, Arc, Completion, CondVar, Mutex};
@@ -40,20 +41,14 @@ use kernel::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work};
 define_profile_point!(SYNC_PASS, "sync_pass");
 
 extern "C" {
-    fn oprofile_shim_user_lookup_mm(
-        mm: *mut c_void,
-        pc: c_ulong,
-        file: *mut *mut c_void,
-        offset: *mut c_ulong,
-        exec: *mut bool,
-    ) -> c_int;
+    fn oprofile_shim_user_lookup_mm(mm: *mut c_void, pc: c_ulong, file: *mut *mut c_void, vma: *mut lookup::Vma) -> c_int;
 }
 
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 
-/// The user location of the referenced `file` at `offset`: its image id.
-fn file_location(images: &mut ImageIds, file: *mut c_void, offset: usize) -> Location {
+/// The user location of `file` at `offset`: its image id.
+fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location {
     match images.id_of(file) {
         Ok(id) => Location::User { cookie: id.into(), offset: offset as u64 },
         Err(e) => {
@@ -65,37 +60,26 @@ fn file_location(images: &mut ImageIds, file: *mut c_void, offset: usize) -> Loc
 }
 
 /// Where `s` points, given what the interrupt found (see the module docs). Process context.
-fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
+fn locate(s: &Sample, images: &mut ImageIds) -> Location {
     let anon = Location::User { cookie: NO_COOKIE, offset: s.pc as u64 };
-    match s.loc {
+    match &s.loc {
         SampleLoc::Kernel => Location::Kernel,
         SampleLoc::Anon => anon,
-        SampleLoc::File { file, offset } => file_location(images, file as *mut c_void, offset),
+        SampleLoc::File { file, offset } => file_location(images, file, *offset),
         SampleLoc::Deferred { mm } => {
             let mut file = core::ptr::null_mut();
-            let mut offset: c_ulong = 0;
-            let mut exec = false;
+            let mut vma = lookup::Vma::default();
             // SAFETY: The entry holds an mm_users reference on `mm`; valid out-pointers.
-            let r = unsafe {
-                oprofile_shim_user_lookup_mm(mm as *mut c_void, s.pc as c_ulong, &mut file, &mut offset, &mut exec)
-            };
+            let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw().cast(), s.pc as c_ulong, &mut file, &mut vma) };
+            // SAFETY: FILE: the lookup handed over a reference to `file`; else it is null.
+            let file = unsafe { owned_file(file) };
             // A backtrace entry must be a return address: in executable memory.
-            let not_code = s.is_frame() && !exec && (r == lookup::FILE || r == lookup::ANON);
-            match r {
-                lookup::FILE if not_code => {
-                    // SAFETY: The lookup gave us this reference.
-                    unsafe { oprofile_shim_fput(file) };
-                    Location::NotCode
-                }
+            let not_code = s.is_frame() && !vma.exec && (r == lookup::FILE || r == lookup::ANON);
+            match (r, file) {
                 _ if not_code => Location::NotCode,
-                lookup::FILE => {
-                    let loc = file_location(images, file, offset as usize);
-                    // SAFETY: The lookup gave us this reference.
-                    unsafe { oprofile_shim_fput(file) };
-                    loc
-                }
-                lookup::ANON => anon,
-                lookup::NONE => Location::NoMapping,
+                (lookup::FILE, Some(file)) => file_location(images, &file, vma.file_offset(s.pc)),
+                (lookup::ANON, _) => anon,
+                (lookup::NONE | lookup::FILE, _) => Location::NoMapping,
                 _ => Location::NoMm,
             }
         }
@@ -103,11 +87,11 @@ fn locate(s: &CpuSample, images: &mut ImageIds) -> Location {
 }
 
 /// The image id of a sample's executable (0: none).
-fn app_cookie(s: &CpuSample, images: &mut ImageIds) -> u64 {
-    if s.app == 0 {
-        return NO_COOKIE;
+fn app_cookie(s: &Sample, images: &mut ImageIds) -> u64 {
+    match &s.app {
+        Some(app) => images.id_of(app).map_or(NO_COOKIE, u64::from),
+        None => NO_COOKIE,
     }
-    images.id_of(s.app as *mut c_void).map_or(NO_COOKIE, u64::from)
 }
 
 /// Drains all CPU buffers of `session` into its event buffer and wakes the reader if the buffer
@@ -117,7 +101,7 @@ pub(crate) fn sync_all(session: &Session) {
     let mut eb = session.event_buffer.lock();
     let mut images = session.images.lock();
     let stats = &session.stats;
-    for (cpu, buf) in session.cpu_buffers.iter().enumerate() {
+    for (cpu, buf) in session.cpu.iter().enumerate() {
         let mut pass = SyncPass::new(cpu as u32);
         buf.drain(|s| {
             let loc = locate(s, &mut images);
@@ -160,35 +144,53 @@ pub(crate) fn module_loaded(session: &Session, flush: &Arc<Flush>) {
 }
 
 extern "C" {
-    fn oprofile_shim_module_notifier_register() -> c_int;
+    fn oprofile_shim_module_notifier_register(ctx: *const c_void, coming: unsafe extern "C" fn(*const c_void)) -> c_int;
     fn oprofile_shim_module_notifier_unregister();
 }
 
-/// Called by the shim's module notifier on `MODULE_STATE_COMING` (process context, no locks of
-/// ours held).
-#[no_mangle]
-extern "C" fn oprofile_rust_module_coming() {
-    if let Ok(o) = crate::oprof::get() {
-        o.module_coming();
+/// What the module notifier tells its context.
+pub(crate) trait ModuleEvents: Sync + 'static {
+    /// A kernel module reached `MODULE_STATE_COMING` (process context, no locks of ours held).
+    fn module_coming(&self);
+}
+
+/// Called by the shim's module notifier on `MODULE_STATE_COMING`.
+///
+/// # Safety
+///
+/// `ctx` must be the context a live `ModuleNotifier<C>` registered.
+unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
+    // SAFETY: The registration keeps `ctx` alive until it unregisters (our contract).
+    unsafe { &*ctx.cast::<C>() }.module_coming();
+}
+
+/// Registration of the module notifier that emits MODULE_LOADED while profiling, with its
+/// context; unregistered on drop. One may exist at a time (the shim's notifier is static).
+///
+/// # Invariants
+///
+/// The notifier is registered with `ctx`'s address from `new` until `drop`.
+pub(crate) struct ModuleNotifier<C: ModuleEvents> {
+    _ctx: Arc<C>,
+}
+
+impl<C: ModuleEvents> ModuleNotifier<C> {
+    /// Registers the notifier for `ctx`. Errors: those of `register_module_notifier`.
+    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
+        // SAFETY: FFI call; the shim's notifier_block is static. `ctx` is kept alive until
+        // `drop` unregisters.
+        kernel::error::to_result(unsafe {
+            oprofile_shim_module_notifier_register(Arc::as_ptr(&ctx).cast(), module_coming::<C>)
+        })?;
+        // INVARIANT: registered above with `ctx`.
+        Ok(ModuleNotifier { _ctx: ctx })
     }
 }
 
-/// Registration of the module notifier that emits MODULE_LOADED while profiling; unregistered
-/// on drop.
-pub(crate) struct ModuleNotifier(());
-
-impl ModuleNotifier {
-    /// Registers the notifier. Errors: those of `register_module_notifier`.
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: FFI call; the shim's notifier_block is static.
-        kernel::error::to_result(unsafe { oprofile_shim_module_notifier_register() })?;
-        Ok(ModuleNotifier(()))
-    }
-}
-
-impl Drop for ModuleNotifier {
+impl<C: ModuleEvents> Drop for ModuleNotifier<C> {
     fn drop(&mut self) {
-        // SAFETY: Registered in `new`; after this no callback runs.
+        // SAFETY: Registered in `new` (type invariants); after this no callback runs, so `ctx`
+        // may go.
         unsafe { oprofile_shim_module_notifier_unregister() };
     }
 }

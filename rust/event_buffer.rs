@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The event buffer and the `buffer` file (legacy `drivers/oprofile/event_buffer.c`).
+//! The event buffer (legacy `drivers/oprofile/event_buffer.c`); its file, `buffer`, is
+//! `files::Buffer`.
 //!
 //! `buffer_size` native words (`unsigned long`) filled by `buffer_sync` in the legacy word format
 //! and drained by the reader of `/dev/oprofile/buffer`. A reader blocks until the buffer is
@@ -12,13 +13,8 @@
 //! the rest staying queued; records are never split (see `common::sync`).
 
 use crate::common::sync::EventSink;
-use crate::oprof;
-use crate::oprofilefs;
 use crate::profile_point::{define_profile_point, profile_point_time};
-use core::ffi::c_int;
-use kernel::bindings;
 use kernel::prelude::*;
-use kernel::uaccess::{UserPtr, UserSlice};
 
 // Profile point: copies of the event buffer to a `buffer` reader (`read_to_user`).
 define_profile_point!(BUFFER_READ, "buffer_read");
@@ -72,11 +68,7 @@ impl EventBuffer {
     ) -> Result<usize> {
         profile_point_time!(BUFFER_READ);
         let n = max_words.min(self.pos);
-        let src = self.words.get(..n).ok_or(EINVAL)?;
-        // SAFETY: `src` is a valid slice of `n` initialised `usize`s; viewing it as `n * WORD`
-        // bytes is valid (`usize` has no padding and any alignment suffices for `u8`).
-        let bytes = unsafe { core::slice::from_raw_parts(src.as_ptr().cast::<u8>(), n * WORD) };
-        out.write_slice(bytes)?;
+        out.write_slice(self.words.get(..n).ok_or(EINVAL)?.as_bytes())?;
         self.words.copy_within(n..self.pos, 0);
         self.pos -= n;
         self.ready = self.pos > 0;
@@ -100,66 +92,3 @@ impl EventSink for EventBuffer {
         true
     }
 }
-
-/// `open` of `buffer`: `EPERM` without CAP_SYS_ADMIN (legacy), `EINVAL` unless opened read-only
-/// (`O_RDONLY`; legacy set up a whole session for a write-only open too, which could only be
-/// a mistake), `EBUSY` if already open, otherwise [`oprof::Oprofile::setup`] (its errors:
-/// `EINVAL` for bad sizes, `ENOMEM`, model errors). A refused open sets nothing up.
-///
-/// # Safety
-///
-/// Called by the VFS with valid `inode` and `file`.
-unsafe extern "C" fn buffer_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: FFI call without preconditions; checks the current task's capability.
-    if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
-        return EPERM.to_errno();
-    }
-    // SAFETY: `file` is valid (our contract).
-    let mode = unsafe { (*file).f_mode };
-    if mode & (oprofilefs::FMODE_READ | oprofilefs::FMODE_WRITE) != oprofilefs::FMODE_READ {
-        return EINVAL.to_errno();
-    }
-    let r = oprof::get().and_then(|o| o.setup());
-    if let Err(e) = r {
-        return e.to_errno();
-    }
-    // SAFETY: `inode` and `file` are valid (our contract). Makes the file a stream: no offsets,
-    // lseek fails with ESPIPE (legacy: nonseekable_open).
-    unsafe { bindings::stream_open(inode, file) }
-}
-
-/// `release` of `buffer`: stops profiling if running and frees the buffers (legacy order).
-///
-/// # Safety
-///
-/// Called by the VFS once per successful open.
-unsafe extern "C" fn buffer_release(_inode: *mut bindings::inode, _file: *mut bindings::file) -> c_int {
-    if let Ok(o) = oprof::get() {
-        o.shutdown();
-    }
-    0
-}
-
-/// `read` of `buffer`. `count` must be a multiple of [`WORD`] (else `EINVAL`); blocks until the
-/// buffer is ready (`EINTR` on a signal), then returns up to `count / WORD` words (0 possible).
-///
-/// # Safety
-///
-/// Called by the VFS with a user buffer `buf` of `count` bytes.
-unsafe extern "C" fn buffer_read(
-    _file: *mut bindings::file,
-    buf: *mut c_char,
-    count: usize,
-    _ppos: *mut bindings::loff_t,
-) -> isize {
-    let mut out = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
-    match oprof::get().and_then(|o| o.read_buffer(&mut out, count)) {
-        Ok(n) => n as isize,
-        Err(e) => e.to_errno() as isize,
-    }
-}
-
-/// File operations of `/dev/oprofile/buffer` (opened with `stream_open`: not seekable; `lseek`,
-/// `pread` and `pwrite` fail with `ESPIPE`, `write` with `EBADF` as the file is read-only).
-pub(crate) const BUFFER_FOPS: &bindings::file_operations =
-    &oprofilefs::file_ops(Some(buffer_open), Some(buffer_release), Some(buffer_read), None);

@@ -12,32 +12,36 @@
 //! exactly once, when its id is created.
 
 use crate::common::image;
-use crate::cpu_buffer::oprofile_shim_fput;
-use core::ffi::{c_char, c_int, c_ulong, c_void};
+use core::ffi::{c_char, c_int, c_ulong};
+use kernel::bindings;
+use kernel::fs::File;
 use kernel::prelude::*;
+use kernel::sync::aref::ARef;
 
+// Only pointers to the bindgen `struct file` cross; the C side defines it.
+#[allow(improper_ctypes)]
 extern "C" {
-    fn oprofile_shim_file_key(file: *mut c_void, dentry: *mut c_ulong, mnt: *mut c_ulong);
-    fn oprofile_shim_get_file(file: *mut c_void);
-    fn oprofile_shim_file_path(file: *mut c_void, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
+    fn oprofile_shim_file_key(file: *mut bindings::file, dentry: *mut c_ulong, mnt: *mut c_ulong);
+    fn oprofile_shim_file_path(file: *mut bindings::file, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
 }
 
 /// `PATH_MAX`: the longest path `d_path` returns, in bytes with the NUL.
 const PATH_MAX: usize = 4096;
 
-/// One image: its path identity (dentry, vfsmount pointers), id and the file holding them.
+/// One image: its path identity (dentry, vfsmount addresses), id and the file reference that
+/// pins them.
 struct Entry {
     key: (usize, usize),
     id: u32,
-    file: *mut c_void,
+    _file: ARef<File>,
 }
 
 /// The id table of one open `buffer`.
 ///
 /// # Invariants
 ///
-/// `entries` is sorted by `key` without duplicates; each `file` is a referenced `struct file *`
-/// owned by the table (released in `drop`), so its `key` cannot be reused by another path. `text`
+/// `entries` is sorted by `key` without duplicates; each entry owns a reference to its file, so
+/// its `key` cannot be reused by another path while the table lives. `text`
 /// holds one [`image::write_line`] line per entry, in id order; ids are `1..next_id`.
 pub(crate) struct ImageIds {
     entries: KVec<Entry>,
@@ -47,10 +51,6 @@ pub(crate) struct ImageIds {
     path: KVVec<u8>,
 }
 
-// SAFETY: The file pointers are reference-counted kernel objects that may be used and released
-// from any thread; the table is only used under its owner's mutex.
-unsafe impl Send for ImageIds {}
-
 impl ImageIds {
     /// An empty table. Errors: `ENOMEM`.
     pub(crate) fn new() -> Result<Self> {
@@ -59,17 +59,17 @@ impl ImageIds {
         Ok(ImageIds { entries: KVec::new(), text: KVVec::new(), next_id: 1, path })
     }
 
-    /// The id of the path `file` (a live `struct file *` the caller holds a reference to),
-    /// creating it and its `images` line on first sight. Process context.
+    /// The id of the path of `file`, creating it and its `images` line on first sight (the
+    /// table then takes a reference to `file`). Process context.
     ///
     /// Errors: `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after `u32::MAX - 1` ids.
-    pub(crate) fn id_of(&mut self, file: *mut c_void) -> Result<u32> {
+    pub(crate) fn id_of(&mut self, file: &File) -> Result<u32> {
         let (mut dentry, mut mnt): (c_ulong, c_ulong) = (0, 0);
-        // SAFETY: `file` is live (our contract); valid out-pointers.
-        unsafe { oprofile_shim_file_key(file, &mut dentry, &mut mnt) };
+        // SAFETY: `file` is live (a reference to it is held); valid out-pointers.
+        unsafe { oprofile_shim_file_key(file.as_ptr(), &mut dentry, &mut mnt) };
         let key = (dentry as usize, mnt as usize);
         let at = match self.entries.binary_search_by_key(&key, |e| e.key) {
-            Ok(i) => return Ok(self.entries[i].id),
+            Ok(i) => return self.entries.get(i).map(|e| e.id).ok_or(EINVAL),
             Err(at) => at,
         };
         let id = self.next_id;
@@ -79,7 +79,7 @@ impl ImageIds {
         let mut start: c_int = 0;
         // SAFETY: `file` is live; `path` is a writable buffer of `PATH_MAX` bytes.
         let len = unsafe {
-            oprofile_shim_file_path(file, self.path.as_mut_ptr().cast(), PATH_MAX as c_int, &mut start)
+            oprofile_shim_file_path(file.as_ptr(), self.path.as_mut_ptr().cast(), PATH_MAX as c_int, &mut start)
         };
         let path = usize::try_from(len)
             .ok()
@@ -91,13 +91,12 @@ impl ImageIds {
         self.text.resize(end, 0, GFP_KERNEL)?;
         // Neither can fail (exact length, capacity reserved); never leave a line without entry.
         let written = self.text.get_mut(at_text..).and_then(|t| image::write_line(id, path, t));
-        if written.is_none() || self.entries.insert_within_capacity(at, Entry { key, id, file }).is_err() {
+        // INVARIANT: inserted at its sorted position with its line, owning a new reference.
+        let entry = Entry { key, id, _file: ARef::from(file) };
+        if written.is_none() || self.entries.insert_within_capacity(at, entry).is_err() {
             self.text.truncate(at_text);
             return Err(ENOMEM);
         }
-        // SAFETY: `file` is live; the table owns this new reference (type invariants).
-        // INVARIANT: inserted at its sorted position with its line; it now owns a reference.
-        unsafe { oprofile_shim_get_file(file) };
         self.next_id = id + 1;
         Ok(id)
     }
@@ -110,14 +109,5 @@ impl ImageIds {
     /// Takes the text out, for showing after the table is gone.
     pub(crate) fn take_text(&mut self) -> KVVec<u8> {
         core::mem::take(&mut self.text)
-    }
-}
-
-impl Drop for ImageIds {
-    fn drop(&mut self) {
-        for e in self.entries.iter() {
-            // SAFETY: The table owned this reference (type invariants).
-            unsafe { oprofile_shim_fput(e.file) };
-        }
     }
 }

@@ -21,31 +21,26 @@
 //! Errors: opening either file gives `ENODEV` when the module has no kernel text bounds (built
 //! without the tree's `System.map`, or loaded into another build; see `kprof_shim.c`), `ENOMEM`
 //! when the array cannot be allocated, `EPERM` for writing without CAP_SYS_ADMIN
-//! (`oprofilefs::check_open`); writing `kpctl` anything but `start`, `stop` or `startclr` (one
+//! (`oprofilefs`); writing `kpctl` anything but `start`, `stop` or `startclr` (one
 //! trailing newline allowed) gives `EINVAL` (a zero-length write does nothing). `kpdata` reads
 //! at or beyond its end give 0 bytes (EOF), at any offset.
 //!
 //! Kernel addresses: `kpctl`'s `text` line shows `_stext`/`_etext` only to an opener that may
-//! see kernel addresses ([`may_see_kernel_addresses`]); others read `text 0x0 0x0`, as
+//! see kernel addresses (`bridge::may_see_kernel_addresses`); others read `text 0x0 0x0`, as
 //! `/sys/module/*/sections` gives them zeros. `kpdata` (0400) has counts, no addresses.
 
+use crate::bridge;
 use crate::common::kprof::{self as layout, Ctl, Layout};
 use crate::cpu_buffer;
 use crate::model::timer::{CpuTimers, Tick};
-use crate::oprofilefs;
+use crate::oprofilefs::{read_bytes, Access, Key, OpFile, Open};
 use crate::profile_point::{define_profile_point, profile_point_time};
-use core::ffi::{c_char, c_int, c_ulong, c_void};
-use kernel::alloc::flags::__GFP_ZERO;
-use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
-use kernel::uaccess::{UserPtr, UserSlice};
-
-extern "C" {
-    fn oprofile_shim_kprof_text(start: *mut c_ulong, end: *mut c_ulong) -> c_int;
-}
+use kernel::fs::file::Offset;
+use kernel::uaccess::UserSliceWriter;
 
 define_profile_point!(KPROF_TICK, "kprof_tick");
 
@@ -69,17 +64,10 @@ pub(crate) struct KprofData {
 }
 
 impl KprofData {
-    /// All-zero counts, zeroed by the allocator (pushing a million `Atomic::new(0)` one by one
-    /// took 0.7 s per attach on QEMU's virt-a15).
+    /// All-zero counts. Errors: `ENOMEM`.
     fn new(layout: Layout) -> Result<Self> {
-        let n = layout.words();
-        let mut counts: VVec<Atomic<u32>> = VVec::with_capacity(n, GFP_KERNEL | __GFP_ZERO)?;
-        // SAFETY: `with_capacity(n)` left `len` 0 and `capacity >= n`; `__GFP_ZERO` zeroed the
-        // memory, and `Atomic<u32>` is `repr(transparent)` over its 32-bit representation, so
-        // all-zero bytes are `Atomic::new(0)`: the first `n` elements are initialised.
-        unsafe { counts.inc_len(n) };
         // INVARIANT: `counts.len() == layout.words()`.
-        Ok(KprofData { layout, counts })
+        Ok(KprofData { layout, counts: bridge::zeroed_atomics(layout.words())? })
     }
 
     fn bump(&self, word: usize) {
@@ -154,10 +142,8 @@ impl Kprof {
         if let Some(d) = &st.data {
             return Ok(d.clone());
         }
-        let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
-        // SAFETY: Valid out-pointers.
-        kernel::error::to_result(unsafe { oprofile_shim_kprof_text(&mut start, &mut end) })?;
-        let l = Layout::new(start as usize, end as usize, self.granularity, INSN_BYTES).map_err(|_| ENODEV)?;
+        let (start, end) = bridge::kernel_text()?;
+        let l = Layout::new(start, end, self.granularity, INSN_BYTES).map_err(|_| ENODEV)?;
         let d = Arc::new(KprofData::new(l)?, GFP_KERNEL)?;
         // No addresses in the log (dmesg may be world-readable); `kpctl` shows them to those
         // who may see them.
@@ -211,168 +197,73 @@ impl Kprof {
     }
 }
 
-/// Whether the current task may see kernel addresses, by the rules of `%pK` and
-/// `/proc/kallsyms` (`kallsyms_show_value`): it needs CAP_SYSLOG, and `kernel.kptr_restrict`
-/// must be below 2 (at 1, `%pK` also wants equal real and effective ids). Neither
-/// `kallsyms_show_value` nor `kptr_restrict` is exported to modules, so `%pK` itself is asked:
-/// it prints a non-null pointer as zeros exactly when `kptr_restrict` hides addresses from this
-/// task. Stricter than kallsyms in one case: `perf_event_paranoid` <= 1 (not exported either)
-/// does not open the addresses to unprivileged users. Call it in the opener's context (at
-/// open), as kallsyms judges the opener's credentials.
-fn may_see_kernel_addresses() -> bool {
-    // SAFETY: FFI call; `init_user_ns` is a static that lives forever.
-    if !unsafe { bindings::ns_capable_noaudit(&raw mut bindings::init_user_ns, bindings::CAP_SYSLOG as c_int) } {
-        return false;
+/// `kprof/kpctl` (0644): read the status (with the text addresses if the opener may see
+/// them), write `start`, `stop` or `startclr` (CAP_SYS_ADMIN; anything else is `EINVAL`). Open
+/// does the first attach (module docs) and remembers whether this opener may see the kernel
+/// text addresses.
+pub(crate) struct KpCtl;
+
+#[vtable]
+impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpCtl {
+    fn open(ctx: &C, _key: Key, _access: Access) -> Result<Open> {
+        // The counts stay attached in `Kprof` until the module unloads.
+        ctx.as_ref().attach()?;
+        Ok(Open(u32::from(bridge::may_see_kernel_addresses())))
     }
-    // Any non-null kernel address will do.
-    let probe: *const c_void = (&raw const KPROF_TICK).cast();
-    let mut out = [0u8; 32];
-    // SAFETY: `out` is writable for its length; the format takes exactly one pointer argument.
-    let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_ptr(), probe) };
-    let shown = usize::try_from(n).ok().and_then(|n| out.get(..n.min(out.len() - 1)));
-    shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
+
+    fn read(ctx: &C, _key: Key, open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+        read_bytes(ctx.as_ref().status(open.0 != 0)?.to_bytes(), out, pos)
+    }
+
+    fn write(ctx: &C, _key: Key, input: &[u8]) -> Result {
+        ctx.as_ref().control(input)
+    }
 }
 
-/// `open` of `kpdata`: [`oprofilefs::check_open`], then the first attach allocates the counts
-/// (module docs). Keeps the counts in `private_data` for the reads.
-///
-/// # Safety
-///
-/// Called by the VFS for a file of [`DATA_FOPS`].
-unsafe extern "C" fn kprof_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: `file` is being opened (our contract).
-    let res = unsafe { oprofilefs::check_open(file) }.and_then(|()| crate::oprof::get()?.kprof().attach());
-    match res {
-        Ok(d) => {
-            // SAFETY: `file` is valid; the `Arc` reference moves into `private_data` and is
-            // released in `kprof_release`.
-            unsafe { (*file).private_data = Arc::into_raw(d).cast_mut().cast() };
-            0
+/// `kprof/kpdata` (0400: kernel text layout is for root): the big-endian counts from `*pos`, a
+/// word at a time as they are at that instant (counting goes on while a reader copies). At or
+/// beyond the end, any offset: 0 (EOF). Open does the first attach (module docs).
+pub(crate) struct KpData;
+
+#[vtable]
+impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpData {
+    fn open(ctx: &C, _key: Key, _access: Access) -> Result<Open> {
+        ctx.as_ref().attach()?;
+        Ok(Open::default())
+    }
+
+    fn read(ctx: &C, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+        // Attached at open; the counts stay until the module unloads.
+        let d = ctx.as_ref().attach()?;
+        if *pos < 0 {
+            return Err(EINVAL);
         }
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// `open` of `kpctl`: [`oprofilefs::check_open`], the first attach (module docs), and whether
-/// this opener may see the kernel text addresses, kept in `private_data` (null: no).
-///
-/// # Safety
-///
-/// Called by the VFS for a file of [`CTL_FOPS`].
-unsafe extern "C" fn kpctl_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: `file` is being opened (our contract).
-    let res = unsafe { oprofilefs::check_open(file) }.and_then(|()| crate::oprof::get()?.kprof().attach());
-    match res {
-        Ok(_) => {
-            // The counts stay attached in `Kprof` until the module unloads; `kpctl` reads
-            // them through it.
-            let show = may_see_kernel_addresses();
-            // SAFETY: `file` is valid; `private_data` is ours.
-            unsafe { (*file).private_data = core::ptr::without_provenance_mut(usize::from(show)) };
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// `release` of `kpdata`: drops the reference taken at open.
-///
-/// # Safety
-///
-/// Called by the VFS for a file opened by [`kprof_open`].
-unsafe extern "C" fn kprof_release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: `private_data` holds the reference `kprof_open` leaked, released once here.
-    drop(unsafe { Arc::from_raw((*file).private_data.cast::<KprofData>()) });
-    0
-}
-
-/// The counts of a file opened by [`kprof_open`].
-///
-/// # Safety
-///
-/// `file` must be open through [`kprof_open`] and not released.
-unsafe fn data_of<'a>(file: *mut bindings::file) -> &'a KprofData {
-    // SAFETY: Our contract: `private_data` holds a live `Arc<KprofData>` reference.
-    unsafe { &*(*file).private_data.cast::<KprofData>() }
-}
-
-/// `read` of `kpctl`: the status text, with the text addresses if the opener may see them.
-///
-/// # Safety
-///
-/// Called by the VFS for a file of [`CTL_FOPS`] opened by [`kpctl_open`].
-unsafe extern "C" fn kpctl_read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    // SAFETY: `file` is valid; `kpctl_open` set `private_data`.
-    let show = !unsafe { (*file).private_data }.is_null();
-    match crate::oprof::get().and_then(|o| o.kprof().status(show)) {
-        // SAFETY: Forwarding the VFS's arguments.
-        Ok(t) => unsafe { oprofilefs::read_bytes(t.to_bytes(), buf, count, ppos) },
-        Err(e) => e.to_errno() as isize,
-    }
-}
-
-/// `write` of `kpctl`: `start`, `stop` or `startclr` (anything else is `EINVAL`; a zero-length
-/// write does nothing).
-///
-/// # Safety
-///
-/// Called by the VFS for a file of [`CTL_FOPS`].
-unsafe extern "C" fn kpctl_write(_file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    // SAFETY: Forwarding the VFS's arguments.
-    unsafe { oprofilefs::write_with(buf, count, ppos, |input| crate::oprof::get()?.kprof().control(input)) }
-}
-
-/// `read` of `kpdata`: the big-endian counts from `*ppos`, a word at a time as they are at
-/// that instant (counting goes on while a reader copies). At or beyond the end, any offset: 0
-/// (EOF).
-///
-/// # Safety
-///
-/// Called by the VFS for a file of [`DATA_FOPS`].
-unsafe extern "C" fn kpdata_read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    // SAFETY: `file` was opened with `kprof_open`.
-    let d = unsafe { data_of(file) };
-    // SAFETY: `ppos` is valid for the call.
-    let off = unsafe { *ppos };
-    if off < 0 {
-        return EINVAL.to_errno() as isize;
-    }
-    // Beyond the address space (offsets >= 4 GiB on 32-bit) is beyond the end.
-    let Ok(mut pos) = usize::try_from(off) else {
-        return 0;
-    };
-    let mut w = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
-    let mut chunk = [0u8; 256];
-    let mut done = 0usize;
-    while done < count {
-        let want = chunk.len().min(count - done);
-        let n = layout::read_be(
-            d.counts.len(),
-            |i| d.counts.get(i).map_or(0, |c| c.load(Relaxed)),
-            pos,
-            &mut chunk[..want],
-        );
-        if n == 0 {
-            break;
-        }
-        if let Err(e) = w.write_slice(&chunk[..n]) {
-            if done == 0 {
-                return e.to_errno() as isize;
+        // Beyond the address space (offsets >= 4 GiB on 32-bit) is beyond the end.
+        let Ok(mut at) = usize::try_from(*pos) else {
+            return Ok(0);
+        };
+        let count = out.len();
+        let mut chunk = [0u8; 256];
+        let mut done = 0usize;
+        while done < count {
+            let want = chunk.len().min(count - done);
+            let Some(part) = chunk.get_mut(..want) else {
+                break;
+            };
+            let n = layout::read_be(d.counts.len(), |i| d.counts.get(i).map_or(0, |c| c.load(Relaxed)), at, part);
+            if n == 0 {
+                break;
             }
-            break;
+            if let Err(e) = out.write_slice(part.get(..n).unwrap_or(&[])) {
+                if done == 0 {
+                    return Err(e);
+                }
+                break;
+            }
+            done += n;
+            at += n;
         }
-        done += n;
-        pos += n;
+        *pos = at as Offset;
+        Ok(done)
     }
-    // SAFETY: As above.
-    unsafe { *ppos = pos as bindings::loff_t };
-    done as isize
 }
-
-/// `kprof/kpctl` (0644): read the status, write commands (CAP_SYS_ADMIN).
-pub(crate) const CTL_FOPS: &bindings::file_operations =
-    &oprofilefs::file_ops(Some(kpctl_open), None, Some(kpctl_read), Some(kpctl_write));
-
-/// `kprof/kpdata` (0400: kernel text layout is for root): read the counts.
-pub(crate) const DATA_FOPS: &bindings::file_operations =
-    &oprofilefs::file_ops(Some(kprof_open), Some(kprof_release), Some(kpdata_read), None);

@@ -11,7 +11,7 @@ pub(crate) mod perf;
 pub(crate) mod timer;
 
 use crate::common::counter::CounterConfig;
-use crate::oprof::Session;
+use crate::session::Session;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 

@@ -8,31 +8,22 @@
 //! `buffer` closed: idle. All transitions and setting changes happen under one mutex (legacy
 //! `start_mutex`/`oprofilefs_lock`); the sample path never takes it.
 
+use crate::bridge::OwnedQueue;
 use crate::buffer_sync::{self, Flush, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
-use crate::common::parse::{self, ParseError};
 use crate::common::sync::KernelCode;
-use crate::cpu_buffer::{self, CpuBuffer};
-use crate::event_buffer::{EventBuffer, WORD};
-use crate::image_ids::ImageIds;
+use crate::cpu_buffer;
+use crate::event_buffer::WORD;
 use crate::kprof::Kprof;
 use crate::model::Model;
-use crate::profile_point::{define_profile_point, profile_point_time};
+use crate::session::{Session, Settings};
 use crate::stats::Stats;
-use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 use kernel::workqueue::Queue;
-
-// Profile point: samples taken (`Session::add_sample`, interrupt context).
-define_profile_point!(SAMPLE_HANDLER, "sample_handler");
-
-extern "C" {
-    fn oprofile_shim_alloc_wq() -> *mut kernel::bindings::workqueue_struct;
-}
 
 /// Legacy defaults (`oprofile_files.c`), restored at every mount.
 pub(crate) const DEFAULT_BUFFER_SIZE: u64 = 131072;
@@ -56,85 +47,13 @@ pub(crate) enum Setting {
     BacktraceDepth,
 }
 
-/// Values of the settings files.
-#[derive(Clone, Copy)]
-pub(crate) struct Settings {
-    pub(crate) buffer_size: u64,
-    pub(crate) buffer_watershed: u64,
-    pub(crate) cpu_buffer_size: u64,
-    pub(crate) backtrace_depth: u64,
-}
-
-impl Settings {
-    const DEFAULT: Settings = Settings {
-        buffer_size: DEFAULT_BUFFER_SIZE,
-        buffer_watershed: DEFAULT_BUFFER_WATERSHED,
-        cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
-        backtrace_depth: 0,
-    };
-}
-
-/// What exists while `buffer` is open: the buffers samples travel through.
-#[pin_data]
-pub(crate) struct Session {
-    pub(crate) stats: Arc<Stats>,
-    /// One ring per CPU id (`0..nr_cpu_ids`).
-    pub(crate) cpu_buffers: KVec<CpuBuffer>,
-    /// Frames recorded per sample (`backtrace_depth` at `buffer` open; 0: no backtraces).
-    pub(crate) backtrace_depth: u32,
-    /// Where kernel backtrace entries may point.
-    kernel_code: KernelCode,
-    #[pin]
-    pub(crate) event_buffer: Mutex<EventBuffer>,
-    /// Image ids of this session (the `images` file). Lock order: `event_buffer` first.
-    #[pin]
-    pub(crate) images: Mutex<ImageIds>,
-    /// The `buffer` reader waits here for [`EventBuffer::is_ready`].
-    #[pin]
-    pub(crate) reader_wait: CondVar,
-}
-
-impl Session {
-    fn new(stats: Arc<Stats>, s: &Settings, kernel_code: KernelCode) -> Result<Arc<Session>> {
-        let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
-        let mut cpu_buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
-        for _ in 0..stats.cpu.len() {
-            cpu_buffers.push(CpuBuffer::new(s.cpu_buffer_size as u32)?, GFP_KERNEL)?;
-        }
-        let images = ImageIds::new()?;
-        Arc::pin_init(
-            pin_init!(Session {
-                stats,
-                cpu_buffers,
-                backtrace_depth: s.backtrace_depth as u32,
-                kernel_code,
-                event_buffer <- new_mutex!(eb, "oprofile::event_buffer"),
-                images <- new_mutex!(images, "oprofile::images"),
-                reader_wait <- new_condvar!("oprofile::buffer_wait"),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Takes a sample of the interrupted context on the current CPU (legacy
-    /// `oprofile_add_sample(get_irq_regs(), event)`). Interrupt context only.
-    pub(crate) fn add_irq_sample(&self, event: u32) {
-        self.add_sample(cpu_buffer::irq_regs(), event);
-    }
-
-    /// Takes a sample of the interrupted registers `regs` (`struct pt_regs *`; null: no valid
-    /// PC) on the current CPU for counter `event`, with its backtrace if `backtrace_depth` > 0
-    /// (legacy `oprofile_add_sample`). Interrupt context, or any context where this CPU cannot be
-    /// re-entered by another sample.
-    pub(crate) fn add_sample(&self, regs: *mut c_void, event: u32) {
-        profile_point_time!(SAMPLE_HANDLER);
-        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
-        let (Some(buf), Some(stats)) = (self.cpu_buffers.get(cpu), self.stats.cpu.get(cpu)) else {
-            return;
-        };
-        buf.add_sample(stats, &self.stats, &self.kernel_code, regs, event, self.backtrace_depth);
-    }
-}
+/// The legacy default settings.
+const DEFAULT_SETTINGS: Settings = Settings {
+    buffer_size: DEFAULT_BUFFER_SIZE,
+    buffer_watershed: DEFAULT_BUFFER_WATERSHED,
+    cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
+    backtrace_depth: 0,
+};
 
 struct Control {
     model: KBox<dyn Model>,
@@ -158,26 +77,23 @@ struct Control {
 /// # Invariants
 ///
 /// `started` is true exactly while `ctl.sync` is `Some`, and then `ctl.session` is `Some`.
-/// `queue` is a live workqueue owned by this instance, destroyed in `drop`.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Oprofile {
     cpu_type: &'static CStr,
     describe: &'static str,
+    /// Whether the model records backtraces (`backtrace_depth` may be non-zero).
+    has_backtrace: bool,
     kernel_code: KernelCode,
     stats: Arc<Stats>,
     started: Atomic<bool>,
     buffer_busy: Atomic<bool>,
-    queue: *mut kernel::bindings::workqueue_struct,
+    /// The sync passes' workqueue; dropped after the last session ended.
+    queue: OwnedQueue,
     #[pin]
     ctl: Mutex<Control>,
     #[pin]
     kprof: Kprof,
 }
-
-// SAFETY: `queue` is only passed to thread-safe workqueue functions; all else is `Sync`.
-unsafe impl Sync for Oprofile {}
-// SAFETY: As above; the instance may be dropped on any thread.
-unsafe impl Send for Oprofile {}
 
 impl Oprofile {
     /// A profiler using `model`, idle, with legacy default settings.
@@ -185,18 +101,12 @@ impl Oprofile {
         try_pin_init!(Oprofile {
             cpu_type: model.cpu_type(),
             describe: model.describe(),
+            has_backtrace: model.has_backtrace(),
             kernel_code: cpu_buffer::kernel_code(),
             stats: Arc::new(Stats::new(kernel::cpu::nr_cpu_ids(), model.num_counters())?, GFP_KERNEL)?,
             started: Atomic::new(false),
             buffer_busy: Atomic::new(false),
-            queue: {
-                // SAFETY: FFI call without preconditions.
-                let q = unsafe { oprofile_shim_alloc_wq() };
-                if q.is_null() {
-                    return Err(ENOMEM);
-                }
-                q
-            },
+            queue: OwnedQueue::new()?,
             ctl <- new_mutex!(
                 Control {
                     counters: {
@@ -207,7 +117,7 @@ impl Oprofile {
                         v
                     },
                     model,
-                    settings: Settings::DEFAULT,
+                    settings: DEFAULT_SETTINGS,
                     session: None,
                     flush: None,
                     sync: None,
@@ -221,10 +131,6 @@ impl Oprofile {
         }? Error)
     }
 
-    /// kprof (`kprof/` files).
-    pub(crate) fn kprof(&self) -> &Kprof {
-        &self.kprof
-    }
 
     /// The model's description and `cpu_type`.
     pub(crate) fn model(&self) -> ModelInfo {
@@ -245,20 +151,17 @@ impl Oprofile {
         self.ctl.lock().counters.get(counter).map(|c| field.get(c)).ok_or(EINVAL)
     }
 
-    /// Writes file `field` of counter directory `counter` from the bytes a user wrote.
+    /// Writes `value` (within [`Field::range`]) to file `field` of counter directory `counter`.
     ///
-    /// Errors: `EINVAL` for junk, a bad counter or a value outside [`Field::range`] (events and
-    /// counts are checked against the model's table at the next `buffer` open); `EBUSY` while
-    /// running. On error nothing changes.
-    pub(crate) fn set_counter(&self, counter: usize, field: Field, input: &[u8]) -> Result {
-        let (min, max) = field.range();
-        let v = parse::parse_ulong_in(input, min, max).map_err(|_| EINVAL)?;
+    /// Errors: `EBUSY` while running; `EINVAL` for a bad counter (events and counts are checked
+    /// against the model's table at the next `buffer` open). On error nothing changes.
+    pub(crate) fn set_counter(&self, counter: usize, field: Field, value: u64) -> Result {
         let mut ctl = self.ctl.lock();
         if self.is_started() {
             return Err(EBUSY);
         }
         let c = ctl.counters.get_mut(counter).ok_or(EINVAL)?;
-        field.set(c, v);
+        field.set(c, value);
         Ok(())
     }
 
@@ -282,10 +185,10 @@ impl Oprofile {
         self.started.load(Relaxed)
     }
 
+    /// The workqueue: live until `self` is dropped, which happens after every work item was
+    /// stopped (no session exists at unload: the module cannot unload while `buffer` is open).
     fn queue(&self) -> &'static Queue {
-        // SAFETY: `queue` is live until `self` is dropped, which happens after every work item
-        // was stopped (type invariants; `drop` destroys it after the last session ended).
-        unsafe { Queue::from_raw(self.queue) }
+        self.queue.get()
     }
 
     /// Restores the legacy defaults (every mount re-initialises them, as legacy 3.x+ did),
@@ -293,7 +196,7 @@ impl Oprofile {
     pub(crate) fn reset_settings(&self) {
         let mut ctl = self.ctl.lock();
         if ctl.session.is_none() {
-            ctl.settings = Settings::DEFAULT;
+            ctl.settings = DEFAULT_SETTINGS;
         }
     }
 
@@ -308,34 +211,30 @@ impl Oprofile {
         }
     }
 
-    /// Writes a setting from the bytes a user wrote.
-    ///
-    /// Errors: `EINVAL` for junk or a value out of range (see the `*_RANGE` constants; a
-    /// non-zero `backtrace_depth` when the model has no backtrace); `EBUSY` while running. On
-    /// error nothing changes. A value takes effect at the next `buffer` open.
-    pub(crate) fn set_setting(&self, which: Setting, input: &[u8]) -> Result {
-        let mut ctl = self.ctl.lock();
-        let range = match which {
+    /// The values setting `which` accepts, inclusive (see the `*_RANGE` constants; only 0 for
+    /// `backtrace_depth` when the model has no backtrace).
+    pub(crate) fn setting_range(&self, which: Setting) -> (u64, u64) {
+        match which {
             Setting::BufferSize => BUFFER_SIZE_RANGE,
             Setting::BufferWatershed => BUFFER_WATERSHED_RANGE,
             Setting::CpuBufferSize => CPU_BUFFER_SIZE_RANGE,
-            Setting::BacktraceDepth => {
-                (0, if ctl.model.has_backtrace() { BACKTRACE_DEPTH_MAX } else { 0 })
-            }
-        };
-        let v = parse::parse_ulong_in(input, range.0, range.1).map_err(|e: ParseError| {
-            pr_debug!("rejected value for {:?}: {:?}\n", which, e);
-            EINVAL
-        })?;
+            Setting::BacktraceDepth => (0, if self.has_backtrace { BACKTRACE_DEPTH_MAX } else { 0 }),
+        }
+    }
+
+    /// Writes `value` (within [`Self::setting_range`]) to a setting. Errors: `EBUSY` while
+    /// running; then nothing changes. A value takes effect at the next `buffer` open.
+    pub(crate) fn set_setting(&self, which: Setting, value: u64) -> Result {
+        let mut ctl = self.ctl.lock();
         if self.is_started() {
             return Err(EBUSY);
         }
         let s = &mut ctl.settings;
         match which {
-            Setting::BufferSize => s.buffer_size = v,
-            Setting::BufferWatershed => s.buffer_watershed = v,
-            Setting::CpuBufferSize => s.cpu_buffer_size = v,
-            Setting::BacktraceDepth => s.backtrace_depth = v,
+            Setting::BufferSize => s.buffer_size = value,
+            Setting::BufferWatershed => s.buffer_watershed = value,
+            Setting::CpuBufferSize => s.cpu_buffer_size = value,
+            Setting::BacktraceDepth => s.backtrace_depth = value,
         }
         Ok(())
     }
@@ -502,13 +401,16 @@ impl Oprofile {
     }
 }
 
-#[pinned_drop]
-impl PinnedDrop for Oprofile {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `queue` came from `alloc_workqueue` and is destroyed once; no session exists
-        // (the module cannot unload while `buffer` is open), so nothing enqueues any more and
-        // `destroy_workqueue` waits for a still-returning work item.
-        unsafe { kernel::bindings::destroy_workqueue(self.queue) };
+/// kprof (`kprof/` files).
+impl AsRef<Kprof> for Oprofile {
+    fn as_ref(&self) -> &Kprof {
+        &self.kprof
+    }
+}
+
+impl buffer_sync::ModuleEvents for Oprofile {
+    fn module_coming(&self) {
+        Oprofile::module_coming(self);
     }
 }
 
@@ -525,27 +427,4 @@ impl ModelInfo {
     pub(crate) fn describe(&self) -> &'static str {
         self.describe
     }
-}
-
-/// The published instance; see [`publish`].
-static OPROFILE: Atomic<*mut c_void> = Atomic::new(core::ptr::null_mut());
-
-/// Makes `o` reachable by the filesystem callbacks. Called once at module init.
-pub(crate) fn publish(o: &Pin<KBox<Oprofile>>) {
-    let p: *const Oprofile = &**o;
-    OPROFILE.store(p.cast_mut().cast(), Release);
-}
-
-/// Ends [`publish`]; called at module exit after the filesystem is unregistered.
-pub(crate) fn unpublish() {
-    OPROFILE.store(core::ptr::null_mut(), Release);
-}
-
-/// The published instance, or `ENODEV` outside the module's lifetime.
-pub(crate) fn get() -> Result<&'static Oprofile> {
-    let p = OPROFILE.load(Acquire).cast::<Oprofile>();
-    // SAFETY: A non-null pointer was published from a pinned, live `KBox<Oprofile>` that is only
-    // freed after `unpublish`, and filesystem callbacks cannot run after that (a mount or open
-    // file pins the module).
-    unsafe { p.as_ref() }.ok_or(ENODEV)
 }

@@ -12,7 +12,8 @@
 //! 3. [`buffer_sync`]: process-context pass, samples to event words; files become image ids
 //!    ([`image_ids`], the `images` file).
 //! 4. [`event_buffer`]: the word stream and the `buffer` file.
-//! 5. [`oprofilefs`]: the filesystem users mount on `/dev/oprofile`.
+//! 5. [`oprofilefs`]: the filesystem users mount on `/dev/oprofile`, a small abstraction (a
+//!    trait per kind of file, `file_operations` generated per kind); [`files`]: its tree.
 //!
 //! [`oprof`] holds the setup/start/stop/shutdown state machine and the settings; [`stats`] the
 //! counters under `stats/`; [`common`] the pure logic also built by host `cargo test`.
@@ -21,21 +22,25 @@
 //! `kprof/kpdata`) and [`profile_point`] (timed sections of this module, `profile_points`).
 
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 // Shared with the host crate, which uses the decoder and helpers the module does not.
 #[allow(dead_code, unreachable_pub)]
 #[path = "common/mod.rs"]
 mod common;
 
+mod bridge;
 mod buffer_sync;
 mod cpu_buffer;
 mod event_buffer;
+mod files;
 mod image_ids;
 mod kprof;
 mod model;
 mod oprof;
 mod oprofilefs;
 mod profile_point;
+mod session;
 mod stats;
 
 module! {
@@ -65,17 +70,16 @@ module! {
     },
 }
 
-/// The loaded module: the profiler instance, published for the filesystem callbacks, and the
-/// filesystem registration.
+/// The loaded module: the filesystem and module-notifier registrations, each holding a
+/// reference to the profiler instance they call.
 ///
-/// # Invariants
-///
-/// The instance published by [`oprof::publish`] is `*self.oprofile`, from before `fs` and
-/// `modules` are registered until after they are unregistered.
+/// Fields drop in declaration order: the registrations end (no superblock exists at unload, as a
+/// mount pins the module, and no notifier callback runs after unregistering) before the last
+/// reference to the instance goes.
 struct OprofileModule {
-    fs: Option<oprofilefs::Registration>,
-    modules: Option<buffer_sync::ModuleNotifier>,
-    oprofile: Pin<KBox<oprof::Oprofile>>,
+    _fs: oprofilefs::Registration<oprof::Oprofile>,
+    _modules: buffer_sync::ModuleNotifier<oprof::Oprofile>,
+    describe: &'static str,
 }
 
 impl kernel::Module for OprofileModule {
@@ -84,29 +88,17 @@ impl kernel::Module for OprofileModule {
         let hz = module_parameters::timer_hz.value();
         let model = model::select(module_parameters::timer.value(), hz)?;
         let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value())?;
-        let oprofile = KBox::pin_init(oprof::Oprofile::new(model, kprof), GFP_KERNEL)?;
-        oprof::publish(&oprofile);
-        let modules = buffer_sync::ModuleNotifier::new();
-        let fs = modules.and_then(|m| Ok((m, oprofilefs::Registration::new()?)));
-        let (modules, fs) = match fs {
-            Ok(r) => r,
-            Err(e) => {
-                oprof::unpublish();
-                return Err(e);
-            }
-        };
-        pr_info!("using {} mode, cpu_type '{}'\n", oprofile.model().describe(), oprofile.model().cpu_type().to_str().unwrap_or("?"));
-        Ok(OprofileModule { fs: Some(fs), modules: Some(modules), oprofile })
+        let oprofile = Arc::pin_init(oprof::Oprofile::new(model, kprof), GFP_KERNEL)?;
+        let modules = buffer_sync::ModuleNotifier::new(oprofile.clone())?;
+        let fs = oprofilefs::Registration::new(oprofile)?;
+        let info = fs.ctx().model();
+        pr_info!("using {} mode, cpu_type '{}'\n", info.describe(), info.cpu_type().to_str().unwrap_or("?"));
+        Ok(OprofileModule { _fs: fs, _modules: modules, describe: info.describe() })
     }
 }
 
 impl Drop for OprofileModule {
     fn drop(&mut self) {
-        // No superblock exists (a mount pins the module), so after unregistering no file
-        // operation can reach the instance; then it may be unpublished and freed.
-        drop(self.fs.take());
-        drop(self.modules.take());
-        oprof::unpublish();
-        pr_info!("unloaded ({} mode)\n", self.oprofile.model().describe());
+        pr_info!("unloaded ({} mode)\n", self.describe);
     }
 }

@@ -1,510 +1,467 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! oprofilefs: the filesystem mounted on `/dev/oprofile` (legacy
-//! `drivers/oprofile/oprofilefs.c`, `oprofile_files.c`, `oprofile_stats.c`).
+//! oprofilefs: a small filesystem abstraction for the tree mounted on `/dev/oprofile` (legacy
+//! `drivers/oprofile/oprofilefs.c`).
 //!
-//! `oprofilefs_shim.c` registers the type (magic `0x6f70726f`, one superblock) and makes
-//! inodes; this file decides the tree and implements every file. A file's inode carries a
-//! [`Node`] (encoded as an integer in `i_private`), so no per-file allocation exists.
+//! As the kernel's `miscdevice` and `debugfs` abstractions do, a kind of file is a type that
+//! implements [`OpFile`], and [`Dir::file`] installs a `file_operations` generated for that type
+//! at compile time. Every operation receives the filesystem's context `C` (the profiler instance,
+//! given to [`Registration::new`]) and the file's [`Key`] (which CPU, counter or statistic of its
+//! kind the file shows), so files need no allocation and the code implementing them has no
+//! `unsafe`: the VFS pointers are handled here and in `oprofilefs_shim.c` only.
 //!
-//! | file | mode | read | write |
-//! |---|---|---|---|
-//! | `enable` | 0644 | `"0\n"`/`"1\n"` | non-zero: start (`EINVAL` if `buffer` not open); 0: stop |
-//! | `dump` | 0200 | – | anything, any length or offset: flush and wake the reader |
-//! | `buffer` | 0644 | event words, see `event_buffer` | – (opened read-only only) |
-//! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
-//! | `cpu_type` | 0644 | model name, no newline | – |
-//! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
-//! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
-//! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
-//! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
-//! | `stats/N/*` | 0444 | `"%lu\n"`: losses of counter N (`sample_lost_no_irq`, `sample_lost_overrun`, `event_throttled`) | – |
-//! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
-//! | `N/total` | 0444 | events counted by counter N in the current or last period | – |
-//! | `profile_points` | 0644 | the profile point table (`profile_point`) | `enable`/`disable`/`reset` `NAME`\|`all`, `print` |
-//! | `kprof/kpctl` | 0644 | kprof state, clock, text bounds (zero unless the opener may see kernel addresses) (`kprof`) | `start`, `stop`, `startclr` |
-//! | `kprof/kpdata` | 0400 | kprof counts, 4-byte big-endian words (`common::kprof`) | – |
+//! The legacy kinds have ready-made types: [`Ro`] (read-only `"%lu\n"`, the stats counters),
+//! [`Rw`] (an `unsigned long` with a range, written as in legacy `oprofilefs_ulong_from_user`),
+//! command files (an [`OpFile::write`] gets the written bytes, at most [`MAX_WRITE`]), stream
+//! files ([`OpFile::STREAM`], like `buffer`) and directories ([`Dir::mkdir`]). The tree itself is
+//! declared in one place, `files.rs`.
 //!
-//! Counter directories `0/ .. N-1/` exist only with a hardware model (see `model::perf`); their
-//! values are checked against the model's event table at `buffer` open.
-//!
-//! Privilege: every file is owned by root; opening any file for writing needs CAP_SYS_ADMIN
-//! (`EPERM`, checked at open as Unix files are, see [`check_open`]), so unprivileged users get
-//! `EACCES` from the modes and root without CAP_SYS_ADMIN `EPERM`.
-//!
-//! Writes (except `dump`): offset must be 0 and at most 49 bytes (legacy `TMPBUFSIZE - 1`), else
-//! `EINVAL`; `EFAULT` on a bad user pointer; a zero-length write at offset 0 does nothing and
-//! returns 0 (legacy `oprofilefs_ulong_from_user`). Writing a file without a write operation is
-//! `EINVAL` (VFS).
+//! Rules every file gets from this layer (`Documentation/oprofilefs.rst`):
+//! - Privilege: opening for writing needs CAP_SYS_ADMIN in the opener (`EPERM`), checked at open
+//!   as Unix files are, so a privileged program cannot be made to write a file an unprivileged
+//!   user opened (the kernel's rule for files, as `kallsyms` and `/dev/mem`). Legacy checked only
+//!   `buffer`; its control files relied on 0644 root ownership, which root without CAP_SYS_ADMIN
+//!   passes.
+//! - Command writes: offset must be 0 and at most 49 bytes (legacy `TMPBUFSIZE - 1`), else
+//!   `EINVAL`; `EFAULT` on a bad user pointer; a zero-length write at offset 0 does nothing and
+//!   returns 0. Writing a file without a write operation is `EINVAL` (VFS).
+//! - Reads of text files go through `simple_read_from_buffer` semantics ([`read_bytes`]).
 
-use crate::common::counter::Field;
 use crate::common::parse;
-use crate::event_buffer::{self, WORD};
-use crate::oprof::{self, Setting};
-use crate::{kprof, profile_point};
-use crate::stats::{COUNTER_STATS, CPU_STATS, GLOBAL_STATS};
-use core::ffi::{c_int, c_ulong};
+use core::ffi::{c_int, c_ulong, c_void};
+use core::marker::PhantomData;
 use kernel::bindings;
+use kernel::error::VTABLE_DEFAULT_ERROR;
+use kernel::fs::file::Offset;
 use kernel::prelude::*;
-use kernel::sync::atomic::Relaxed;
-use kernel::uaccess::{UserPtr, UserSlice};
+use kernel::sync::Arc;
+use kernel::uaccess::{UserPtr, UserSlice, UserSliceWriter};
 
 // Only pointers to these bindgen structs cross (some have zero-sized members, which the lint
 // flags); the C side defines them.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn oprofilefs_shim_register() -> c_int;
+    fn oprofilefs_shim_register(
+        ctx: *const c_void,
+        fill: unsafe extern "C" fn(*const c_void, *mut bindings::dentry) -> c_int,
+    ) -> c_int;
     fn oprofilefs_shim_unregister();
     fn oprofilefs_shim_create(
         parent: *mut bindings::dentry,
         name: *const c_char,
         mode: bindings::umode_t,
         fops: *const bindings::file_operations,
-        node: c_ulong,
+        key: c_ulong,
     ) -> *mut bindings::dentry;
 }
 
-/// Largest accepted write, in bytes (legacy `TMPBUFSIZE - 1`).
-const MAX_WRITE: usize = 49;
+/// Largest accepted command write, in bytes (legacy `TMPBUFSIZE - 1`).
+pub(crate) const MAX_WRITE: usize = 49;
 
 /// `struct file::f_mode` bits (`include/linux/fs.h`; bindgen skips their `__force` casts).
-pub(crate) const FMODE_READ: bindings::fmode_t = 1 << 0;
-pub(crate) const FMODE_WRITE: bindings::fmode_t = 1 << 1;
+const FMODE_READ: bindings::fmode_t = 1 << 0;
+const FMODE_WRITE: bindings::fmode_t = 1 << 1;
 
-/// The open-time check of every oprofilefs file: opening for writing needs CAP_SYS_ADMIN in the
-/// opener (legacy checked only `buffer`; its control files relied on 0644 root ownership, which
-/// root without CAP_SYS_ADMIN passes). Checked at open, not at write, so that a privileged
-/// program cannot be made to write a file an unprivileged user opened (the kernel's rule for
-/// files, as `kallsyms` and `/dev/mem`). Errors: `EPERM`.
-///
-/// # Safety
-///
-/// `file` must be a valid file being opened.
-pub(crate) unsafe fn check_open(file: *mut bindings::file) -> Result {
-    // SAFETY: `file` is valid (our contract).
-    let mode = unsafe { (*file).f_mode };
-    // SAFETY: FFI call without preconditions; checks the current task (the opener).
-    if mode & FMODE_WRITE != 0 && !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
-        return Err(EPERM);
-    }
-    Ok(())
+/// Whether the current task has CAP_SYS_ADMIN (legacy `buffer` open check). Errors: none.
+pub(crate) fn capable_sys_admin() -> bool {
+    // SAFETY: FFI call without preconditions; checks the current task.
+    unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
 }
 
-/// `open` of attribute files: [`check_open`], then `simple_open` (`i_private` to
-/// `private_data`).
-///
-/// # Safety
-///
-/// Called by the VFS with valid `inode` and `file`.
-unsafe extern "C" fn attr_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: `file` is being opened (our contract).
-    if let Err(e) = unsafe { check_open(file) } {
-        return e.to_errno();
-    }
-    // SAFETY: Forwarding the VFS's arguments.
-    unsafe { bindings::simple_open(inode, file) }
-}
-
-/// What an oprofilefs file shows.
+/// Which file of a kind a file is: `index` (a CPU id or counter number, below 2^24) and `item`
+/// (a statistic or field of it). Kept in the inode's `i_private`; kinds that need neither use
+/// [`Key::NONE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Node {
-    Enable,
-    Dump,
-    CpuType,
-    PointerSize,
-    Setting(Setting),
-    /// `stats/<name>`: index into [`GLOBAL_STATS`].
-    GlobalStat(u8),
-    /// `stats/cpu<cpu>/<name>`: index into [`CPU_STATS`].
-    CpuStat { cpu: u32, stat: u8 },
-    /// `<counter>/<field>`.
-    Counter { counter: u32, field: Field },
-    /// `<counter>/total`.
-    CounterTotal(u32),
-    /// `stats/period_ns`.
-    PeriodNs,
-    /// `images`.
-    Images,
-    /// `stats/<counter>/<name>`: index into [`COUNTER_STATS`].
-    CounterStat { counter: u32, stat: u8 },
+pub(crate) struct Key {
+    pub(crate) index: u32,
+    pub(crate) item: u8,
 }
 
-impl Node {
-    /// Encodes the node for `i_private`: kind in bits 0..8, stat or field index 8..16, CPU id
-    /// or counter number above.
-    fn to_raw(self) -> c_ulong {
-        let (kind, stat, cpu): (c_ulong, c_ulong, c_ulong) = match self {
-            Node::Enable => (1, 0, 0),
-            Node::Dump => (2, 0, 0),
-            Node::CpuType => (3, 0, 0),
-            Node::PointerSize => (4, 0, 0),
-            Node::Setting(Setting::BufferSize) => (5, 0, 0),
-            Node::Setting(Setting::BufferWatershed) => (6, 0, 0),
-            Node::Setting(Setting::CpuBufferSize) => (7, 0, 0),
-            Node::Setting(Setting::BacktraceDepth) => (8, 0, 0),
-            Node::GlobalStat(i) => (9, i.into(), 0),
-            Node::CpuStat { cpu, stat } => (10, stat.into(), cpu.into()),
-            Node::Counter { counter, field } => {
-                let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
-                (11, i as c_ulong, counter.into())
-            }
-            Node::CounterTotal(counter) => (12, 0, counter.into()),
-            Node::PeriodNs => (13, 0, 0),
-            Node::Images => (14, 0, 0),
-            Node::CounterStat { counter, stat } => (15, stat.into(), counter.into()),
-        };
-        kind | stat << 8 | cpu << 16
+impl Key {
+    /// The key of a kind with one file.
+    pub(crate) const NONE: Key = Key { index: 0, item: 0 };
+
+    /// The key of file `item` of `index`.
+    pub(crate) const fn new(index: u32, item: u8) -> Key {
+        Key { index, item }
     }
 
-    fn from_raw(raw: c_ulong) -> Option<Node> {
-        let stat = ((raw >> 8) & 0xff) as u8;
-        Some(match raw & 0xff {
-            1 => Node::Enable,
-            2 => Node::Dump,
-            3 => Node::CpuType,
-            4 => Node::PointerSize,
-            5 => Node::Setting(Setting::BufferSize),
-            6 => Node::Setting(Setting::BufferWatershed),
-            7 => Node::Setting(Setting::CpuBufferSize),
-            8 => Node::Setting(Setting::BacktraceDepth),
-            9 => Node::GlobalStat(stat),
-            10 => Node::CpuStat { cpu: (raw >> 16) as u32, stat },
-            11 => Node::Counter { counter: (raw >> 16) as u32, field: *Field::ALL.get(usize::from(stat))? },
-            12 => Node::CounterTotal((raw >> 16) as u32),
-            13 => Node::PeriodNs,
-            14 => Node::Images,
-            15 => Node::CounterStat { counter: (raw >> 16) as u32, stat },
-            _ => return None,
-        })
+    /// The `i_private` word. Errors: `EINVAL` if `index` does not fit 24 bits.
+    fn to_raw(self) -> Result<c_ulong> {
+        if self.index >= 1 << 24 {
+            return Err(EINVAL);
+        }
+        Ok(c_ulong::from(self.index) << 8 | c_ulong::from(self.item))
     }
 
-    /// The node of an open file (`simple_open` copied `i_private` to `private_data`).
+    fn from_raw(raw: c_ulong) -> Key {
+        Key { index: (raw >> 8) as u32, item: (raw & 0xff) as u8 }
+    }
+}
+
+/// How a file is being opened.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Access {
+    pub(crate) read: bool,
+    pub(crate) write: bool,
+}
+
+/// What an open file remembers from its `open` (for `kpctl`: whether the opener may see kernel
+/// addresses); kept in `private_data`, a plain value, not a reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Open(pub(crate) u32);
+
+/// A kind of oprofilefs file over the context `C`. Each operation not implemented is absent
+/// from the generated `file_operations` (a `write` then fails with `EINVAL` in the VFS).
+#[vtable]
+pub(crate) trait OpFile<C: Sync + 'static>: 'static {
+    /// Opened with `stream_open` (no offsets: `lseek`, `pread`, `pwrite` fail with `ESPIPE`)
+    /// instead of `default_llseek` seeking.
+    const STREAM: bool = false;
+
+    /// Called at open after the CAP_SYS_ADMIN check for writers; an error refuses the open.
+    fn open(_ctx: &C, _key: Key, _access: Access) -> Result<Open> {
+        Ok(Open::default())
+    }
+
+    /// Called at the last close of a successful open.
+    fn release(_ctx: &C, _key: Key) {}
+
+    /// Reads at `*pos` into `out`; returns the bytes written.
+    fn read(_ctx: &C, _key: Key, _open: Open, _out: &mut UserSliceWriter, _pos: &mut Offset) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A command write: `input` is what was written (1..=[`MAX_WRITE`] bytes at offset 0).
+    fn write(_ctx: &C, _key: Key, _input: &[u8]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A write whose data is not read (`dump`): any length at any offset; called for non-zero
+    /// lengths only, and the write returns the whole length.
+    fn write_any(_ctx: &C, _key: Key) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A value shown as `"%lu\n"` by [`Ro`] and [`Rw`] files.
+pub(crate) trait Ulong<C>: 'static {
+    /// The value of file `key`. Errors: as the value's owner says (`EINVAL` for a bad key).
+    fn get(ctx: &C, key: Key) -> Result<u64>;
+}
+
+/// A writable [`Ulong`] (legacy `oprofilefs_ulong_from_user`).
+pub(crate) trait UlongSetting<C>: Ulong<C> {
+    /// The accepted values, inclusive; others get `EINVAL`.
+    fn range(ctx: &C, key: Key) -> (u64, u64);
+    /// Stores `value` (within [`Self::range`]). Errors: `EBUSY` while profiling runs (the
+    /// "not while running" gate, checked under the lock that orders it with `enable`).
+    fn set(ctx: &C, key: Key, value: u64) -> Result;
+}
+
+/// A read-only `"%lu\n"` file showing `T` (mode 0444 for the stats counters).
+pub(crate) struct Ro<T>(PhantomData<T>);
+
+#[vtable]
+impl<C: Sync + 'static, T: Ulong<C>> OpFile<C> for Ro<T> {
+    fn read(ctx: &C, key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+        read_ulong(T::get(ctx, key)?, out, pos)
+    }
+}
+
+/// A read-write `"%lu\n"` file of `T`: writes parse one number in `T`'s range (`EINVAL` for
+/// junk or out of range; then `T::set`'s errors).
+pub(crate) struct Rw<T>(PhantomData<T>);
+
+#[vtable]
+impl<C: Sync + 'static, T: UlongSetting<C>> OpFile<C> for Rw<T> {
+    fn read(ctx: &C, key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+        read_ulong(T::get(ctx, key)?, out, pos)
+    }
+
+    fn write(ctx: &C, key: Key, input: &[u8]) -> Result {
+        let (min, max) = T::range(ctx, key);
+        let v = parse::parse_ulong_in(input, min, max).map_err(|_| EINVAL)?;
+        T::set(ctx, key, v)
+    }
+}
+
+/// Reads `bytes` at `*pos` into `out` (legacy `simple_read_from_buffer`): 0 at or beyond the end
+/// (also for offsets beyond `usize`). Errors: `EFAULT`.
+pub(crate) fn read_bytes(bytes: &[u8], out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    out.write_slice_file(bytes, pos)
+}
+
+/// Reads `value` as `"%lu\n"` at `*pos` into `out`, as [`read_bytes`].
+pub(crate) fn read_ulong(value: u64, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    let mut num = [0u8; 21];
+    read_bytes(parse::format_ulong(value, &mut num), out, pos)
+}
+
+/// The `file_operations` of kind `T` over context `C`.
+struct Vtable<C, T>(PhantomData<(C, T)>);
+
+impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
+    /// The context of the superblock `inode` belongs to.
     ///
     /// # Safety
     ///
-    /// `file` must be a valid file opened through one of this module's attribute fops.
-    unsafe fn of_file(file: *mut bindings::file) -> Option<Node> {
-        // SAFETY: `file` is valid (our contract).
-        Node::from_raw(unsafe { (*file).private_data } as c_ulong)
+    /// `inode` must be a live inode of an oprofilefs superblock whose registration has context
+    /// type `C`.
+    unsafe fn ctx<'a>(inode: *const bindings::inode) -> &'a C {
+        // SAFETY: `inode` and its superblock are live (our contract); `s_fs_info` is the context
+        // pointer `Registration<C>` registered (the shim's fill_super sets it), and the context
+        // lives while the registration does, which outlives every superblock (a mount pins the
+        // module, whose exit drops the registration).
+        unsafe { &*(*(*inode).i_sb).s_fs_info.cast::<C>() }
     }
+
+    /// The key of `inode` (its `i_private`, set by [`Dir::file`]).
+    ///
+    /// # Safety
+    ///
+    /// `inode` must be live.
+    unsafe fn key(inode: *const bindings::inode) -> Key {
+        // SAFETY: `inode` is live (our contract); `i_private` is never written after creation.
+        Key::from_raw(unsafe { (*inode).i_private } as c_ulong)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for a file of this vtable being opened, with its inode.
+    unsafe extern "C" fn open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+        // SAFETY: `file` is being opened (our contract): its mode is set.
+        let mode = unsafe { (*file).f_mode };
+        let access = Access { read: mode & FMODE_READ != 0, write: mode & FMODE_WRITE != 0 };
+        // The opener is the current task.
+        if access.write && !capable_sys_admin() {
+            return EPERM.to_errno();
+        }
+        // SAFETY: `inode` is the live inode of an oprofilefs file of this vtable (our contract;
+        // `Dir::file` installs it only below a `Registration<C>`).
+        let (ctx, key) = unsafe { (Self::ctx(inode), Self::key(inode)) };
+        let open = match T::open(ctx, key, access) {
+            Ok(open) => open,
+            Err(e) => return e.to_errno(),
+        };
+        // SAFETY: `file` is being opened: `private_data` is ours. It holds a plain value.
+        unsafe { (*file).private_data = core::ptr::without_provenance_mut(open.0 as usize) };
+        if T::STREAM {
+            // SAFETY: `inode` and `file` are valid (our contract). Makes the file a stream: no
+            // offsets, lseek fails with ESPIPE (legacy: nonseekable_open).
+            unsafe { bindings::stream_open(inode, file) }
+        } else {
+            0
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS once per successful [`Self::open`].
+    unsafe extern "C" fn release(inode: *mut bindings::inode, _file: *mut bindings::file) -> c_int {
+        // SAFETY: As in `open`: the inode of an open file of this vtable is live.
+        let (ctx, key) = unsafe { (Self::ctx(inode), Self::key(inode)) };
+        T::release(ctx, key);
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for an open file of this vtable, `buf` a user pointer of `count` bytes,
+    /// `ppos` valid.
+    unsafe extern "C" fn read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+        // SAFETY: `file` is open (our contract), so `f_inode` is its live inode; `private_data`
+        // holds the value `open` stored.
+        let (ctx, key, open) = unsafe {
+            let inode = (*file).f_inode;
+            (Self::ctx(inode), Self::key(inode), Open((*file).private_data as usize as u32))
+        };
+        let mut out = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
+        // SAFETY: `ppos` is valid and not aliased during the call (our contract).
+        let pos = unsafe { &mut *ppos };
+        match T::read(ctx, key, open, &mut out, pos) {
+            Ok(n) => n as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    /// A command write (module docs).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::read`].
+    unsafe extern "C" fn write(file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+        // SAFETY: `ppos` is valid (our contract).
+        if unsafe { *ppos } != 0 || count > MAX_WRITE {
+            return EINVAL.to_errno() as isize;
+        }
+        if count == 0 {
+            return 0;
+        }
+        // SAFETY: `file` is open (our contract), so `f_inode` is its live inode.
+        let (ctx, key) = unsafe {
+            let inode = (*file).f_inode;
+            (Self::ctx(inode), Self::key(inode))
+        };
+        let mut data = [0u8; MAX_WRITE];
+        let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
+        let res = match data.get_mut(..count) {
+            Some(input) => r.read_slice(input).and_then(|()| T::write(ctx, key, input)),
+            None => Err(EINVAL),
+        };
+        match res {
+            Ok(()) => count as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    /// A write whose data is not read ([`OpFile::write_any`]).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::read`].
+    unsafe extern "C" fn write_any(file: *mut bindings::file, _buf: *const c_char, count: usize, _ppos: *mut bindings::loff_t) -> isize {
+        if count == 0 {
+            return 0;
+        }
+        // SAFETY: `file` is open (our contract), so `f_inode` is its live inode.
+        let (ctx, key) = unsafe {
+            let inode = (*file).f_inode;
+            (Self::ctx(inode), Self::key(inode))
+        };
+        match T::write_any(ctx, key) {
+            // The VFS caps `count` at `MAX_RW_COUNT` (< isize::MAX).
+            Ok(()) => isize::try_from(count).unwrap_or(isize::MAX),
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    const VTABLE: bindings::file_operations = bindings::file_operations {
+        open: Some(Self::open),
+        release: Some(Self::release),
+        read: if T::HAS_READ { Some(Self::read) } else { None },
+        write: if T::HAS_WRITE {
+            Some(Self::write)
+        } else if T::HAS_WRITE_ANY {
+            Some(Self::write_any)
+        } else {
+            None
+        },
+        llseek: Some(bindings::default_llseek),
+        owner: kernel::module::this_module::<C::Owner>().as_ptr(),
+        ..pin_init::zeroed()
+    };
 }
 
-/// A directory of a mounted oprofilefs, during `fill_super`.
+/// A directory of a mounted oprofilefs, while `fill_super` builds the tree.
 ///
 /// # Invariants
 ///
-/// `dentry` is a live directory dentry of the superblock being filled.
-pub(crate) struct Dir {
+/// `dentry` is a live directory dentry of a superblock being filled for a `Registration<C>`.
+pub(crate) struct Dir<C> {
     dentry: *mut bindings::dentry,
+    _ctx: PhantomData<C>,
 }
 
-impl Dir {
-    fn create(&self, name: &CStr, mode: u16, fops: Option<&'static bindings::file_operations>, node: Option<Node>) -> Result<*mut bindings::dentry> {
+impl<C: Tree> Dir<C> {
+    fn create(&self, name: &CStr, mode: u16, fops: Option<&'static bindings::file_operations>, key: Key) -> Result<*mut bindings::dentry> {
+        let key = key.to_raw()?;
         // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
         // `'static`; the shim copies the name.
         let d = unsafe {
-            oprofilefs_shim_create(
-                self.dentry,
-                name.as_char_ptr(),
-                mode,
-                fops.map_or(core::ptr::null(), |f| f as *const _),
-                node.map_or(0, Node::to_raw),
-            )
+            oprofilefs_shim_create(self.dentry, name.as_char_ptr(), mode, fops.map_or(core::ptr::null(), |f| f as *const _), key)
         };
         kernel::error::from_err_ptr(d)
     }
 
-    /// Creates the subdirectory `name` (mode 0755).
-    pub(crate) fn mkdir(&self, name: &CStr) -> Result<Dir> {
+    /// Creates the subdirectory `name` (mode 0755). Errors: `ENOMEM`.
+    pub(crate) fn mkdir(&self, name: &CStr) -> Result<Dir<C>> {
         // INVARIANT: the shim returned a live directory dentry of the same superblock.
-        Ok(Dir { dentry: self.create(name, 0o755, None, None)? })
+        Ok(Dir { dentry: self.create(name, 0o755, None, Key::NONE)?, _ctx: PhantomData })
     }
 
-    /// Creates an attribute file `name` showing `node`.
-    pub(crate) fn file(&self, name: &CStr, mode: u16, node: Node) -> Result {
-        let fops = match node {
-            Node::Dump => DUMP_FOPS,
-            Node::Enable | Node::Setting(_) | Node::Counter { .. } => RW_FOPS,
-            _ => RO_FOPS,
-        };
-        self.create(name, mode, Some(fops), Some(node)).map(|_| ())
+    /// Creates the file `name` of kind `T` with permissions `mode`, showing `key`. Errors:
+    /// `ENOMEM`; `EINVAL` for a key index of 2^24 or more.
+    pub(crate) fn file<T: OpFile<C>>(&self, name: &CStr, mode: u16, key: Key) -> Result {
+        self.create(name, mode, Some(&Vtable::<C, T>::VTABLE), key).map(|_| ())
     }
-}
 
-/// Builds the whole tree (legacy order: generic files, stats, then the model's files).
-fn fill_root(root: &Dir) -> Result {
-    let o = oprof::get()?;
-    o.reset_settings();
-    root.file(c"enable", 0o644, Node::Enable)?;
-    root.file(c"dump", 0o200, Node::Dump)?;
-    root.create(c"buffer", 0o644, Some(event_buffer::BUFFER_FOPS), None)?;
-    root.file(c"buffer_size", 0o644, Node::Setting(Setting::BufferSize))?;
-    root.file(c"buffer_watershed", 0o644, Node::Setting(Setting::BufferWatershed))?;
-    root.file(c"cpu_buffer_size", 0o644, Node::Setting(Setting::CpuBufferSize))?;
-    root.file(c"cpu_type", 0o644, Node::CpuType)?;
-    root.file(c"backtrace_depth", 0o644, Node::Setting(Setting::BacktraceDepth))?;
-    root.file(c"pointer_size", 0o644, Node::PointerSize)?;
-    root.file(c"images", 0o400, Node::Images)?;
-    root.create(c"profile_points", 0o644, Some(profile_point::FOPS), None)?;
-    let kp = root.mkdir(c"kprof")?;
-    kp.create(c"kpctl", 0o644, Some(kprof::CTL_FOPS), None)?;
-    kp.create(c"kpdata", 0o400, Some(kprof::DATA_FOPS), None)?;
-
-    let stats = root.mkdir(c"stats")?;
-    for cpu in 0..o.stats().cpu.len() {
+    /// The subdirectory `<prefix><n>` (`cpu0`, `3`). Errors: as [`Self::mkdir`].
+    pub(crate) fn mkdir_numbered(&self, prefix: &[u8], n: u32) -> Result<Dir<C>> {
         let mut name = [0u8; 16];
-        let dir = stats.mkdir(numbered_name(b"cpu", cpu as u32, &mut name)?)?;
-        for (i, (stat, _)) in CPU_STATS.iter().enumerate() {
-            dir.file(stat, 0o444, Node::CpuStat { cpu: cpu as u32, stat: i as u8 })?;
-        }
+        self.mkdir(numbered_name(prefix, n, &mut name)?)
     }
-    for (i, (stat, _)) in GLOBAL_STATS.iter().enumerate() {
-        stats.file(stat, 0o444, Node::GlobalStat(i as u8))?;
-    }
-    stats.file(c"period_ns", 0o444, Node::PeriodNs)?;
-
-    // Counter directories (legacy `oprofile_perf_create_files`).
-    for counter in 0..o.num_counters() as u32 {
-        let mut name = [0u8; 16];
-        let dir = root.mkdir(numbered_name(b"", counter, &mut name)?)?;
-        for field in Field::ALL {
-            dir.file(field.name(), 0o644, Node::Counter { counter, field })?;
-        }
-        dir.file(c"total", 0o444, Node::CounterTotal(counter))?;
-        let dir = stats.mkdir(numbered_name(b"", counter, &mut name)?)?;
-        for (i, (stat, _)) in COUNTER_STATS.iter().enumerate() {
-            dir.file(stat, 0o444, Node::CounterStat { counter, stat: i as u8 })?;
-        }
-    }
-    Ok(())
 }
 
 /// Formats `<prefix><n>` as a C string into `buf`. Errors: `EINVAL` if it does not fit.
 fn numbered_name<'a>(prefix: &[u8], n: u32, buf: &'a mut [u8; 16]) -> Result<&'a CStr> {
     let mut digits = [0u8; 21];
     let d = parse::format_ulong(n.into(), &mut digits);
-    let d = &d[..d.len() - 1]; // without the newline
+    let d = d.get(..d.len().saturating_sub(1)).ok_or(EINVAL)?; // without the newline
     let p = prefix.len();
     let end = p + d.len();
     buf.get_mut(..p).ok_or(EINVAL)?.copy_from_slice(prefix);
     buf.get_mut(p..end).ok_or(EINVAL)?.copy_from_slice(d);
     *buf.get_mut(end).ok_or(EINVAL)? = 0;
-    CStr::from_bytes_with_nul(&buf[..=end]).map_err(|_| EINVAL)
+    CStr::from_bytes_with_nul(buf.get(..=end).ok_or(EINVAL)?).map_err(|_| EINVAL)
+}
+
+/// The context of an oprofilefs: what every file operation receives, and how the tree is built.
+pub(crate) trait Tree: Sync + Sized + 'static {
+    /// The module whose code the files run (`file_operations::owner`: an open file pins it).
+    type Owner: kernel::ModuleMetadata;
+
+    /// Builds the tree below `root` at mount time (when the superblock is created).
+    fn fill(&self, root: &Dir<Self>) -> Result;
 }
 
 /// Called by the shim's `fill_super` with the new root directory.
 ///
 /// # Safety
 ///
-/// `root` must be the live root dentry of a superblock being filled.
-#[no_mangle]
-unsafe extern "C" fn oprofilefs_rust_fill_root(root: *mut bindings::dentry) -> c_int {
-    // INVARIANT: `root` is a live directory dentry of the superblock being filled.
-    match fill_root(&Dir { dentry: root }) {
+/// `ctx` must be the context pointer a live `Registration<C>` registered; `root` the live root
+/// dentry of a superblock being filled.
+unsafe extern "C" fn fill_root<C: Tree>(ctx: *const c_void, root: *mut bindings::dentry) -> c_int {
+    // SAFETY: `ctx` points to the registration's live context (our contract).
+    let ctx = unsafe { &*ctx.cast::<C>() };
+    // INVARIANT: `root` is a live directory dentry of a superblock being filled for `C`.
+    match ctx.fill(&Dir { dentry: root, _ctx: PhantomData }) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
 }
 
-/// Reads `bytes` at `*ppos` into the user buffer (legacy `simple_read_from_buffer`).
+/// The registered filesystem type `oprofilefs` with its context; unregistered on drop. One may
+/// exist at a time (the shim's `file_system_type` is static).
 ///
-/// # Safety
+/// # Invariants
 ///
-/// `buf` must be a user pointer of `count` bytes and `ppos` valid, as the VFS passes them.
-pub(crate) unsafe fn read_bytes(bytes: &[u8], buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    let mut w = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
-    // SAFETY: `ppos` is valid for the duration of the call (our contract).
-    match w.write_slice_file(bytes, unsafe { &mut *ppos }) {
-        Ok(n) => n as isize,
-        Err(e) => e.to_errno() as isize,
+/// The filesystem is registered with `ctx`'s address as its context from `new` until `drop`.
+pub(crate) struct Registration<C: Tree> {
+    ctx: Arc<C>,
+}
+
+impl<C: Tree> Registration<C> {
+    /// Registers `oprofilefs`, whose files will see `ctx`. Errors: `EBUSY` if the name is taken.
+    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
+        // SAFETY: FFI call; the shim's file_system_type is static. The context pointer stays
+        // valid while registered: `ctx` is kept until `drop` unregisters.
+        kernel::error::to_result(unsafe { oprofilefs_shim_register(Arc::as_ptr(&ctx).cast(), fill_root::<C>) })?;
+        // INVARIANT: registered above with `ctx`.
+        Ok(Registration { ctx })
+    }
+
+    /// The context.
+    pub(crate) fn ctx(&self) -> &C {
+        &self.ctx
     }
 }
 
-/// `read` of attribute files.
-///
-/// # Safety
-///
-/// Called by the VFS for a file opened with these fops.
-unsafe extern "C" fn attr_read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    let (Some(node), Ok(o)) = (unsafe { Node::of_file(file) }, oprof::get()) else {
-        return EINVAL.to_errno() as isize;
-    };
-    let mut num = [0u8; 21];
-    let bytes: &[u8] = match node {
-        Node::CpuType => o.model().cpu_type().to_bytes(),
-        Node::Dump => return EINVAL.to_errno() as isize,
-        Node::Enable => parse::format_ulong(o.is_started().into(), &mut num),
-        Node::PointerSize => parse::format_ulong(WORD as u64, &mut num),
-        Node::Setting(s) => parse::format_ulong(o.setting(s), &mut num),
-        Node::GlobalStat(i) => match GLOBAL_STATS.get(usize::from(i)) {
-            Some((_, get)) => parse::format_ulong(get(o.stats()).load(Relaxed) as u64, &mut num),
-            None => return EINVAL.to_errno() as isize,
-        },
-        Node::CpuStat { cpu, stat } => {
-            match (o.stats().cpu.get(cpu as usize), CPU_STATS.get(usize::from(stat))) {
-                (Some(c), Some((_, get))) => parse::format_ulong(get(c).load(Relaxed) as u64, &mut num),
-                _ => return EINVAL.to_errno() as isize,
-            }
-        }
-        Node::Counter { counter, field } => match o.counter(counter as usize, field) {
-            Ok(v) => parse::format_ulong(v, &mut num),
-            Err(e) => return e.to_errno() as isize,
-        },
-        Node::CounterTotal(counter) => parse::format_ulong(o.counter_total(counter as usize), &mut num),
-        Node::CounterStat { counter, stat } => {
-            match (o.stats().counter.get(counter as usize), COUNTER_STATS.get(usize::from(stat))) {
-                (Some(c), Some((_, get))) => parse::format_ulong(get(c).load(Relaxed) as u64, &mut num),
-                _ => return EINVAL.to_errno() as isize,
-            }
-        }
-        Node::PeriodNs => parse::format_ulong(o.period_ns(), &mut num),
-        Node::Images => match o.images_text() {
-            // SAFETY: Forwarding the VFS's arguments.
-            Ok(text) => return unsafe { read_bytes(&text, buf, count, ppos) },
-            Err(e) => return e.to_errno() as isize,
-        },
-    };
-    // SAFETY: Forwarding the VFS's arguments.
-    unsafe { read_bytes(bytes, buf, count, ppos) }
-}
-
-/// Handles a `write` of a command file (legacy `oprofilefs_ulong_from_user` limits): copies the
-/// data in and hands it to `apply`. Returns `count` when `apply` succeeds, else the errno:
-/// `EINVAL` if `*ppos` is not 0 or `count` exceeds 49 bytes, `EFAULT` for a bad user pointer,
-/// or `apply`'s error. A zero-length write returns 0 without calling `apply` (legacy).
-///
-/// # Safety
-///
-/// `buf` must be a user pointer of `count` bytes and `ppos` valid, as the VFS passes them.
-pub(crate) unsafe fn write_with(
-    buf: *const c_char,
-    count: usize,
-    ppos: *mut bindings::loff_t,
-    apply: impl FnOnce(&[u8]) -> Result,
-) -> isize {
-    // SAFETY: `ppos` is valid (our contract).
-    if unsafe { *ppos } != 0 || count > MAX_WRITE {
-        return EINVAL.to_errno() as isize;
-    }
-    if count == 0 {
-        return 0;
-    }
-    let mut data = [0u8; MAX_WRITE];
-    let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
-    let res = match data.get_mut(..count) {
-        Some(input) => r.read_slice(input).and_then(|()| apply(input)),
-        None => Err(EINVAL),
-    };
-    match res {
-        Ok(()) => count as isize,
-        Err(e) => e.to_errno() as isize,
-    }
-}
-
-/// `write` of `enable`, the settings and the counter files. Errors: see the module docs.
-///
-/// # Safety
-///
-/// Called by the VFS for a file opened with these fops.
-unsafe extern "C" fn attr_write(file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    let (Some(node), Ok(o)) = (unsafe { Node::of_file(file) }, oprof::get()) else {
-        return EINVAL.to_errno() as isize;
-    };
-    let apply = |input: &[u8]| match node {
-        Node::Enable => match parse::parse_ulong(input) {
-            Ok(0) => {
-                o.stop();
-                Ok(())
-            }
-            Ok(_) => o.start(),
-            Err(_) => Err(EINVAL),
-        },
-        Node::Setting(s) => o.set_setting(s, input),
-        Node::Counter { counter, field } => o.set_counter(counter as usize, field, input),
-        _ => Err(EINVAL),
-    };
-    // SAFETY: Forwarding the VFS's arguments.
-    unsafe { write_with(buf, count, ppos, apply) }
-}
-
-/// `write` of `dump` (legacy `dump_write`): any bytes, any length, any offset (the data is not
-/// read) flush the CPU buffers and wake the reader; returns `count`. A zero-length write does
-/// nothing, as for every file.
-///
-/// # Safety
-///
-/// Called by the VFS for a file opened with [`DUMP_FOPS`].
-unsafe extern "C" fn dump_write(_file: *mut bindings::file, _buf: *const c_char, count: usize, _ppos: *mut bindings::loff_t) -> isize {
-    if count == 0 {
-        return 0;
-    }
-    match oprof::get() {
-        Ok(o) => {
-            o.dump();
-            // The VFS caps `count` at `MAX_RW_COUNT` (< isize::MAX).
-            isize::try_from(count).unwrap_or(isize::MAX)
-        }
-        Err(e) => e.to_errno() as isize,
-    }
-}
-
-/// `open`/`release` hook of a `file_operations`.
-pub(crate) type OpenFn = unsafe extern "C" fn(*mut bindings::inode, *mut bindings::file) -> c_int;
-/// `read` hook of a `file_operations`.
-pub(crate) type ReadFn = unsafe extern "C" fn(*mut bindings::file, *mut c_char, usize, *mut bindings::loff_t) -> isize;
-/// `write` hook of a `file_operations`.
-pub(crate) type WriteFn =
-    unsafe extern "C" fn(*mut bindings::file, *const c_char, usize, *mut bindings::loff_t) -> isize;
-
-/// The `file_operations` of an oprofilefs file, owned by this module: `open` (when `None`,
-/// `attr_open`: [`check_open`], then `simple_open`, which hands `i_private` to `private_data`;
-/// an `open` given must call [`check_open`] itself), `release`, `read` and `write` as given,
-/// `default_llseek` (files opened with `stream_open` stay unseekable), nothing else.
-pub(crate) const fn file_ops(
-    open: Option<OpenFn>,
-    release: Option<OpenFn>,
-    read: Option<ReadFn>,
-    write: Option<WriteFn>,
-) -> bindings::file_operations {
-    bindings::file_operations {
-        open: match open {
-            Some(f) => Some(f),
-            None => Some(attr_open),
-        },
-        release,
-        read,
-        write,
-        llseek: Some(bindings::default_llseek),
-        owner: kernel::module::this_module::<crate::OprofileModule>().as_ptr(),
-        // SAFETY: All-zero is a valid `file_operations` (every other hook absent).
-        ..unsafe { core::mem::zeroed() }
-    }
-}
-
-/// Read-only attribute files (`cpu_type`, `pointer_size`, stats).
-const RO_FOPS: &bindings::file_operations = &file_ops(None, None, Some(attr_read), None);
-
-/// Read-write attribute files (`enable`, settings).
-const RW_FOPS: &bindings::file_operations = &file_ops(None, None, Some(attr_read), Some(attr_write));
-
-/// `dump`: write only.
-const DUMP_FOPS: &bindings::file_operations = &file_ops(None, None, None, Some(dump_write));
-
-/// The registered filesystem type; unregistered on drop.
-pub(crate) struct Registration(());
-
-impl Registration {
-    /// Registers `oprofilefs`. Errors: `EBUSY` if the name is taken.
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: FFI call; the shim's file_system_type is static.
-        kernel::error::to_result(unsafe { oprofilefs_shim_register() })?;
-        Ok(Registration(()))
-    }
-}
-
-impl Drop for Registration {
+impl<C: Tree> Drop for Registration<C> {
     fn drop(&mut self) {
-        // SAFETY: Registered in `new`.
+        // SAFETY: Registered in `new` (type invariants). No superblock exists (a mount pins the
+        // module, and only module exit or a failed init drops this), so no file operation can
+        // reach `ctx` after this.
         unsafe { oprofilefs_shim_unregister() };
     }
 }

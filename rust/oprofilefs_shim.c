@@ -2,10 +2,12 @@
 /*
  * C bridge for oprofilefs: only what the Rust `kernel` crate cannot reach.
  *
- * The kernel crate's bindings lack <linux/fs_context.h>, so this file registers the filesystem
- * type and builds inodes/dentries on request. Every decision (which files exist, what they do) is made in
- * Rust: fill_super calls oprofilefs_rust_fill_root(), and each file's i_private is an opaque
- * node id that the Rust file operations interpret.
+ * Missing bindings: the kernel crate has no filesystem-type abstraction and its bindings lack
+ * <linux/fs_context.h> (fs_context_operations, get_tree_single), so this file registers the
+ * filesystem type and builds inodes/dentries on request. Every decision (which files exist,
+ * what they do) is made in Rust (oprofilefs.rs): fill_super calls the fill function registered
+ * with the context, each superblock's s_fs_info is that context, and each file's i_private is
+ * an opaque key that the Rust file operations interpret.
  *
  * Follows legacy drivers/oprofile/oprofilefs.c and, for the current VFS API, fs/fuse/control.c.
  */
@@ -14,7 +16,6 @@
 #include <linux/module.h>
 #include <linux/dcache.h>
 #include <linux/sched.h>
-#include <linux/workqueue.h>
 
 #include "oprofilefs_shim.h"
 
@@ -37,12 +38,24 @@ static struct inode *oprofilefs_get_inode(struct super_block *sb, umode_t mode)
 	return inode;
 }
 
-/*
- * Creates @name below @parent. For a directory (@fops NULL) returns the new dentry, borrowed:
- * valid while the superblock lives. For a file returns the dentry too, or an ERR_PTR.
+/* The context and fill function of the registered filesystem (oprofilefs_shim_register). */
+static const void *oprofilefs_ctx;
+static oprofilefs_fill_fn oprofilefs_fill;
+
+/**
+ * oprofilefs_shim_create() - create a file or directory below @parent
+ * @parent: a live directory dentry of a superblock being filled
+ * @name: the entry's name (copied)
+ * @mode: permission bits
+ * @fops: the file's operations, or NULL for a directory
+ * @key: the file's i_private (unused for a directory)
+ *
+ * Context: fill_super, process context.
+ * Return: the new dentry, borrowed (valid while the superblock lives), or an ERR_PTR
+ * (-ENOMEM).
  */
 struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
-				      const struct file_operations *fops, unsigned long node)
+				      const struct file_operations *fops, unsigned long key)
 {
 	struct dentry *dentry;
 	struct inode *inode;
@@ -63,7 +76,7 @@ struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, u
 		inc_nlink(d_inode(parent));
 	} else {
 		inode->i_fop = fops;
-		inode->i_private = (void *)node;
+		inode->i_private = (void *)key;
 	}
 	d_make_persistent(dentry, inode);
 	dput(dentry);
@@ -89,7 +102,8 @@ static int oprofilefs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root = d_make_root(root_inode);
 	if (!sb->s_root)
 		return -ENOMEM;
-	return oprofilefs_rust_fill_root(sb->s_root);
+	sb->s_fs_info = (void *)oprofilefs_ctx;
+	return oprofilefs_fill(oprofilefs_ctx, sb->s_root);
 }
 
 static int oprofilefs_get_tree(struct fs_context *fc)
@@ -114,21 +128,28 @@ static struct file_system_type oprofilefs_type = {
 	.kill_sb	= kill_anon_super,
 };
 
-int oprofilefs_shim_register(void)
+/**
+ * oprofilefs_shim_register() - register the oprofilefs filesystem type
+ * @ctx: the context every superblock gets as s_fs_info; must stay valid until
+ *       oprofilefs_shim_unregister()
+ * @fill: builds the tree below a new superblock's root (called by fill_super with @ctx)
+ *
+ * One registration at a time (the file_system_type is static).
+ * Return: 0, or the error of register_filesystem() (-EBUSY if the name is taken).
+ */
+int oprofilefs_shim_register(const void *ctx, oprofilefs_fill_fn fill)
 {
+	oprofilefs_ctx = ctx;
+	oprofilefs_fill = fill;
 	return register_filesystem(&oprofilefs_type);
 }
 
+/**
+ * oprofilefs_shim_unregister() - unregister the filesystem type
+ *
+ * No superblock may exist (a mount pins the module).
+ */
 void oprofilefs_shim_unregister(void)
 {
 	unregister_filesystem(&oprofilefs_type);
-}
-
-/*
- * The module's own workqueue for buffer_sync: destroy_workqueue() at unload waits for a running
- * sync work item to return, which the Rust workqueue API (no cancel/flush) cannot express.
- */
-struct workqueue_struct *oprofile_shim_alloc_wq(void)
-{
-	return alloc_workqueue("oprofile_sync", WQ_UNBOUND, 0);
 }

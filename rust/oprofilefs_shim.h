@@ -1,21 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The filesystem/workqueue bridge of oprofile-rs (oprofilefs_shim.c), as declared
- * on the Rust side in oprofilefs.rs and oprof.rs.
+ * The filesystem bridge of oprofile-rs (oprofilefs_shim.c), as declared on the Rust side in
+ * oprofilefs.rs.
  */
 #ifndef OPROFILEFS_SHIM_H
 #define OPROFILEFS_SHIM_H
 
 #include <linux/fs.h>
-#include <linux/workqueue.h>
 
-/* Rust: builds the tree below the new root at mount time. */
-int oprofilefs_rust_fill_root(struct dentry *root);
+/* Rust: builds the tree below the new root at mount time, for the registered context. */
+typedef int (*oprofilefs_fill_fn)(const void *ctx, struct dentry *root);
 
-int oprofilefs_shim_register(void);
+int oprofilefs_shim_register(const void *ctx, oprofilefs_fill_fn fill);
 void oprofilefs_shim_unregister(void);
 struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
-				      const struct file_operations *fops, unsigned long node);
-struct workqueue_struct *oprofile_shim_alloc_wq(void);
+				      const struct file_operations *fops, unsigned long key);
 
 #endif

@@ -22,7 +22,17 @@
 /* Legacy perf core: hwc->interrupts == MAX_INTERRUPTS while an event is throttled. */
 #define OPROFILE_MAX_INTERRUPTS (~0ULL)
 
-int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info)
+/**
+ * oprofile_shim_pmu_probe() - describe the perf PMU that counts CPU cycles
+ * @info: out: its name and capabilities; num_counters -1 unless @is_arm_pmu said yes
+ * @is_arm_pmu: Rust's decision whether a PMU of this name is an arm_pmu (whose counter mask
+ *              may be read): the PMUs it has models for
+ *
+ * Missing binding: <linux/perf_event.h> and struct arm_pmu are not in the kernel crate.
+ * Context: process context (creates and releases a probe event).
+ * Return: 0, or the error of perf_event_create_kernel_counter().
+ */
+int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, bool (*is_arm_pmu)(const char *name))
 {
 	struct perf_event_attr attr = {
 		.type		= PERF_TYPE_HARDWARE,
@@ -45,8 +55,7 @@ int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info)
 	info->no_exclude = !!(pmu->capabilities & PERF_PMU_CAP_NO_EXCLUDE);
 	info->no_interrupt = !!(pmu->capabilities & PERF_PMU_CAP_NO_INTERRUPT);
 #ifdef CONFIG_ARM_PMU
-	/* Only the arm_pmu drivers register "armv6_*"/"armv7_*" PMUs. */
-	if (!strncmp(info->name, "armv7_", 6) || !strncmp(info->name, "armv6_", 6))
+	if (is_arm_pmu(info->name))
 		info->num_counters = bitmap_weight(to_arm_pmu(pmu)->cntr_mask, ARMPMU_MAX_HWEVENTS);
 #endif
 	perf_event_release_kernel(event);

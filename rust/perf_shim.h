@@ -20,7 +20,7 @@ struct oprofile_pmu_info {
 struct pt_regs;
 void oprofile_rust_perf_overflow(void *context, struct pt_regs *regs, bool kernel, bool throttled);
 
-int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info);
+int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, bool (*is_arm_pmu)(const char *name));
 void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
 				bool exclude_user, void *context);
 bool oprofile_shim_cpu_online(int cpu);

@@ -15,16 +15,16 @@
 //! interrupts included. A point enabled or disabled while a section runs counts that section
 //! only if it was enabled at its start.
 //!
-//! The file `profile_points` (see [`FOPS`]) shows the table of `common::profile_point` and takes
+//! The file `profile_points` (see [`ProfilePoints`]) shows the table of `common::profile_point` and takes
 //! its commands.
 
 use crate::common::profile_point::{self as table, Command, Row, Target};
-use crate::oprofilefs;
-use core::ffi::c_char;
-use kernel::bindings;
+use crate::oprofilefs::{read_bytes, Key, OpFile, Open};
+use kernel::fs::file::Offset;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::time::{Instant, Monotonic};
+use kernel::uaccess::UserSliceWriter;
 
 /// A profile point: its name and figures. Lives in `.profile_points`, one per cache line (a
 /// 64-byte stride the walk in [`points`] relies on; it also keeps points written from
@@ -254,31 +254,18 @@ fn text() -> Result<KVVec<u8>> {
     Ok(out)
 }
 
-/// `read` of `profile_points`: the table.
-///
-/// # Safety
-///
-/// Called by the VFS for a file opened with [`FOPS`].
-unsafe extern "C" fn pp_read(_file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    match text() {
-        // SAFETY: Forwarding the VFS's arguments.
-        Ok(t) => unsafe { oprofilefs::read_bytes(&t, buf, count, ppos) },
-        Err(e) => e.to_errno() as isize,
+/// `profile_points` (mode 0644): read the table; write `enable|disable|reset NAME|all` or
+/// `print` (one [`Command`]; errors as [`command`], and the command-file rules of
+/// `oprofilefs`). Needs nothing of the filesystem's context.
+pub(crate) struct ProfilePoints;
+
+#[vtable]
+impl<C: Sync + 'static> OpFile<C> for ProfilePoints {
+    fn read(_ctx: &C, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+        read_bytes(&text()?, out, pos)
+    }
+
+    fn write(_ctx: &C, _key: Key, input: &[u8]) -> Result {
+        command(input)
     }
 }
-
-/// `write` of `profile_points`: one [`Command`] (a zero-length write does nothing). Errors: as
-/// [`command`], and those of `oprofilefs::write_with` (which also refuses writers without
-/// CAP_SYS_ADMIN at open: `oprofilefs::check_open`).
-///
-/// # Safety
-///
-/// Called by the VFS for a file opened with [`FOPS`].
-unsafe extern "C" fn pp_write(_file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
-    // SAFETY: Forwarding the VFS's arguments.
-    unsafe { oprofilefs::write_with(buf, count, ppos, command) }
-}
-
-/// `profile_points` (mode 0644): read the table; write `enable|disable|reset NAME|all` or
-/// `print`.
-pub(crate) const FOPS: &bindings::file_operations = &oprofilefs::file_ops(None, None, Some(pp_read), Some(pp_write));

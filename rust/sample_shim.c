@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C bridge of the sample path: what the Rust `kernel` crate cannot reach (inline mm/VMA/file
- * helpers, the ARM unwinder, user frame walks, the module notifier). It decides nothing; the
- * policy lives in cpu_buffer.rs, image_ids.rs and buffer_sync.rs.
+ * helpers, the ARM unwinder and the user registers, the module notifier, the workqueue). It
+ * decides nothing; the policy (file offsets, the user frame walk) lives in cpu_buffer.rs,
+ * image_ids.rs, buffer_sync.rs and common/sync.rs.
  *
  * User PCs are resolved to (file, offset) at sampling time, in the interrupt, the way uprobes'
  * find_active_uprobe_speculative() looks a VMA up: under RCU inside an mm_lock_seq read section
@@ -20,11 +21,11 @@
 #include <linux/path.h>
 #include <linux/ptrace.h>
 #include <linux/rcupdate.h>
-#include <linux/sizes.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include <asm/irq_regs.h>
 #ifdef CONFIG_ARM
 #include <asm/stacktrace.h>
@@ -47,16 +48,14 @@ int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc)
 	return user_mode(regs) ? 0 : 1;
 }
 
-static int lookup_vma(struct vm_area_struct *vma, unsigned long pc, struct file **file,
-		      unsigned long *offset, bool *exec, bool irq)
+static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct oprofile_vma *where,
+		      bool irq)
 {
 	if (!vma)
 		return OPROFILE_LOOKUP_NONE;
-	*exec = vma->vm_flags & VM_EXEC;
-	if (!vma->vm_file) {
-		*offset = pc;
+	where->exec = vma->vm_flags & VM_EXEC;
+	if (!vma->vm_file)
 		return OPROFILE_LOOKUP_ANON;
-	}
 	if (irq) {
 		/* Files are SLAB_TYPESAFE_BY_RCU: take a reference only if it is still live. */
 		*file = get_file_active(&vma->vm_file);
@@ -65,17 +64,24 @@ static int lookup_vma(struct vm_area_struct *vma, unsigned long pc, struct file 
 	} else {
 		*file = get_file(vma->vm_file);
 	}
-	*offset = (vma->vm_pgoff << PAGE_SHIFT) + pc - vma->vm_start;
+	where->start = vma->vm_start;
+	where->pgoff = vma->vm_pgoff;
 	return OPROFILE_LOOKUP_FILE;
 }
 
-/*
- * Resolves user @pc in current->mm from interrupt context, without sleeping or locking.
- * OPROFILE_LOOKUP_FILE gives a referenced *@file (release with oprofile_shim_fput); FILE and
- * ANON set *@exec to whether the mapping is executable (VM_EXEC).
+/**
+ * oprofile_shim_user_lookup_irq() - find the mapping of user @pc in current->mm
+ * @pc: a user address
+ * @file: out: for OPROFILE_LOOKUP_FILE the mapped file with a reference the caller owns (Rust:
+ *        an ARef<File>); else NULL
+ * @where: out: for FILE the mapping's start and file page (Rust computes the offset); for FILE
+ *         and ANON whether it is executable (VM_EXEC)
+ *
+ * Missing binding: the speculative mmap_lock section and get_file_active() are not in the
+ * kernel crate. Context: interrupt; takes no lock and does not sleep.
+ * Return: an OPROFILE_LOOKUP_* value.
  */
-int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset,
-				  bool *exec)
+int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, struct oprofile_vma *where)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned int seq;
@@ -87,7 +93,7 @@ int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned
 	guard(rcu)();
 	if (!mmap_lock_speculate_try_begin(mm, &seq))
 		return OPROFILE_LOOKUP_RETRY;
-	ret = lookup_vma(vma_lookup(mm, pc), pc, file, offset, exec, true);
+	ret = lookup_vma(vma_lookup(mm, pc), file, where, true);
 	/* Whatever was read above is only valid if no writer ran meanwhile. */
 	if (mmap_lock_speculate_retry(mm, seq)) {
 		if (*file)
@@ -109,7 +115,8 @@ struct file *oprofile_shim_exe_file_irq(void)
 	return get_file_active((struct file **)&mm->exe_file);
 }
 
-/* current->mm with an mm_users reference (release with oprofile_shim_mmput), or NULL. */
+/* current->mm with an mm_users reference (Rust: an ARef<MmWithUserAsync>, dropped with
+ * mmput_async()), or NULL. */
 struct mm_struct *oprofile_shim_mm_get_irq(void)
 {
 	struct mm_struct *mm = current->mm;
@@ -117,23 +124,26 @@ struct mm_struct *oprofile_shim_mm_get_irq(void)
 	return mm && mmget_not_zero(mm) ? mm : NULL;
 }
 
-/* Process context: resolves @pc in @mm under mmap_lock (see oprofile_shim_user_lookup_irq). */
+/**
+ * oprofile_shim_user_lookup_mm() - find the mapping of @pc in @mm under mmap_lock
+ * @mm: an mm the caller holds an mm_users reference on
+ * @pc: a user address
+ * @file: out: as for oprofile_shim_user_lookup_irq()
+ * @where: out: as for oprofile_shim_user_lookup_irq()
+ *
+ * Context: process context (sleeps on mmap_lock).
+ * Return: an OPROFILE_LOOKUP_* value.
+ */
 int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct file **file,
-				 unsigned long *offset, bool *exec)
+				 struct oprofile_vma *where)
 {
 	int ret;
 
 	*file = NULL;
 	mmap_read_lock(mm);
-	ret = lookup_vma(vma_lookup(mm, pc), pc, file, offset, exec, false);
+	ret = lookup_vma(vma_lookup(mm, pc), file, where, false);
 	mmap_read_unlock(mm);
 	return ret;
-}
-
-void oprofile_shim_mmput(struct mm_struct *mm)
-{
-	/* The last reference may tear the address space down: not in the sync pass. */
-	mmput_async(mm);
 }
 
 /* Identity of @file's path (what a dcookie was): its dentry and vfsmount. */
@@ -143,15 +153,6 @@ void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned l
 	*mnt = (unsigned long)file->f_path.mnt;
 }
 
-void oprofile_shim_get_file(struct file *file)
-{
-	get_file(file);
-}
-
-void oprofile_shim_fput(struct file *file)
-{
-	fput(file);
-}
 
 /*
  * Absolute path of @file into @buf (d_path: written at the end of @buf, NUL-terminated).
@@ -202,79 +203,50 @@ static bool bt_kernel_frame(void *data, unsigned long pc)
 	return bt_emit(bt, pc, false);
 }
 
-/*
- * User frames of a GCC ARM-mode frame-pointer build (-marm -fno-omit-frame-pointer): a function
- * that calls others starts `push {fp, lr}; add fp, sp, #4`, so fp points at the saved lr with
- * the caller's fp just below; a leaf starts `push {fp}; add fp, sp, #0`, so fp points at the
- * caller's fp and the return address is still in lr. Only the innermost frame (@lr valid) can be
- * a leaf; it is recognised by [fp] holding a stack address just above fp rather than a code
- * address. Frames must move strictly up the stack, and a "return address" on the stack itself
- * (code built without frame pointers left fp pointing elsewhere) ends the walk, as does any
- * fault (nofault: no sleep).
- */
-static bool bt_on_stack(unsigned long addr, unsigned long sp)
-{
-	return addr >= sp && addr - sp < SZ_8M;
-}
-
-static void bt_user(struct oprofile_bt *bt, unsigned long fp, unsigned long lr, unsigned long sp)
-{
-	unsigned long tail, word;
-
-	if (fp < 4 || (fp & 3))
-		return;
-	if (copy_from_user_nofault(&word, (void __user *)fp, sizeof(word)))
-		return;
-	if (word > fp && word - fp < SZ_1M) {
-		if (!bt_emit(bt, lr, true))
-			return;
-		fp = word;
-	}
-	tail = fp - 4;
-	while (!bt->stop && bt->left && fp >= 4 && !(fp & 3)) {
-		struct { unsigned long fp, lr; } frame;
-
-		if (copy_from_user_nofault(&frame, (void __user *)tail, sizeof(frame)))
-			break;
-		if (bt_on_stack(frame.lr, sp) || !bt_emit(bt, frame.lr, true))
-			break;
-		if (frame.fp < 4 || frame.fp - 4 <= tail)
-			break;
-		fp = frame.fp;
-		tail = fp - 4;
-	}
-}
 #endif
 
-/*
- * Walks the call chain of the sample taken at @regs, at most @depth frames, outermost last:
- * for a kernel-mode sample the kernel frames (ARM unwinder) and then, for a user task, the user
- * PC it entered the kernel from and its user frames; for a user-mode sample the user frames.
- * The sampled PC itself is not reported. Returns the number of frames passed to @fn.
+/**
+ * oprofile_shim_backtrace() - the kernel part of a sample's call chain
+ * @regs: the sampled registers
+ * @depth: frames wanted at most
+ * @fn: called with each kernel return address, outermost last (the sampled PC itself is not
+ *      reported); returning false ends the walk
+ * @ctx: passed to @fn
+ * @user: out: whether and where the user part of the chain starts (walked by Rust, see
+ *        common::sync::walk_user_frames): for a kernel-mode sample of a user task the user PC
+ *        it entered the kernel from (@user->entry) and the user fp, lr, sp; for a user-mode
+ *        sample the sampled fp, lr, sp
+ *
+ * Missing binding: the ARM unwinder (walk_stackframe), task_pt_regs() and the pt_regs layout.
+ * Context: the sampling interrupt.
+ * Return: the number of frames passed to @fn.
  */
 unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
-				     oprofile_frame_fn fn, void *ctx)
+				     oprofile_frame_fn fn, void *ctx, struct oprofile_user_regs *user)
 {
 	struct oprofile_bt bt = { .fn = fn, .ctx = ctx, .left = depth, .skip_first = true };
 
+	memset(user, 0, sizeof(*user));
 #ifdef CONFIG_ARM
 	if (!regs || !depth)
 		return 0;
 	if (!user_mode(regs)) {
 		struct stackframe frame;
-		struct pt_regs *uregs;
 
 		arm_get_current_stackframe(regs, &frame);
 		walk_stackframe(&frame, bt_kernel_frame, &bt);
-		if (!current->mm || (current->flags & PF_KTHREAD))
+		if (bt.stop || !bt.left || !current->mm || (current->flags & PF_KTHREAD))
 			return bt.n;
-		uregs = task_pt_regs(current);
-		if (!user_mode(uregs) || !bt_emit(&bt, uregs->ARM_pc, true))
+		regs = task_pt_regs(current);
+		if (!user_mode(regs))
 			return bt.n;
-		bt_user(&bt, uregs->ARM_fp, uregs->ARM_lr, uregs->ARM_sp);
-	} else {
-		bt_user(&bt, regs->ARM_fp, regs->ARM_lr, regs->ARM_sp);
+		user->entry = true;
+		user->pc = regs->ARM_pc;
 	}
+	user->walk = true;
+	user->fp = regs->ARM_fp;
+	user->lr = regs->ARM_lr;
+	user->sp = regs->ARM_sp;
 #endif
 	return bt.n;
 }
@@ -294,10 +266,14 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end)
 #endif
 }
 
+/* The context and callback of the registered module notifier. */
+static const void *oprofile_module_ctx;
+static void (*oprofile_module_coming)(const void *ctx);
+
 static int oprofile_module_notify(struct notifier_block *nb, unsigned long state, void *data)
 {
 	if (state == MODULE_STATE_COMING)
-		oprofile_rust_module_coming();
+		oprofile_module_coming(oprofile_module_ctx);
 	return NOTIFY_DONE;
 }
 
@@ -305,12 +281,41 @@ static struct notifier_block oprofile_module_nb = {
 	.notifier_call = oprofile_module_notify,
 };
 
-int oprofile_shim_module_notifier_register(void)
+/**
+ * oprofile_shim_module_notifier_register() - call @coming for every module that loads
+ * @ctx: passed to @coming; must stay valid until oprofile_shim_module_notifier_unregister()
+ * @coming: called on MODULE_STATE_COMING (process context)
+ *
+ * Missing binding: the kernel crate has no notifier-chain abstraction. One registration at a
+ * time (the notifier_block is static).
+ * Return: 0, or the error of register_module_notifier().
+ */
+int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx))
 {
+	oprofile_module_ctx = ctx;
+	oprofile_module_coming = coming;
 	return register_module_notifier(&oprofile_module_nb);
 }
 
+/**
+ * oprofile_shim_module_notifier_unregister() - end oprofile_shim_module_notifier_register()
+ *
+ * After it returns no callback runs.
+ */
 void oprofile_shim_module_notifier_unregister(void)
 {
 	unregister_module_notifier(&oprofile_module_nb);
+}
+
+/**
+ * oprofile_shim_alloc_wq() - allocate the module's workqueue for buffer_sync
+ *
+ * Missing binding: alloc_workqueue() is a variadic macro, and the kernel crate has no owned
+ * workqueue (only the system queues). bridge.rs destroys it with destroy_workqueue() at unload,
+ * which waits for a running sync work item to return.
+ * Return: the workqueue, or NULL.
+ */
+struct workqueue_struct *oprofile_shim_alloc_wq(void)
+{
+	return alloc_workqueue("oprofile_sync", WQ_UNBOUND, 0);
 }

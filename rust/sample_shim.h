@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The sample-path bridge of oprofile-rs (sample_shim.c), as declared on the Rust side in
- * cpu_buffer.rs, image_ids.rs, buffer_sync.rs and oprof.rs. Registers, tasks, mms and files
+ * cpu_buffer.rs, image_ids.rs, buffer_sync.rs and bridge.rs. Registers, tasks, mms and files
  * cross as opaque pointers; every decision is made in Rust.
  */
 #ifndef OPROFILE_SAMPLE_SHIM_H
@@ -12,10 +12,18 @@
 struct file;
 struct mm_struct;
 struct pt_regs;
+struct workqueue_struct;
+
+/* The mapping a user PC was found in (oprofile_shim_user_lookup_*()). */
+struct oprofile_vma {
+	unsigned long start;	/* vm_start (FILE) */
+	unsigned long pgoff;	/* vm_pgoff: file page mapped at start (FILE) */
+	bool exec;		/* VM_EXEC (FILE, ANON) */
+};
 
 /* Results of oprofile_shim_user_lookup_*() */
-#define OPROFILE_LOOKUP_FILE	0	/* *file referenced, *offset = file offset */
-#define OPROFILE_LOOKUP_ANON	1	/* anonymous mapping, *offset = pc */
+#define OPROFILE_LOOKUP_FILE	0	/* *file referenced, where->start/pgoff set */
+#define OPROFILE_LOOKUP_ANON	1	/* anonymous mapping */
 #define OPROFILE_LOOKUP_NONE	2	/* no mapping contains pc */
 #define OPROFILE_LOOKUP_NO_MM	3	/* the task has no mm */
 #define OPROFILE_LOOKUP_RETRY	4	/* mm was being changed: retry under mmap_lock */
@@ -26,26 +34,29 @@ typedef bool (*oprofile_frame_fn)(void *ctx, unsigned long pc, bool user);
 struct pt_regs *oprofile_shim_irq_regs(void);
 int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc);
 
-int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, unsigned long *offset,
-				  bool *exec);
+int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, struct oprofile_vma *where);
 struct file *oprofile_shim_exe_file_irq(void);
 struct mm_struct *oprofile_shim_mm_get_irq(void);
 int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct file **file,
-				 unsigned long *offset, bool *exec);
+				 struct oprofile_vma *where);
 void oprofile_shim_module_area(unsigned long *start, unsigned long *end);
-void oprofile_shim_mmput(struct mm_struct *mm);
 
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt);
-void oprofile_shim_get_file(struct file *file);
-void oprofile_shim_fput(struct file *file);
 int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 
-unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
-				     oprofile_frame_fn fn, void *ctx);
+/* Where the user part of a call chain starts (oprofile_shim_backtrace()). */
+struct oprofile_user_regs {
+	unsigned long pc;	/* the user PC the kernel was entered from (entry) */
+	unsigned long fp, lr, sp;
+	bool entry;		/* pc is the first user frame */
+	bool walk;		/* walk the user frames from fp, lr, sp */
+};
 
-/* Rust: a module reached MODULE_STATE_COMING. */
-void oprofile_rust_module_coming(void);
-int oprofile_shim_module_notifier_register(void);
+unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
+				     oprofile_frame_fn fn, void *ctx, struct oprofile_user_regs *user);
+
+int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx));
 void oprofile_shim_module_notifier_unregister(void);
+struct workqueue_struct *oprofile_shim_alloc_wq(void);
 
 #endif

@@ -149,6 +149,13 @@ impl Stats {
     }
 }
 
+/// The value of counter `item` of `table` in `group` (a file of `stats/`). Errors: `EINVAL`
+/// when `group` is `None` (no such CPU or counter) or `item` is not in `table`.
+pub(crate) fn read<S>(group: Option<&S>, table: &[(&CStr, fn(&S) -> &Atomic<usize>)], item: u8) -> Result<u64> {
+    let (_, get) = table.get(usize::from(item)).ok_or(EINVAL)?;
+    Ok(get(group.ok_or(EINVAL)?).load(Relaxed) as u64)
+}
+
 /// Adds one to `counter` (wrapping, as `atomic_inc`).
 #[inline]
 pub(crate) fn inc(counter: &Atomic<usize>) {

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Writes rust/kprof_text.h for rust/kprof_shim.c: the kernel text bounds (_stext, _etext) and two
 # exported anchors (_printk in text, init_task in data) from the System.map of the kernel tree
-# the module is built against. The shim relocates the bounds by the anchors' load offset and
-# refuses them unless both anchors agree (same kernel build). Modules cannot reference _stext
+# the module is built against. common::kprof::relocate moves the bounds by the anchors' load
+# offset and refuses them unless both anchors agree (same kernel build). Modules cannot reference _stext
 # or _etext (not exported), and kallsyms_lookup_name is not exported either.
 #
 # Usage: kprof-text.sh SYSTEM_MAP... > kprof_text.h   (the first readable one is used: the build

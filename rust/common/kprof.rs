@@ -234,8 +234,46 @@ pub fn infer_granularity(text_len: usize, slots: usize) -> Option<u32> {
         .find(|&g| Layout::new(0, text_len, g, 1).is_ok_and(|l| l.slots() == slots))
 }
 
+/// Addresses from the System.map of the kernel build the module was built against
+/// (`scripts/kprof-text.sh`): the text bounds and two exported anchors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SystemMap {
+    /// `_stext`.
+    pub stext: usize,
+    /// `_etext`.
+    pub etext: usize,
+    /// `_printk` (text anchor).
+    pub printk: usize,
+    /// `init_task` (data anchor).
+    pub init_task: usize,
+}
+
+/// The running kernel's text `[_stext, _etext)` from `map` and the anchors' run-time addresses
+/// `printk` (without the Thumb bit) and `init_task`: the running kernel must be the map's
+/// build, so both anchors must have moved by the same load offset (non-zero only with a
+/// randomized base), which then relocates the bounds. Errors: the two offsets `(text, data)`
+/// when they differ (another build).
+pub fn relocate(map: &SystemMap, printk: usize, init_task: usize) -> Result<(usize, usize), (usize, usize)> {
+    let text_off = printk.wrapping_sub(map.printk);
+    let data_off = init_task.wrapping_sub(map.init_task);
+    if text_off != data_off {
+        return Err((text_off, data_off));
+    }
+    Ok((map.stext.wrapping_add(text_off), map.etext.wrapping_add(text_off)))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn relocate_checks_the_anchors() {
+        let map = super::SystemMap { stext: 0xc000_8000, etext: 0xc040_0000, printk: 0xc010_0000, init_task: 0xc080_0000 };
+        assert_eq!(super::relocate(&map, 0xc010_0000, 0xc080_0000), Ok((0xc000_8000, 0xc040_0000)));
+        assert_eq!(super::relocate(&map, 0xc110_0000, 0xc180_0000), Ok((0xc100_8000, 0xc140_0000)));
+        assert_eq!(super::relocate(&map, 0xc010_0004, 0xc080_0000), Err((4, 0)));
+        // A kernel loaded below the map's addresses: the offset wraps, the bounds follow.
+        assert_eq!(super::relocate(&map, 0xc00f_0000, 0xc07f_0000), Ok((0xbfff_8000, 0xc03f_0000)));
+    }
+
     use super::*;
 
     #[test]

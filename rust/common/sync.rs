@@ -27,30 +27,30 @@ pub const TRACE_BEGIN: u32 = 1 << 1;
 /// [`TRACE_BEGIN`]; `event` is 0 and `pid`/`tgid` are the sample's.
 pub const IS_FRAME: u32 = 1 << 2;
 
-/// What a sampled PC was found in when the sample was taken. The handles are opaque to this
-/// crate: the module stores referenced kernel objects in them and releases them after the sync.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SampleLoc {
+/// What a sampled PC was found in when the sample was taken. The handles `F` (a mapped file)
+/// and `M` (an address space) are opaque to this crate: the module stores owned references to
+/// kernel objects in them (dropped with the sample), host tests plain numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SampleLoc<F = usize, M = usize> {
     /// Kernel text: the raw PC is emitted.
     #[default]
     Kernel,
-    /// A file-backed user mapping: `file` (referenced `struct file *`), `offset` in bytes from
-    /// the start of the file.
-    File { file: usize, offset: usize },
+    /// A file-backed user mapping: `file`, `offset` in bytes from the start of the file.
+    File { file: F, offset: usize },
     /// An anonymous user mapping: the raw PC is emitted with `NO_COOKIE`.
     Anon,
-    /// Not resolved when sampled (the mm was being changed): `mm` (referenced `struct
-    /// mm_struct *`) is looked up at sync time.
-    Deferred { mm: usize },
+    /// Not resolved when sampled (the mm was being changed): `mm` is looked up at sync time.
+    Deferred { mm: M },
 }
 
-/// One entry of a per-CPU sample buffer, written in interrupt context.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuSample {
+/// One entry of a per-CPU sample buffer, written in interrupt context; `F` and `M` as in
+/// [`SampleLoc`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuSample<F = usize, M = usize> {
     /// Program counter at the interrupt (for a frame: the return address).
     pub pc: usize,
     /// Where `pc` points.
-    pub loc: SampleLoc,
+    pub loc: SampleLoc<F, M>,
     /// Counter index (0 in timer mode and for frames).
     pub event: u32,
     /// [`IS_KERNEL`], [`TRACE_BEGIN`], [`IS_FRAME`].
@@ -59,11 +59,11 @@ pub struct CpuSample {
     pub pid: i32,
     /// Process id (`task->tgid`) of the interrupted task.
     pub tgid: i32,
-    /// Opaque handle of the task's executable (referenced `struct file *`), 0 if none.
-    pub app: usize,
+    /// The task's executable, if known.
+    pub app: Option<F>,
 }
 
-impl CpuSample {
+impl<F, M> CpuSample<F, M> {
     /// Whether the sample was taken in kernel mode.
     pub fn is_kernel(&self) -> bool {
         self.flags & IS_KERNEL != 0
@@ -205,7 +205,7 @@ impl SyncPass {
     /// preceded by TRACE_BEGIN if `s` has [`TRACE_BEGIN`].
     pub fn add_sample(
         &mut self,
-        s: &CpuSample,
+        s: &CpuSample<impl Sized, impl Sized>,
         loc: Location,
         app_cookie: u64,
         sink: &mut impl EventSink,
@@ -266,7 +266,7 @@ impl SyncPass {
     /// Emits backtrace entry `f` (resolved to `loc`) of the last sample: a mode switch and
     /// COOKIE_SWITCH as needed, then `pc_or_offset, 0` (legacy `oprofile_add_trace` entries).
     /// After a lost entry the rest of the backtrace is dropped, so callers are never shifted.
-    pub fn add_frame(&mut self, f: &CpuSample, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
+    pub fn add_frame(&mut self, f: &CpuSample<impl Sized, impl Sized>, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
         if !self.trace_live {
             return FrameOutcome::Orphan;
         }
@@ -297,8 +297,117 @@ impl SyncPass {
     }
 }
 
+/// The file offset of user `pc` in a file mapping that starts at address `vm_start` and maps
+/// the file from page `vm_pgoff` (pages of `1 << page_shift` bytes): `(vm_pgoff << page_shift) +
+/// pc - vm_start`, in the kernel's unsigned long arithmetic (wrapping). `page_shift` must be
+/// below the bits of `usize`.
+pub fn file_offset(pc: usize, vm_start: usize, vm_pgoff: usize, page_shift: u32) -> usize {
+    vm_pgoff.wrapping_shl(page_shift).wrapping_add(pc.wrapping_sub(vm_start))
+}
+
+/// A return address this far above the user stack pointer or less is on the stack itself: not
+/// code (code built without frame pointers left fp pointing at other data). Bytes.
+pub const USER_STACK_SPAN: usize = 8 << 20;
+/// A leaf's saved fp lies at most this far above its own fp. Bytes.
+pub const LEAF_LINK_SPAN: usize = 1 << 20;
+
+/// Walks the user frames of a GCC ARM-mode frame-pointer build (`-marm
+/// -fno-omit-frame-pointer`) from the registers `fp`, `lr`, `sp`, passing each return address
+/// to `emit` until it returns false. `read(addr)` reads the word at user address `addr` (`None`
+/// on a fault; the kernel reads without faulting in, so this never sleeps).
+///
+/// A function that calls others starts `push {fp, lr}; add fp, sp, #4`, so fp points at the
+/// saved lr with the caller's fp just below; a leaf starts `push {fp}; add fp, sp, #0`, so fp
+/// points at the caller's fp and the return address is still in lr. Only the innermost frame
+/// (`lr` valid) can be a leaf; it is recognised by `[fp]` holding a stack address just above fp
+/// ([`LEAF_LINK_SPAN`]) rather than a code address. Frames must move strictly up the stack, and
+/// a "return address" on the stack itself ([`USER_STACK_SPAN`]) ends the walk, as do a
+/// misaligned fp and any fault.
+pub fn walk_user_frames(fp: usize, lr: usize, sp: usize, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) {
+    let on_stack = |addr: usize| addr >= sp && addr - sp < USER_STACK_SPAN;
+    if fp < 4 || fp & 3 != 0 {
+        return;
+    }
+    let Some(word) = read(fp) else {
+        return;
+    };
+    let mut fp = fp;
+    if word > fp && word - fp < LEAF_LINK_SPAN {
+        if !emit(lr) {
+            return;
+        }
+        fp = word;
+    }
+    while fp >= 4 && fp & 3 == 0 {
+        let tail = fp - 4;
+        let (Some(next_fp), Some(ret)) = (read(tail), read(fp)) else {
+            break;
+        };
+        if on_stack(ret) || !emit(ret) {
+            break;
+        }
+        if next_fp < 4 || next_fp - 4 <= tail {
+            break;
+        }
+        fp = next_fp;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// Samples with plain-number handles.
+    type S = super::CpuSample<usize, usize>;
+
+    /// A user stack of `(address, word)` pairs.
+    fn reader(words: &[(usize, usize)]) -> impl FnMut(usize) -> Option<usize> + '_ {
+        move |a| words.iter().find(|&&(at, _)| at == a).map(|&(_, w)| w)
+    }
+
+    fn walk(fp: usize, lr: usize, sp: usize, words: &[(usize, usize)], max: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        super::walk_user_frames(fp, lr, sp, reader(words), |pc| {
+            out.push(pc);
+            out.len() < max
+        });
+        out
+    }
+
+    #[test]
+    fn user_frames_non_leaf_chain() {
+        // main (fp 0x7f10) calls f (fp 0x7f00, saved lr 0x1100 at fp, saved fp 0x7f10 at fp-4);
+        // main's frame: saved lr 0x1200, saved fp 0 (the end).
+        let stack = [(0x7efc, 0x7f10), (0x7f00, 0x1100), (0x7f0c, 0), (0x7f10, 0x1200)];
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 16), [0x1100, 0x1200]);
+        // `emit` ends the walk.
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 1), [0x1100]);
+    }
+
+    #[test]
+    fn user_frames_leaf_first() {
+        // A leaf: [fp] is the caller's fp (just above), the return address is lr.
+        let stack = [(0x7e00, 0x7f00), (0x7efc, 0), (0x7f00, 0x1100)];
+        assert_eq!(walk(0x7e00, 0x1050, 0x7df0, &stack, 16), [0x1050, 0x1100]);
+    }
+
+    #[test]
+    fn user_frames_stop_on_bad_input() {
+        // Misaligned or tiny fp, a fault, a return address on the stack, a frame going down.
+        assert!(walk(0x7f02, 0x1050, 0x7ef0, &[], 16).is_empty());
+        assert!(walk(0, 0x1050, 0x7ef0, &[], 16).is_empty());
+        assert!(walk(0x7f00, 0x1050, 0x7ef0, &[(0x7f00, 0x1100)], 16).is_empty());
+        assert!(walk(0x7f00, 0x1050, 0x7ef0, &[(0x7efc, 0x7f10), (0x7f00, 0x7ef8)], 16).is_empty());
+        let down = [(0x7efc, 0x7e00), (0x7f00, 0x1100)];
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &down, 16), [0x1100]);
+    }
+
+    #[test]
+    fn file_offset_of_a_mapping() {
+        // The text mapping of a shared object: file page 0 at 0x7600_0000.
+        assert_eq!(super::file_offset(0x7600_1234, 0x7600_0000, 0, 12), 0x1234);
+        // A mapping of the file from page 3 (offset 0x3000).
+        assert_eq!(super::file_offset(0x0040_0010, 0x0040_0000, 3, 12), 0x3010);
+    }
+
     use super::*;
     use crate::event::Decoder;
 
@@ -321,8 +430,8 @@ mod tests {
         Decoder::new(&w, core::mem::size_of::<usize>()).map(|r| r.unwrap().1).collect()
     }
 
-    fn ks(pc: usize, pid: i32) -> CpuSample {
-        CpuSample { pc, flags: IS_KERNEL, pid, tgid: pid, ..Default::default() }
+    fn ks(pc: usize, pid: i32) -> S {
+        S { pc, flags: IS_KERNEL, pid, tgid: pid, ..Default::default() }
     }
 
     #[test]
@@ -331,7 +440,7 @@ mod tests {
         let mut p = SyncPass::new(1);
         assert_eq!(p.add_sample(&ks(0xc000_1000, 7), Location::Kernel, 0, &mut sink), Outcome::Delivered);
         p.add_sample(&ks(0xc000_1004, 7), Location::Kernel, 0, &mut sink);
-        let u = CpuSample { pc: 0x1_0040, pid: 7, tgid: 7, ..Default::default() };
+        let u = S { pc: 0x1_0040, pid: 7, tgid: 7, ..Default::default() };
         p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0040 }, 0, &mut sink);
         p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0044 }, 0, &mut sink);
         p.add_sample(&ks(0xc000_2000, 8), Location::Kernel, 0, &mut sink);
@@ -374,7 +483,7 @@ mod tests {
     fn lost_samples_emit_nothing() {
         let mut sink = VecSink { words: vec![], cap: 100 };
         let mut p = SyncPass::new(0);
-        let u = CpuSample { pc: 5, pid: 3, tgid: 3, ..Default::default() };
+        let u = S { pc: 5, pid: 3, tgid: 3, ..Default::default() };
         assert_eq!(p.add_sample(&u, Location::NoMm, 0, &mut sink), Outcome::LostNoMm);
         assert_eq!(p.add_sample(&u, Location::NoMapping, 0, &mut sink), Outcome::LostNoMapping);
         assert!(sink.words.is_empty());
@@ -384,7 +493,7 @@ mod tests {
     fn max_group_fits() {
         let mut sink = VecSink { words: vec![], cap: MAX_GROUP_WORDS };
         let mut p = SyncPass::new(0);
-        let u = CpuSample { pc: 5, pid: 3, tgid: 3, ..Default::default() };
+        let u = S { pc: 5, pid: 3, tgid: 3, ..Default::default() };
         assert_eq!(
             p.add_sample(&u, Location::User { cookie: 9, offset: 5 }, 0, &mut sink),
             Outcome::Delivered
@@ -397,8 +506,8 @@ mod tests {
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
-        let uf = CpuSample { pc: 0x1_0100, flags: IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let uf = S { pc: 0x1_0100, flags: IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
         assert_eq!(p.add_sample(&s, Location::Kernel, 9, &mut sink), Outcome::Delivered);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
         assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
@@ -431,7 +540,7 @@ mod tests {
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::NoMapping, &mut sink), FrameOutcome::LostNoMapping);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
@@ -454,7 +563,7 @@ mod tests {
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
         assert_eq!(p.add_frame(&kf, Location::NotCode, &mut sink), FrameOutcome::NotCode);
@@ -478,7 +587,7 @@ mod tests {
     fn untraced_samples_have_no_trace_begin() {
         let mut sink = VecSink { words: vec![], cap: 1000 };
         let mut p = SyncPass::new(0);
-        let kf = CpuSample { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, ..Default::default() };
+        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, ..Default::default() };
         p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink);
         assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
         assert!(!decode(&sink.words).contains(&Record::TraceBegin));
@@ -491,7 +600,7 @@ mod tests {
         for pid in [4, 5] {
             let mut s = ks(0xc000_1000, pid);
             s.flags |= TRACE_BEGIN;
-            let uf = CpuSample { pc: 0x1_0100, flags: IS_FRAME, pid, tgid: pid, ..Default::default() };
+            let uf = S { pc: 0x1_0100, flags: IS_FRAME, pid, tgid: pid, ..Default::default() };
             p.add_sample(&s, Location::Kernel, 9, &mut sink);
             assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
         }

@@ -31,7 +31,7 @@
 use crate::common::counter::{self, CounterConfig};
 use crate::common::events::CpuModel;
 use crate::model::{Model, Poll};
-use crate::oprof::Session;
+use crate::session::Session;
 use crate::stats;
 use core::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -48,7 +48,7 @@ struct PmuInfo {
 }
 
 extern "C" {
-    fn oprofile_shim_pmu_probe(info: *mut PmuInfo) -> c_int;
+    fn oprofile_shim_pmu_probe(info: *mut PmuInfo, is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool) -> c_int;
     fn oprofile_shim_perf_create(
         cpu: c_int,
         event: u32,
@@ -81,6 +81,18 @@ impl kernel::fmt::Display for ProbeError {
 }
 
 /// The text of a NUL-padded C name.
+/// Whether the PMU named `name` is an `arm_pmu` whose counter mask `perf_shim.c` may read:
+/// exactly the PMUs a model exists for (all `armv7_*` PMUs of the ARM perf drivers).
+///
+/// # Safety
+///
+/// `name` must be a NUL-terminated string, valid for the call.
+unsafe extern "C" fn is_arm_pmu(name: *const c_char) -> bool {
+    // SAFETY: NUL-terminated and valid for the call (our contract).
+    let name = unsafe { CStr::from_char_ptr(name) };
+    name.to_str().is_ok_and(|n| CpuModel::by_pmu_name(n).is_some())
+}
+
 fn c_name(name: &[u8; 32]) -> &str {
     let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     core::str::from_utf8(&name[..len]).unwrap_or("?")
@@ -296,7 +308,7 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, regs: *mu
     if (kernel && !slot.kernel) || (!kernel && !slot.user) {
         return;
     }
-    slot.session.add_sample(regs, slot.counter);
+    slot.session.cpu.add_sample(regs, slot.counter);
 }
 
 /// The perf-counter model.
@@ -318,7 +330,7 @@ impl PerfModel {
     pub(crate) fn probe() -> core::result::Result<Self, ProbeError> {
         let mut info = PmuInfo { name: [0; 32], num_counters: -1, no_exclude: false, no_interrupt: false };
         // SAFETY: `info` is a valid, writable `struct oprofile_pmu_info`.
-        let r = unsafe { oprofile_shim_pmu_probe(&mut info) };
+        let r = unsafe { oprofile_shim_pmu_probe(&mut info, is_arm_pmu) };
         if r != 0 {
             return Err(ProbeError::NoPmu(r));
         }

@@ -12,7 +12,7 @@
 //! (`crate::kprof`) runs its own set at `kprof_hz`.
 
 use crate::model::Model;
-use crate::oprof::Session;
+use crate::session::Session;
 use core::ffi::c_void;
 use kernel::bindings;
 use kernel::prelude::*;
@@ -46,7 +46,7 @@ pub(crate) trait Tick: Send + Sync + 'static {
 
 impl Tick for Session {
     fn tick(&self) {
-        self.add_irq_sample(0);
+        self.cpu.add_irq_sample(0);
     }
 }
 
