@@ -61,7 +61,9 @@ pub struct InsnRow {
     /// Address in the image's address space (ELF virtual address; runtime address for the
     /// kernel and placed modules).
     pub addr: u64,
-    /// The instruction's bytes in hex, in memory order.
+    /// The instruction's encoding in hex as objdump shows it: A32 and data as one 32-bit word,
+    /// T32 as 16-bit halfwords (space-separated), other machines byte by byte (little-endian
+    /// images).
     pub bytes: String,
     pub text: String,
     pub isa: Isa,
@@ -308,7 +310,7 @@ fn insn_row(insn: &Insn, n: u64, of: u64, hot: f64, src: Option<&SourceLine>, li
     let percent = if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
     InsnRow {
         addr: insn.addr,
-        bytes: insn.bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        bytes: encoding(insn),
         text: insn.text.clone(),
         isa: insn.isa,
         samples: n,
@@ -317,6 +319,20 @@ fn insn_row(insn: &Insn, n: u64, of: u64, hot: f64, src: Option<&SourceLine>, li
         line_text,
         hot: n > 0 && percent >= hot,
     }
+}
+
+/// [`InsnRow::bytes`] of `insn`.
+fn encoding(insn: &Insn) -> String {
+    let unit = match insn.isa {
+        Isa::Arm | Isa::Data | Isa::Arm64 => 4,
+        Isa::Thumb => 2,
+        Isa::X86_64 | Isa::X86 => 1,
+    };
+    insn.bytes
+        .chunks(unit)
+        .map(|c| c.iter().rev().map(|b| format!("{b:02x}")).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The source rows: per file (the file of the symbol's first instruction first, then by

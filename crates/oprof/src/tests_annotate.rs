@@ -188,6 +188,11 @@ fn samples_count_on_their_instructions_and_lines() {
     assert_eq!((at(mul.addr).samples, at(mul.addr).hot), (70, true));
     assert_eq!(at(first).samples, 5);
     assert!(t.instructions.iter().all(|i| matches!(i.isa, Isa::Thumb | Isa::Data)));
+    // Encodings as objdump prints them: T32 halfwords, A32 words.
+    assert!(t.instructions.iter().all(|i| i.bytes.split(' ').all(|h| h.len() == if i.isa == Isa::Thumb { 4 } else { 8 })));
+    let word = |i: &crate::disasm::Insn| i.bytes.iter().rev().map(|b| format!("{b:02x}")).collect::<String>();
+    let a_first = disasm::disassemble(&img, sym_range(&img, "a_loop")).unwrap().remove(0);
+    assert_eq!(r.symbols[1].instructions[0].bytes, word(&a_first));
     // Source: the hottest line is the loop body, with its text from loops.c.
     assert_eq!(t.lines.iter().map(|l| l.samples).sum::<u64>() + t.no_line_samples, 75);
     let hottest = t.lines.iter().max_by_key(|l| l.samples).unwrap();
