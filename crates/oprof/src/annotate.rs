@@ -225,7 +225,10 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
         symbols.push(a);
     }
     let counters = p.counters.clone();
-    Ok(Annotated { total, counters, symbols, warnings: res.warnings.iter().cloned().collect() })
+    // Missing line tables are noted per annotated symbol; the resolver's notes of the same kind
+    // name every image of the session.
+    let warnings = res.warnings.iter().filter(|w| !w.ends_with(": no source lines")).cloned().collect();
+    Ok(Annotated { total, counters, symbols, warnings })
 }
 
 /// Fills the rows of `a` from its samples: addresses, instructions, lines.

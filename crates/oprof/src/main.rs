@@ -457,7 +457,9 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 limit,
                 source_dirs,
             };
-            let want = inputs::Want { lines: true, kernel_lines: true, keys: Default::default() };
+            // The vmlinux's line tables are large: loaded only when kernel code may be annotated.
+            let kernel_lines = opts.image.as_deref().is_none_or(|i| i == resolve::VMLINUX);
+            let want = inputs::Want { lines: true, kernel_lines, keys: Default::default() };
             let mut p = inputs.load(want)?;
             let a = annotate::build(&mut p, &opts)?;
             for w in &a.warnings {
