@@ -16,7 +16,7 @@
 # errnos), stress.sh (30 s of concurrent enable/settings/reader, kills, umount/rmmod/second
 # mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
 # priv.sh (uid 1000 and missing capabilities), record.sh (`oprof record` on the guest: errors, a
-# long run losing nothing, signals, archive; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
+# long run losing nothing, signals, archive, the guest's report and annotate; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and object debugging
 # reports) in the console or dmesg.
 # Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:
