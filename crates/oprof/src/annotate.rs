@@ -19,6 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+/// Most code bytes disassembled for one symbol.
+const MAX_CODE: u64 = 256 * 1024;
+
 /// What to annotate and how.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -254,6 +257,12 @@ fn annotate_symbol(res: &mut Resolver, sampled: &Sampled, opts: &Options, a: &mu
         a.notes.push(format!("{}: no symbol covers the samples", elf.path.display()));
         return Ok(());
     };
+    // A size-less symbol extends to the next one or the end of its text: at most 256 KiB.
+    let mut range = range;
+    if range.end - range.start > MAX_CODE {
+        a.notes.push(format!("a size-less symbol: only its first {} KiB are shown", MAX_CODE / 1024));
+        range.end = range.start + MAX_CODE;
+    }
     (a.start, a.end) = (range.start, range.end);
     if opts.source && !opts.assembly && !elf.has_lines() {
         bail!("{}: no debug info (DWARF) for --source{}", elf.path.display(), lines_reason(&elf));
