@@ -54,6 +54,18 @@ else
     "$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg" --pprof "$out/profile.pb.gz"
     flame="flame graph: $out/flame.svg; pprof: go tool pprof -top $out/profile.pb.gz; "
     echo
+    # The hottest user function with symbols (a user image: a target path), annotated.
+    hottest=$("$oprof" report "$out/session" "${host[@]}" -l --json 2>/dev/null | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)["rows"]
+r = next((r for r in rows if r["image"].startswith("/") and not r["symbol"].startswith("(")), None)
+print(r["image"] + "\t" + r["symbol"] if r else "")')
+    if [ -n "$hottest" ]; then
+        img=${hottest%%$'\t'*} sym=${hottest#*$'\t'}
+        step "the hottest user function: oprof annotate $out/session --image $img --symbol $sym"
+        "$oprof" annotate "$out/session" "${host[@]}" --image "$img" --symbol "$sym" | head -n 60
+        echo
+    fi
 fi
 if [ -f "$out/session/profile_points" ]; then
     step "profile points of oprofile.ko during the run (session/profile_points)"

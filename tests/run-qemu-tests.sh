@@ -8,7 +8,7 @@
 # counting mode, no-IRQ losses on the A8, two-counter sampling on the A15, checked by events.py),
 # user.sh (user images and symbols: hot 70/30 split in timer mode and, on the A15, with
 # CPU_CYCLES; backtraces; munmap/exec/exit churn with exact accounting; a module loaded while
-# profiling; user.py), kprof.sh (Plan 9 kprof files, kpdata header/byte order/startclr, a
+# profiling; `oprof annotate` of hot_a and `oprof diff` against the reversed split; user.py), kprof.sh (Plan 9 kprof files, kpdata header/byte order/startclr, a
 # kernel-bound workload alongside sampling; kprof.py with `oprof kprof`), points.sh (profile
 # point table, commands, exact counts; points.py with `oprof points`), death.sh (a profiling
 # process exits or is killed with buffer open), cycles.sh (load/unload cycles; 200, or
@@ -16,7 +16,7 @@
 # errnos), stress.sh (30 s of concurrent enable/settings/reader, kills, umount/rmmod/second
 # mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
 # priv.sh (uid 1000 and missing capabilities), record.sh (`oprof record` on the guest: errors, a
-# long run losing nothing, signals, archive; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
+# long run losing nothing, signals, archive, the guest's report and annotate; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and object debugging
 # reports) in the console or dmesg.
 # Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:

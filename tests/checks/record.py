@@ -14,9 +14,10 @@ agree.tgz) into OUT/NAME/ and checks them with the host `oprof`:
 - sigint: a session ended by SIGINT decodes, and its samples + losses account for every sample
   taken.
 - agree: the guest's `oprof report -l -n 10` of an --archive session equals the host's, which
-  reads only the session directory (archived images, kallsyms).
+  reads only the session directory (archived images, kallsyms), and so does its `oprof annotate
+  --symbol hot_a --assembly` (its header and instruction rows: the source text is on the host only).
 
-Plan: 10 checks on every board (long 6, sigint 2, agree 2). A session whose block is missing or
+Plan: 11 checks on every board (long 6, sigint 2, agree 3). A session whose block is missing or
 whose checks crash reports its remaining checks as failed.
 """
 import base64
@@ -29,7 +30,7 @@ import tarfile
 
 from logcheck import main
 
-CASES = {"long": 6, "sigint": 2, "agree": 2}
+CASES = {"long": 6, "sigint": 2, "agree": 3}
 S = None  # the logcheck Session of this run
 
 
@@ -138,6 +139,15 @@ def check_agree(d, log):
     root = os.path.join(d, "root")
     check(hot and (hot[0]["path_on_host"] or "").startswith(root),
           f"agree: /bin/hot read from the archive {hot[0]['path_on_host'] if hot else None}")
+    rc, out, err = oprof("annotate", d, "--symbol", "hot_a", "--assembly")
+    # The header and the instruction rows (source text and notes differ: the source files are
+    # on the host only).
+    code = lambda t: [l for l in t.split("\n") if l.startswith("== ") or re.match(r"^[ 0-9.%*]*[0-9a-f]+:  ", l)]
+    host, g = code(out), code(block(log, "agree_annotate") or "")
+    check(rc == 0 and len(host) > 10 and host == g and any(" mla " in l for l in host),
+          f"agree: host and guest `oprof annotate --symbol hot_a --assembly` are equal ({len(host)} lines)"
+          + ("" if host == g else f"; first difference: host {next((h for h, x in zip(host, g) if h != x), host[-1:])!r}"
+             f" guest {next((x for h, x in zip(host, g) if h != x), g[-1:])!r}"))
 
 
 def plan(board):

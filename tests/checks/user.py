@@ -1,11 +1,13 @@
 """Host checks of tests/guest/user.sh: every case it profiled (its sample stream, stats and
 session files: images, /proc/modules, module sections) through `oprof report` with the guest's
 sysroot: exact accounting, image records, symbols and source lines, call graphs, flame graph,
-samples in unmapped/exec'd/exited code and in a module loaded while profiling.
+samples in unmapped/exec'd/exited code and in a module loaded while profiling; `oprof annotate`
+of hot_a and `oprof diff` of hot_timer (70/30) against flip (the same program at 30/70).
 
-Cases: hot_timer, churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles.
-Plan: per case 3 checks, + 3 for hot_*, + 5 for hot_timer, + 4 for churn, + 2 for kmod:
-hot_timer 11, churn 7, kmod 5, hot_cycles 6 (23 on realview-pb-a8, 29 on virt-a15). A case
+Cases: hot_timer, flip, churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles.
+Plan: per case 3 checks, + 3 for hot_*, + 7 for hot_timer, + 2 for flip, + 4 for churn, + 2
+for kmod: hot_timer 13, flip 5, churn 7, kmod 5, hot_cycles 6 (30 on realview-pb-a8, 36 on
+virt-a15). A case
 whose stream, session blocks or reports are missing reports its planned checks as failed.
 
 Usage (see tests/checks/logcheck.py for every option):
@@ -13,7 +15,8 @@ Usage (see tests/checks/logcheck.py for every option):
         [--out build/tests] [--root build/tests/initramfs.root] [--kout KERNEL_TREE]
         [--oprof target/release/oprof]
 Writes NAME-CASE.buf, .images, .proc_modules, .module_sections, .json, .txt, .svg, .decode and
-NAME-CASE-g.json next to the log (NAME: the log's name).
+NAME-CASE-g.json (and NAME-hot_timer-annotate.json/.txt, NAME-flip-diff.json/.txt) next to the
+log (NAME: the log's name).
 """
 import json
 import os
@@ -30,11 +33,12 @@ KMODDIR = os.environ.get("KMODDIR") or os.path.join(MODDIR, "kmod")
 
 
 def cases(board):
-    return ["hot_timer", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
+    return ["hot_timer", "flip", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
 
 
 def case_plan(c):
-    return 3 + 3 * c.startswith("hot") + 5 * (c == "hot_timer") + 4 * (c == "churn") + 2 * (c == "kmod")
+    return (3 + 3 * c.startswith("hot") + 7 * (c == "hot_timer") + 2 * (c == "flip") + 4 * (c == "churn")
+            + 2 * (c == "kmod"))
 
 
 def plan(board):
@@ -57,15 +61,29 @@ def idle_samples(decode):
     return n
 
 
+def host_files(s):
+    """oprof options for the host copies of the guest's files (shared by every case)."""
+    return ["--vmlinux", f"{s.kout}/vmlinux", "--sysroot", s.root, "--image-path", f"{s.root}/lib",
+            "--image-path", MODDIR, "--image-path", KMODDIR]
+
+
 def run_oprof(s, c):
     """Extracts case C's stream and session files and runs oprof on them (Bail if one fails)."""
     buf = s.stream(f"{c}.buf", f"-{c}.buf")
     for b in ("images", "proc_modules", "module_sections"):
         s.block(f"{c}.{b}", f"-{c}.{b}")
     session = ["--images", s.path(f"-{c}.images"), "--proc-modules", s.path(f"-{c}.proc_modules"),
-               "--module-sections", s.path(f"-{c}.module_sections"), "--vmlinux", f"{s.kout}/vmlinux",
-               "--sysroot", s.root, "--image-path", f"{s.root}/lib", "--image-path", MODDIR,
-               "--image-path", KMODDIR]
+               "--module-sections", s.path(f"-{c}.module_sections")] + host_files(s)
+    if c == "hot_timer":
+        s.oprof("annotate", buf, *session, "--symbol", "hot_a", "--json", out=f"-{c}-annotate.json",
+                what="annotate --json")
+        s.oprof("annotate", buf, *session, "--symbol", "hot_a", out=f"-{c}-annotate.txt", what="annotate")
+    if c == "flip":
+        side = lambda x, n: [f"--{x}-images", s.path(f"-{n}.images"), f"--{x}-proc-modules",
+                             s.path(f"-{n}.proc_modules"), f"--{x}-module-sections", s.path(f"-{n}.module_sections")]
+        ab = [s.path("-hot_timer.buf"), buf] + side("a", "hot_timer") + side("b", c) + host_files(s)
+        s.oprof("diff", *ab, "-l", "--json", out=f"-{c}-diff.json", what="diff --json")
+        s.oprof("diff", *ab, "-l", "-n", "20", out=f"-{c}-diff.txt", what="diff")
     rep = json.loads(s.oprof("report", buf, *session, "-l", "-c", "--json", out=f"-{c}.json"))
     s.oprof("report", buf, *session, "-l", "-c", "-n", "20", "--flame", s.path(f"-{c}.svg"), out=f"-{c}.txt",
             what="report (text, flame graph)")
@@ -123,6 +141,41 @@ def check_case(s, c, rep, allstats):
             with open(f"{pre}.svg") as f:
                 svg = f.read()
         s.check(svg.startswith("<?xml") and "hot_a" in svg and "work" in svg, f"{c}: flame graph SVG shows hot_a under work")
+        with open(f"{pre}-annotate.json") as f:
+            ann = json.load(f)["symbols"]
+        a = samples("/bin/hot", "hot_a")
+        insns = ann[0]["instructions"] if len(ann) == 1 else []
+        isas = sorted({i["isa"] for i in insns})
+        s.check(a > 0 and sum(i["samples"] for i in insns) == a and isas in (["arm"], ["arm", "data"]),
+                f"{c}: annotate: hot_a's per-instruction samples sum to its {a} report samples "
+                f"({sum(i['samples'] for i in insns)} in {len(insns)} instructions, {isas})")
+        lines = ann[0]["lines"] if len(ann) == 1 else []
+        hottest = max(lines, key=lambda l: l["samples"], default={})
+        s.check(hottest.get("line") == loop and hottest.get("file", "").endswith("hot.c")
+                and "1103515245u" in (hottest.get("text") or "") and hottest.get("hot"),
+                f"{c}: annotate: hot_a's hottest source line is its loop, hot.c:{loop} "
+                f"(got {hottest.get('file')}:{hottest.get('line')}, {hottest.get('samples')} samples)")
+    if c == "flip":
+        with open(s.path("-hot_timer.json")) as f:
+            base = json.load(f)
+        with open(f"{pre}-diff.json") as f:
+            d = json.load(f)
+        base_n = lambda sym: sum(r["samples"] for r in base["rows"] if r["image"] == "/bin/hot" and r["symbol"] == sym)
+        drow = {r.get("symbol"): r for r in d["rows"] if r["image"] == "/bin/hot"}
+        ok = d["a"]["total"] == base["total"] and d["b"]["total"] == rep["total"]
+        for sym in ("hot_a", "hot_b"):
+            r = drow.get(sym, {})
+            want = 100 * samples("/bin/hot", sym) / rep["total"] - 100 * base_n(sym) / base["total"]
+            ok = ok and r.get("a_samples") == base_n(sym) and r.get("b_samples") == samples("/bin/hot", sym) \
+                and abs(r.get("delta", 1e9) - want) < 0.01
+        s.check(ok, f"{c}: diff against hot_timer: samples and deltas as the two reports give them "
+                    f"(hot_a {drow.get('hot_a')}, hot_b {drow.get('hot_b')})")
+        a, b = samples("/bin/hot", "hot_a"), samples("/bin/hot", "hot_b")
+        share = a / (a + b) if a + b else 0
+        da, db = drow.get("hot_a", {}).get("delta", 0), drow.get("hot_b", {}).get("delta", 0)
+        s.check(a + b >= 200 and abs(share - 0.30) <= 0.10 and da < 0 < db,
+                f"{c}: the reversed split shows in the diff: hot_a {a} / hot_b {b} = {share:.1%} (want 30% "
+                f"+-10 points), deltas hot_a {da:+.2f} < 0 < hot_b {db:+.2f}")
     if c == "churn":
         lib = samples("/lib/libspin.so", "spin_in_lib")
         s.check(lib > 0, f"{c}: samples in dlclose()d /lib/libspin.so spin_in_lib ({lib})")
@@ -134,11 +187,14 @@ def check_case(s, c, rep, allstats):
         s.check(not missing, f"{c}: every user image found under the sysroot (missing: {missing})")
     if c == "kmod":
         s.check("ModuleLoaded" in dec and rep.get("module_loaded", 0) >= 1, f"{c}: MODULE_LOADED in the stream")
-        # optest_spin runs 300 ms of wall-clock time; on a busy host the vCPU is descheduled
-        # part of it and the timer ticks it missed merge, so its count varies. Its share of the
-        # capture's busy samples (insmod and the capture tool; the idle task's samples left out,
-        # whose number grows with the capture's length on the other CPU: the debug kernel's slower
-        # insmod took the whole-capture share from 40% to 23%) does not: 54-84% measured.
+        # optest_spin runs a fixed amount of work (12000 rounds of 10,000 multiply-adds, about
+        # 0.6 s), like the rest of insmod, so its share of the capture's busy samples does not
+        # depend on how long a busy host descheduled the vCPU. The idle task's samples are left
+        # out: their number grows with the capture's length on the other CPU (the debug kernel's
+        # slower insmod took the whole-capture share from 40% to 23%). It used to spin for 300 ms
+        # of wall-clock time reading ktime_get(): on the debug kernel the clock reads
+        # (seqcount_lockdep_reader_access, __arch_counter_get_cntvct) took a quarter of its
+        # samples and the share fell to 36%.
         spin = samples("optest.ko", "optest_spin")
         busy = rep["total"] - idle_samples(s.path(f"-{c}.decode"))
         share = spin / busy if busy > 0 else 0

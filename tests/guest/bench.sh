@@ -107,7 +107,7 @@ p3_run() {
     case $2 in
     none) out=$(optool time $w 2>&1); extra= ;;
     bare)
-        if [ "$b" = a15 ]; then insmod /optest.ko spin_ms=0 bare_period=$N; else insmod /optest.ko spin_ms=0 bare_hz=$HZ; fi
+        if [ "$b" = a15 ]; then insmod /optest.ko spin_rounds=0 bare_period=$N; else insmod /optest.ko spin_rounds=0 bare_hz=$HZ; fi
         out=$(optool time $w 2>&1)
         extra="count=$(cat /sys/module/optest/parameters/bare_count) handler_ns=$(cat /sys/module/optest/parameters/bare_ns)"
         rmmod optest ;;

@@ -5,14 +5,14 @@
  * program's samples in hot_a and 30% in hot_b, with work() as their caller and main() above.
  * Built with symbols, debug info and frame pointers (-g -marm -fno-omit-frame-pointer).
  *
- *   hot SECONDS     run rounds for SECONDS (wall clock, default 2), print "hot: N rounds"
+ *   hot SECONDS [A B]   run rounds for SECONDS (wall clock, default 2), print "hot: N rounds";
+ *                       A and B: hot_a's and hot_b's iterations per round (default 7000 3000)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#define A_ITERS 7000
-#define B_ITERS 3000
+static unsigned int a_iters = 7000, b_iters = 3000;
 
 volatile unsigned int hot_sink;
 
@@ -36,8 +36,8 @@ __attribute__((noinline)) void hot_b(unsigned int n)
 
 __attribute__((noinline)) void work(void)
 {
-	hot_a(A_ITERS);
-	hot_b(B_ITERS);
+	hot_a(a_iters);
+	hot_b(b_iters);
 }
 
 static double now(void)
@@ -53,6 +53,11 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 2.0;
 	double end = now() + secs;
 	unsigned long rounds = 0;
+
+	if (argc > 3) {
+		a_iters = strtoul(argv[2], NULL, 0);
+		b_iters = strtoul(argv[3], NULL, 0);
+	}
 
 	do {
 		for (int i = 0; i < 16; i++)

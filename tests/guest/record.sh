@@ -5,7 +5,7 @@
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 37
+plan 38
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -132,6 +132,8 @@ check "archive session: status 0, kpdata, profile_points, root/bin/hot" eval '[ 
 check "oprof points reads the session's profile_points" eval 'oprof points /tmp/agree/profile_points | grep -q sample_handler'
 echo "== agree_report begin"; oprof report /tmp/agree -l -n 10 2>/dev/null; echo "== agree_report end"
 check "guest report names hot_a from the archived /bin/hot" eval 'oprof report /tmp/agree -l -n 10 2>/dev/null | grep -q " /bin/hot  *hot_a\$"'
+echo "== agree_annotate begin"; oprof annotate /tmp/agree --symbol hot_a --assembly 2>/dev/null; echo "== agree_annotate end"
+check "guest oprof annotate disassembles hot_a (mla)" eval 'oprof annotate /tmp/agree --symbol hot_a --assembly 2>/dev/null | grep -q ":  e0[0-9a-f]* *mla "'
 tar -C /tmp -czf /tmp/agree.tgz agree && print_stream agree.tgz /tmp/agree.tgz
 
 # --- a hardware event (the A8 in QEMU raises no PMU interrupt: its samples are not taken) ---

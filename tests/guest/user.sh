@@ -4,8 +4,8 @@
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
 a15=0; grep -q realview /proc/device-tree/compatible || a15=1
-# 15 checks, + 3 on the A15 (the hot_cycles case with hardware events).
-plan $((15 + 3 * a15))
+# 16 checks, + 3 on the A15 (the hot_cycles case with hardware events).
+plan $((16 + 3 * a15))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -26,6 +26,8 @@ expect "backtrace_depth=16" ok optool write $OP/backtrace_depth 16
 case_run hot_timer /bin/hot 3
 check "images names /bin/hot" sh -c "grep -q '^[1-9][0-9]* /bin/hot\$' $OP/images"
 check "images names libc" sh -c "grep -q '^[1-9][0-9]* /lib/libc.so.6\$' $OP/images"
+# The same program with the split reversed (30/70): oprof diff against hot_timer.
+case_run flip /bin/hot 2 3000 7000
 expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
 case_run churn /bin/churn 8 40
 expect "backtrace_depth=0" ok optool write $OP/backtrace_depth 0

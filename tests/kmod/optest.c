@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * optest.ko: a kernel module for the oprofile-rs tests. Loading it while profiling must emit
- * MODULE_LOADED, and its init spends `spin_ms` (default 300) milliseconds in optest_spin(), so
+ * MODULE_LOADED, and its init runs `spin_rounds` (default 12000) rounds of 10,000 multiply-adds in
+ * optest_spin() (about 0.6 s under QEMU TCG; a fixed amount of work, not of time, so that its
+ * share of a busy host's samples does not depend on how long the vCPU was descheduled), so
  * the report must attribute kernel samples to optest.ko's optest_spin symbol through the
  * module's section addresses (/sys/module/optest/sections).
  *
@@ -25,20 +27,20 @@
 #include <linux/smp.h>
 #include <linux/sysfs.h>
 
-static unsigned int spin_ms = 300;
-module_param(spin_ms, uint, 0444);
-MODULE_PARM_DESC(spin_ms, "milliseconds spent in optest_spin() at load");
+static unsigned int spin_rounds = 12000;
+module_param(spin_rounds, uint, 0444);
+MODULE_PARM_DESC(spin_rounds, "rounds of 10,000 multiply-adds run by optest_spin() at load");
 
 static unsigned int optest_sink;
 
-static noinline void optest_spin(unsigned int ms)
+static noinline void optest_spin(unsigned int rounds)
 {
-	ktime_t end = ktime_add_ms(ktime_get(), ms);
 	unsigned int x = READ_ONCE(optest_sink);
 
-	while (ktime_before(ktime_get(), end)) {
+	while (rounds--) {
 		for (int i = 0; i < 10000; i++)
 			x = x * 1103515245u + 12345u;
+		cond_resched();
 	}
 	WRITE_ONCE(optest_sink, x);
 }
@@ -152,7 +154,7 @@ static int bare_start(void)
 
 static int __init optest_init(void)
 {
-	optest_spin(spin_ms);
+	optest_spin(spin_rounds);
 	return bare_start();
 }
 

@@ -35,6 +35,41 @@ pub fn offset_to_vaddr(loads: &[Load], off: u64) -> Option<u64> {
         .and_then(|l| l.vaddr.checked_add(off - l.offset))
 }
 
+/// The instruction set of code at an address ([`ElfImage::isa_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isa {
+    /// A32 (ARM state).
+    Arm,
+    /// T32 (Thumb-2).
+    Thumb,
+    /// Data inside code (ARM `$d`: literal pools, jump tables).
+    Data,
+    Arm64,
+    X86_64,
+    X86,
+}
+
+/// An executable section with file bytes: `size` bytes at file offset `file_offset`, loaded
+/// at `addr` (its runtime address for a placed module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeSection {
+    pub addr: u64,
+    pub size: u64,
+    pub file_offset: u64,
+}
+
+/// The instruction set named by an ARM mapping symbol (`$a`, `$t`, `$d`, optionally with a
+/// `.suffix`; ELF for the Arm Architecture, "Mapping symbols").
+fn mapping_symbol(name: &str) -> Option<Isa> {
+    match name.split('.').next()? {
+        "$a" => Some(Isa::Arm),
+        "$t" => Some(Isa::Thumb),
+        "$d" => Some(Isa::Data),
+        _ => None,
+    }
+}
+
 /// Which symbols name an image's addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Symbols {
@@ -93,6 +128,13 @@ pub struct ElfImage {
     lines: Option<addr2line::Context<Reader>>,
     /// Why there are no line tables, when asked for.
     pub lines_error: Option<String>,
+    /// The machine (decides [`ElfImage::isa_at`]).
+    pub arch: object::Architecture,
+    /// Executable sections with file bytes, for disassembly ([`ElfImage::code_bytes`]).
+    pub code: Vec<CodeSection>,
+    /// ARM: where the instruction set changes (mapping symbols, else the Thumb bit of function
+    /// symbols), sorted by address.
+    isa_marks: Vec<(u64, Isa)>,
 }
 
 impl std::fmt::Debug for ElfImage {
@@ -177,6 +219,7 @@ impl ElfImage {
         let mut base: HashMap<SectionIndex, u64> = HashMap::new();
         let mut text: Vec<Range<u64>> = Vec::new();
         let mut exec_sections: HashSet<SectionIndex> = HashSet::new();
+        let mut code: Vec<CodeSection> = Vec::new();
         for s in file.sections() {
             let flags = elf_flags(&s);
             let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
@@ -193,6 +236,9 @@ impl ElfImage {
                 exec_sections.insert(s.index());
                 if let Some(end) = b.checked_add(s.size()) {
                     text.push(b..end);
+                }
+                if let Some((file_offset, size)) = s.file_range() {
+                    code.push(CodeSection { addr: b, size, file_offset });
                 }
             }
         }
@@ -251,6 +297,7 @@ impl ElfImage {
         if syms.is_empty() {
             syms = collect(file.dynamic_symbols());
         }
+        let isa_marks = if is_arm { arm_isa_marks(&file, &base, relocatable) } else { vec![] };
         let (lines, lines_error) = if want_lines {
             match load_dwarf(&file, relocatable.then_some(&base)) {
                 Ok(Some(c)) => (Some(c), None),
@@ -264,14 +311,65 @@ impl ElfImage {
         let entered = crate::calls::entered_without_call(&file, &base, &exec_sections, relocatable, &syms);
         let mut symbols = SymbolTable::new(syms, text);
         symbols.set_entered_without_call(entered);
-        let image = ElfImage { path: path.to_path_buf(), loads, symbols, lines, lines_error };
+        let arch = file.architecture();
+        code.sort_by_key(|c| c.addr);
+        let image = ElfImage { path: path.to_path_buf(), loads, symbols, lines, lines_error, arch, code, isa_marks };
         Ok((image, found))
     }
 
     /// An image of given symbols only, e.g. the kernel from a target's kallsyms (no program
     /// headers: pass `loads` empty; no line tables).
     pub fn from_symbols(path: &Path, symbols: SymbolTable, loads: Vec<Load>) -> ElfImage {
-        ElfImage { path: path.to_path_buf(), loads, symbols, lines: None, lines_error: None }
+        ElfImage {
+            path: path.to_path_buf(),
+            loads,
+            symbols,
+            lines: None,
+            lines_error: None,
+            arch: object::Architecture::Unknown,
+            code: vec![],
+            isa_marks: vec![],
+        }
+    }
+
+    /// The instruction set at `addr`: on ARM from the last mapping symbol at or before it (ARM
+    /// state when none); `None` for machines oprof does not disassemble.
+    pub fn isa_at(&self, addr: u64) -> Option<Isa> {
+        use object::Architecture as A;
+        match self.arch {
+            A::Arm => {
+                let i = self.isa_marks.partition_point(|&(a, _)| a <= addr);
+                Some(i.checked_sub(1).map_or(Isa::Arm, |i| self.isa_marks[i].1))
+            }
+            A::Aarch64 => Some(Isa::Arm64),
+            A::X86_64 => Some(Isa::X86_64),
+            A::I386 => Some(Isa::X86),
+            _ => None,
+        }
+    }
+
+    /// The addresses inside `range` (exclusive of its start) where the instruction set changes.
+    pub fn isa_changes(&self, range: &Range<u64>) -> Vec<u64> {
+        self.isa_marks.iter().map(|&(a, _)| a).filter(|a| range.start < *a && *a < range.end).collect()
+    }
+
+    /// The file bytes of the code at `range` (within one executable section). Errors say why
+    /// there are none (no such section, a kallsyms-only image, the file unreadable now).
+    pub fn code_bytes(&self, range: &Range<u64>) -> Result<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let sec = self
+            .code
+            .iter()
+            .find(|c| range.start >= c.addr && range.start - c.addr < c.size)
+            .ok_or_else(|| anyhow!("{}: no code at {:#x}", self.path.display(), range.start))?;
+        let skip = range.start - sec.addr;
+        let len = (range.end.saturating_sub(range.start)).min(sec.size - skip);
+        let mut f = std::fs::File::open(&self.path).with_context(|| format!("opening {}", self.path.display()))?;
+        let mut buf = vec![0; usize::try_from(len)?];
+        f.seek(SeekFrom::Start(sec.file_offset.checked_add(skip).context("file offset overflow")?))
+            .and_then(|_| f.read_exact(&mut buf))
+            .with_context(|| format!("reading code of {}", self.path.display()))?;
+        Ok(buf)
     }
 
     /// The virtual address of file offset `off` (see [`offset_to_vaddr`]).
@@ -289,6 +387,41 @@ impl ElfImage {
         let loc = self.lines.as_ref()?.find_location(addr).ok()??;
         Some(SourceLine { file: loc.file?.to_string(), line: loc.line })
     }
+}
+
+/// ARM instruction-set marks of `file` at the addresses of `base` (placed sections for
+/// `ET_REL`): its mapping symbols, or when it has none (stripped of them) the Thumb bit of its
+/// function symbols.
+fn arm_isa_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, relocatable: bool) -> Vec<(u64, Isa)> {
+    let at = |s: &object::Symbol<'_, '_>, value: u64| -> Option<u64> {
+        if relocatable {
+            let SymbolSection::Section(i) = s.section() else { return None };
+            base.get(&i)?.checked_add(value)
+        } else {
+            Some(value)
+        }
+    };
+    let mut marks: Vec<(u64, Isa)> = file
+        .symbols()
+        .filter_map(|s| {
+            let isa = mapping_symbol(s.name().ok()?)?;
+            Some((at(&s, s.address())?, isa))
+        })
+        .collect();
+    if marks.is_empty() {
+        marks = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+            .filter_map(|s| {
+                let isa = if s.address() & 1 != 0 { Isa::Thumb } else { Isa::Arm };
+                Some((at(&s, s.address() & !1)?, isa))
+            })
+            .collect();
+    }
+    marks.sort_by_key(|&(a, _)| a);
+    marks.dedup_by_key(|m| m.0);
+    marks
 }
 
 /// Loads the DWARF of `file` into an `addr2line` context; `Ok(None)` without `.debug_info`.

@@ -20,12 +20,16 @@
 //!   as logged in dmesg), checked and sorted by total time.
 
 mod aggregate;
+mod annotate;
 mod callgraph;
 mod calls;
+mod diff;
+mod disasm;
 mod elf;
 mod events;
 mod flame;
 mod images;
+mod inputs;
 mod kallsyms;
 mod kprof;
 mod points;
@@ -38,6 +42,8 @@ mod stream;
 mod symbols;
 mod synth;
 mod target;
+#[cfg(test)]
+mod tests_annotate;
 #[cfg(test)]
 mod tests_arm;
 #[cfg(test)]
@@ -98,29 +104,8 @@ enum Cmd {
     /// recorded. Options given explicitly take precedence.
     #[command(verbatim_doc_comment)]
     Report {
-        /// Session directory (default ./oprofile_data), or a captured stream (bytes read from
-        /// /dev/oprofile/buffer).
-        buffer: Option<PathBuf>,
-        /// Copy of /dev/oprofile/images (`ID PATH` lines): names the user images of the stream.
-        #[arg(long, value_name = "FILE")]
-        images: Option<PathBuf>,
-        /// Copy of the target's /proc/modules: attributes kernel PCs to modules.
-        #[arg(long, value_name = "FILE")]
-        proc_modules: Option<PathBuf>,
-        /// `NAME SECTION 0xADDR` lines from /sys/module/NAME/sections/: places each module's
-        /// .ko (found in --image-path as NAME.ko) for its symbols and source lines.
-        #[arg(long, value_name = "FILE")]
-        module_sections: Option<PathBuf>,
-        /// Kernel image with symbols, for kernel samples.
-        #[arg(long, value_name = "FILE")]
-        vmlinux: Option<PathBuf>,
-        /// Root of a copy of the target's filesystem: user image PATH is looked up as SYSROOT/PATH.
-        #[arg(long, value_name = "DIR")]
-        sysroot: Option<PathBuf>,
-        /// Directory with host copies of target files: user images by basename, modules as
-        /// NAME.ko (`-`/`_` swapped too); tried after --sysroot. Repeatable.
-        #[arg(long = "image-path", value_name = "DIR")]
-        image_path: Vec<PathBuf>,
+        #[command(flatten)]
+        inputs: inputs::Inputs,
         /// Show samples per symbol (like opreport -l) instead of per image.
         #[arg(short = 'l', long = "symbols")]
         symbols: bool,
@@ -149,23 +134,108 @@ enum Cmd {
         /// build ids, labels cpu/pid/tid.
         #[arg(long, value_name = "OUT.pb.gz")]
         pprof: Option<PathBuf>,
-        /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
-        /// else 4 as on ARM32).
-        #[arg(long)]
-        word_size: Option<usize>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
         /// Show at most this many rows (0: all); also call graph entries.
         #[arg(long, short = 'n', default_value_t = 0)]
         limit: usize,
-        /// What a counter counted, `COUNTER:EVENT[:COUNT]` (event by name or number), as written
-        /// to /dev/oprofile/COUNTER/{event,count}; repeat per counter. Names columns.
-        #[arg(long = "counter", value_name = "N:EVENT[:COUNT]")]
-        counters: Vec<String>,
-        /// CPU type the counters' events belong to (checks and names `--counter` events).
+    },
+    /// Source lines and instructions of sampled functions with their samples, like opannotate.
+    ///
+    /// A sample counts for the instruction at its PC and for that instruction's source line
+    /// (innermost inlined position). Code comes from the host copy of the image (as for
+    /// `report`), disassembled with capstone: ARM and Thumb-2 as the image's mapping symbols
+    /// ($a/$t/$d) say, AArch64, x86-64. Source files are read where the DWARF says, else in
+    /// --source-dir. Without --source/--assembly both are shown, instructions interleaved with
+    /// their source lines. `*` marks lines and instructions with at least --hot % of their
+    /// function's samples.
+    #[command(verbatim_doc_comment)]
+    Annotate {
+        #[command(flatten)]
+        inputs: inputs::Inputs,
+        /// Only this function (its name as `oprof report -l` shows it).
+        #[arg(long, short = 's')]
+        symbol: Option<String>,
+        /// Only functions of this image (the report's image name, or its basename).
+        #[arg(long)]
+        image: Option<String>,
+        /// Show the source lines (an error for images without DWARF).
+        #[arg(long)]
+        source: bool,
+        /// Show the instructions.
+        #[arg(long)]
+        assembly: bool,
+        /// Only functions with at least this % of all samples (opannotate --threshold).
+        #[arg(long, short = 't', default_value_t = 0.0, value_name = "PCT")]
+        threshold: f64,
+        /// Mark lines and instructions with at least this % of their function's samples.
+        #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+        hot: f64,
+        /// Annotate at most this many functions, hottest first (0: all).
+        #[arg(long, short = 'n', default_value_t = 0)]
+        limit: usize,
+        /// Directory to find source files in when the DWARF's path does not exist here
+        /// (tried as DIR/PATH, then DIR/BASENAME). Repeatable.
+        #[arg(long = "source-dir", value_name = "DIR")]
+        source_dirs: Vec<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two profiles: per image (or symbol, -l) the share of each session's samples and
+    /// the delta, largest change first, like perf diff.
+    ///
+    /// A and B are session directories or streams; a stream's images, modules and sections
+    /// come from the --a-*/--b-* options. Both must be of one cpu_type and count the same events.
+    #[command(verbatim_doc_comment)]
+    Diff {
+        /// Baseline: session directory or stream.
+        a: PathBuf,
+        /// Compared with A: session directory or stream.
+        b: PathBuf,
+        /// Images file of stream A.
+        #[arg(long, value_name = "FILE")]
+        a_images: Option<PathBuf>,
+        /// Images file of stream B.
+        #[arg(long, value_name = "FILE")]
+        b_images: Option<PathBuf>,
+        /// /proc/modules copy of stream A.
+        #[arg(long, value_name = "FILE")]
+        a_proc_modules: Option<PathBuf>,
+        /// /proc/modules copy of stream B.
+        #[arg(long, value_name = "FILE")]
+        b_proc_modules: Option<PathBuf>,
+        /// Module sections of stream A.
+        #[arg(long, value_name = "FILE")]
+        a_module_sections: Option<PathBuf>,
+        /// Module sections of stream B.
+        #[arg(long, value_name = "FILE")]
+        b_module_sections: Option<PathBuf>,
+        /// Kernel image with symbols, for both (default: each session's kallsyms).
+        #[arg(long, value_name = "FILE")]
+        vmlinux: Option<PathBuf>,
+        /// Root of a copy of the target's filesystem, for both.
+        #[arg(long, value_name = "DIR")]
+        sysroot: Option<PathBuf>,
+        /// Directory with host copies of target files, for both. Repeatable.
+        #[arg(long = "image-path", value_name = "DIR")]
+        image_path: Vec<PathBuf>,
+        /// Word size in bytes of both streams (default: the sessions', else 4).
+        #[arg(long)]
+        word_size: Option<usize>,
+        /// CPU type of both streams (default: the sessions').
         #[arg(long)]
         cpu_type: Option<String>,
+        /// Compare symbols instead of images.
+        #[arg(short = 'l', long = "symbols")]
+        symbols: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Show at most this many rows (0: all).
+        #[arg(long, short = 'n', default_value_t = 0)]
+        limit: usize,
     },
     /// Write a stream of N samples made of a captured stream's samples, round and round
     /// (benchmarks of `oprof report`; see crates/oprof/src/synth.rs).
@@ -364,106 +434,99 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 emit(&points::render(&points))?;
             }
         }
-        Cmd::Report {
-            buffer,
-            images,
-            proc_modules,
-            module_sections,
+        Cmd::Annotate {
+            inputs,
+            symbol,
+            image,
+            source,
+            assembly,
+            threshold,
+            hot,
+            limit,
+            source_dirs,
+            json,
+        } => {
+            let both = !source && !assembly;
+            let opts = annotate::Options {
+                symbol,
+                image,
+                source: source || both,
+                assembly: assembly || both,
+                threshold,
+                hot,
+                limit,
+                source_dirs,
+            };
+            // The vmlinux's line tables are large: loaded only when kernel code may be annotated.
+            let kernel_lines = opts.image.as_deref().is_none_or(|i| i == resolve::VMLINUX);
+            let want = inputs::Want { lines: true, kernel_lines, keys: Default::default() };
+            let mut p = inputs.load(want)?;
+            let a = annotate::build(&mut p, &opts)?;
+            for w in &a.warnings {
+                eprintln!("oprof: note: {w}");
+            }
+            if json {
+                emit(&(serde_json::to_string_pretty(&a)? + "\n"))?;
+            } else {
+                emit(&annotate::render(&a, &opts))?;
+            }
+        }
+        Cmd::Diff {
+            a,
+            b,
+            a_images,
+            b_images,
+            a_proc_modules,
+            b_proc_modules,
+            a_module_sections,
+            b_module_sections,
             vmlinux,
             sysroot,
             image_path,
-            symbols,
-            debug_info,
-            callgraph,
-            flame,
-            folded,
-            pprof,
             word_size,
+            cpu_type,
+            symbols,
             json,
             limit,
-            counters,
-            cpu_type,
         } => {
-            let path = buffer.unwrap_or_else(|| PathBuf::from(session::DEFAULT_DIR));
-            let ses = if path.is_dir() { Some(session::Session::open(&path)?) } else { None };
-            let from_session = |given: Option<PathBuf>, name: &str| given.or_else(|| ses.as_ref()?.file(name));
-            let buffer = match &ses {
-                Some(s) => s.file(session::SAMPLES).with_context(|| format!("{}: no {} file", path.display(), session::SAMPLES))?,
-                None => path.clone(),
+            let side = |buffer: PathBuf, images, proc_modules, module_sections| inputs::Inputs {
+                buffer: Some(buffer),
+                images,
+                proc_modules,
+                module_sections,
+                vmlinux: vmlinux.clone(),
+                sysroot: sysroot.clone(),
+                image_path: image_path.clone(),
+                word_size,
+                counters: vec![],
+                cpu_type: cpu_type.clone(),
             };
-            let word_size = word_size.or(ses.as_ref().map(|s| s.info.pointer_size)).unwrap_or(4);
-            let cpu_type = cpu_type.or_else(|| ses.as_ref().map(|s| s.info.cpu_type.clone()).filter(|t| t != "timer"));
-            let model = match &cpu_type {
-                Some(t) => events::model(Some(t))?,
-                None => None,
+            let load = |i: inputs::Inputs| -> Result<(report::Report, (String, Option<String>))> {
+                let mut p = i.load(inputs::Want::default())?;
+                let r = report::build_counts(&p.counts, &mut p.res, &p.counters, report::Options::default());
+                Ok((r, (p.path.display().to_string(), p.cpu_type)))
             };
-            let mut counters = counters
-                .iter()
-                .map(|c| report::Counter::parse(c, model))
-                .collect::<Result<Vec<_>>>()?;
-            if let (true, Some(s)) = (counters.is_empty(), &ses) {
-                counters = s.info.counters.iter().map(report::Counter::from_session).collect();
-                if s.info.counters.is_empty() {
-                    counters.push(report::Counter { counter: 0, event: "timer".into(), count: None });
-                }
+            let (ra, sa) = load(side(a, a_images, a_proc_modules, a_module_sections))?;
+            let (rb, sb) = load(side(b, b_images, b_proc_modules, b_module_sections))?;
+            for w in ra.warnings.iter().chain(&rb.warnings).collect::<std::collections::BTreeSet<_>>() {
+                eprintln!("oprof: note: {w}");
             }
-            let images = from_session(images, session::IMAGES);
-            let proc_modules = from_session(proc_modules, session::PROC_MODULES);
-            let module_sections = from_session(module_sections, session::MODULE_SECTIONS);
-            let input = aggregate::open(&buffer, word_size)?;
-            let images = images.as_deref().map(images::ImageMap::read).transpose()?;
-            let snapshot = images::ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
-            // pprof locations carry source lines wherever the images have DWARF.
-            let mut ropts = resolve::Options { image_path, lines: debug_info || pprof.is_some(), ..Default::default() };
-            let mut vm = match vmlinux {
-                Some(p) => {
-                    let e = elf::ElfImage::load_kernel(&p, debug_info).context("--vmlinux")?;
-                    anyhow::ensure!(!e.symbols.is_empty(), "{}: no function symbols (stripped?)", p.display());
-                    Some((p, e))
-                }
-                None => None,
-            };
-            let mut notes = vec![];
-            if let Some(s) = &ses {
-                let here = s.recorded_here(&target::uname());
-                ropts.sysroots.extend(s.archive_root());
-                ropts.sysroots.extend(sysroot.clone());
-                if here {
-                    ropts.sysroots.push(PathBuf::from("/"));
-                }
-                for (name, ko) in &s.info.modules {
-                    let archived = s.archive_root().map(|r| r.join(ko.trim_start_matches('/'))).filter(|p| p.is_file());
-                    let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
-                    if let Some(p) = archived.or(local) {
-                        ropts.module_files.insert(name.clone(), p);
-                    }
-                }
-                if let Some(k) = s.file(session::KALLSYMS) {
-                    let text = std::fs::read_to_string(&k).with_context(|| format!("reading {}", k.display()))?;
-                    let ks = kallsyms::Kallsyms::parse(&text, &k.display().to_string())?;
-                    ropts.module_symbols = ks.module_tables(&snapshot);
-                    if vm.is_none() {
-                        match ks.kernel_table() {
-                            Some(t) => {
-                                if debug_info {
-                                    notes.push(format!("kernel symbols from {} (no --vmlinux): no kernel source lines", k.display()));
-                                }
-                                vm = Some((k.clone(), elf::ElfImage::from_symbols(&k, t, vec![])));
-                            }
-                            None => notes.push(format!("{}: no kernel symbols (hidden by kptr_restrict?); give --vmlinux", k.display())),
-                        }
-                    }
-                }
+            let d = diff::build(&ra, &rb, sa, sb, symbols)?;
+            if json {
+                emit(&(serde_json::to_string_pretty(&d)? + "\n"))?;
             } else {
-                ropts.sysroots.extend(sysroot.clone());
+                emit(&diff::render(&d, limit))?;
             }
-            resolve::check_dirs(&ropts)?;
-            let mut res = resolve::Resolver::new(ropts, images, vm, &snapshot);
-            res.warnings.extend(notes);
+        }
+        Cmd::Report { inputs, symbols, debug_info, callgraph, flame, folded, pprof, json, limit } => {
             let opts = report::Options { lines: debug_info, flame: flame.is_some() || folded };
-            let aopts = aggregate::Options { app: opts.flame, task: pprof.is_some() };
-            let counts = aggregate::read(input, word_size, aopts, Default::default())
-                .with_context(|| format!("decoding {}", buffer.display()))?;
+            // pprof locations carry source lines wherever the images have DWARF.
+            let want = inputs::Want {
+                lines: debug_info || pprof.is_some(),
+                kernel_lines: debug_info,
+                keys: aggregate::Options { app: opts.flame, task: pprof.is_some() },
+            };
+            let inputs::Profile { path, session: ses, counters, counts, mut res, .. } = inputs.load(want)?;
             let r = report::build_counts(&counts, &mut res, &counters, opts);
             for w in &r.warnings {
                 eprintln!("oprof: note: {w}");

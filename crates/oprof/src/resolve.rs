@@ -144,7 +144,7 @@ enum Ko {
     /// Found, but the target gave no section addresses to place it.
     Unplaced(PathBuf),
     Unreadable(PathBuf, String),
-    Loaded(ElfImage),
+    Loaded(Rc<ElfImage>),
     /// Not found, but the target's kallsyms named its functions.
     Kallsyms(SymbolTable),
 }
@@ -169,7 +169,7 @@ struct UserImage {
 pub struct Resolver {
     opts: Options,
     images_file: Option<ImageMap>,
-    vmlinux: Option<(PathBuf, ElfImage)>,
+    vmlinux: Option<(PathBuf, Rc<ElfImage>)>,
     modules: Vec<Module>,
     /// Interned images; `image_ids` maps names back.
     pub images: Vec<ImageInfo>,
@@ -205,7 +205,7 @@ impl Resolver {
         let mut r = Resolver {
             opts,
             images_file,
-            vmlinux,
+            vmlinux: vmlinux.map(|(p, e)| (p, Rc::new(e))),
             modules: Vec::new(),
             images: Vec::new(),
             image_ids: HashMap::new(),
@@ -231,7 +231,7 @@ impl Resolver {
                 },
                 Some(p) if m.sections.is_empty() => Ko::Unplaced(p),
                 Some(p) => match ElfImage::load_module(&p, &m.sections, r.opts.lines) {
-                    Ok(e) => Ko::Loaded(e),
+                    Ok(e) => Ko::Loaded(Rc::new(e)),
                     Err(e) => {
                         r.warnings.insert(format!("unreadable module: {e:#}"));
                         Ko::Unreadable(p, e.root_cause().to_string())
@@ -514,6 +514,34 @@ impl Resolver {
     /// loaded (pprof locations).
     pub fn user_vaddr(&mut self, cookie: u64, offset: u64) -> Option<u64> {
         self.user_image(cookie).elf.ok()?.offset_to_vaddr(offset)
+    }
+
+    /// The host ELF image holding the code at sample word `word` taken in `space`, and the
+    /// word's address in that image's address space (vmlinux: the kernel address; a placed
+    /// module: the runtime address; a user image: its ELF virtual address, from the file
+    /// offset). `None` for anonymous memory, unknown kernel addresses, kallsyms-only modules and
+    /// images without a host file.
+    pub fn code_at(&mut self, space: Space, word: u64) -> Option<(Rc<ElfImage>, u64)> {
+        match space {
+            Space::NoContext => None,
+            Space::Kernel => {
+                if let Some((_, v)) = &self.vmlinux {
+                    if v.symbols.text_range(word).is_some() {
+                        return Some((v.clone(), word));
+                    }
+                }
+                self.modules.iter().find_map(|m| match &m.ko {
+                    Ko::Loaded(e) if e.symbols.text_range(word).is_some() => Some((e.clone(), word)),
+                    _ => None,
+                })
+            }
+            Space::User { cookie: Some(c), .. } if c != 0 => {
+                let e = self.user_image(c).elf.ok()?;
+                let va = e.offset_to_vaddr(word)?;
+                Some((e, va))
+            }
+            Space::User { .. } => None,
+        }
     }
 
     /// The target path of image id `id` (images file).

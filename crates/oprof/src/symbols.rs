@@ -125,6 +125,20 @@ impl SymbolTable {
         Some(s)
     }
 
+    /// The symbol containing `addr` and the addresses it covers: its size, or for a size-less
+    /// symbol up to the next symbol or the end of its text range.
+    pub fn extent(&self, addr: u64) -> Option<(&Symbol, Range<u64>)> {
+        let s = self.lookup(addr)?;
+        let range = self.text_range(addr)?;
+        let end = if s.size != 0 {
+            s.addr.saturating_add(s.size).min(range.end)
+        } else {
+            let i = self.syms.partition_point(|x| x.addr <= s.addr);
+            self.syms.get(i).map_or(range.end, |next| next.addr.min(range.end))
+        };
+        Some((s, s.addr..end))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }

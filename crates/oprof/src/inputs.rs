@@ -1,0 +1,173 @@
+//! What every view reads: a session directory (`oprof record -o DIR`) or a raw stream with its
+//! files, turned into counted samples and a [`Resolver`] for them. `oprof report`, `oprof
+//! annotate` and each side of `oprof diff` start here.
+//!
+//! On a session directory every input comes from it: `samples`, `images`, `proc_modules`,
+//! `module_sections`, the counters, CPU type and word size of `session.json`; kernel symbols
+//! from its `kallsyms` when no `--vmlinux` is given; user images and `.ko` files from `DIR/root`
+//! (`--archive`), then `--sysroot`, then `/` when run on the system that recorded. Options given
+//! explicitly take precedence.
+
+use crate::aggregate::{self, Aggregated};
+use crate::elf::ElfImage;
+use crate::images::{ImageMap, ModuleSnapshot};
+use crate::kallsyms::Kallsyms;
+use crate::report::Counter;
+use crate::resolve::{self, Resolver};
+use crate::session::{self, Session};
+use crate::{events, target};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// The input options shared by the views (clap flattens them into each subcommand).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Inputs {
+    /// Session directory (default ./oprofile_data), or a captured stream (bytes read from
+    /// /dev/oprofile/buffer).
+    pub buffer: Option<PathBuf>,
+    /// Copy of /dev/oprofile/images (`ID PATH` lines): names the user images of the stream.
+    #[arg(long, value_name = "FILE")]
+    pub images: Option<PathBuf>,
+    /// Copy of the target's /proc/modules: attributes kernel PCs to modules.
+    #[arg(long, value_name = "FILE")]
+    pub proc_modules: Option<PathBuf>,
+    /// `NAME SECTION 0xADDR` lines from /sys/module/NAME/sections/: places each module's
+    /// .ko (found in --image-path as NAME.ko) for its symbols and source lines.
+    #[arg(long, value_name = "FILE")]
+    pub module_sections: Option<PathBuf>,
+    /// Kernel image with symbols, for kernel samples.
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
+    /// Root of a copy of the target's filesystem: user image PATH is looked up as SYSROOT/PATH.
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+    /// Directory with host copies of target files: user images by basename, modules as
+    /// NAME.ko (`-`/`_` swapped too); tried after --sysroot. Repeatable.
+    #[arg(long = "image-path", value_name = "DIR")]
+    pub image_path: Vec<PathBuf>,
+    /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
+    /// else 4 as on ARM32).
+    #[arg(long)]
+    pub word_size: Option<usize>,
+    /// What a counter counted, `COUNTER:EVENT[:COUNT]` (event by name or number), as written
+    /// to /dev/oprofile/COUNTER/{event,count}; repeat per counter. Names columns.
+    #[arg(long = "counter", value_name = "N:EVENT[:COUNT]")]
+    pub counters: Vec<String>,
+    /// CPU type the counters' events belong to (checks and names `--counter` events).
+    #[arg(long)]
+    pub cpu_type: Option<String>,
+}
+
+/// What to load besides symbols.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Want {
+    /// DWARF line tables of user images and modules (`-g`, pprof, annotate).
+    pub lines: bool,
+    /// Also the vmlinux's line tables (large: only when source lines are shown).
+    pub kernel_lines: bool,
+    /// What the counted keys hold (executable, task).
+    pub keys: aggregate::Options,
+}
+
+/// A loaded profile: counted samples and everything needed to name them.
+pub struct Profile {
+    /// As given: the session directory or the stream.
+    pub path: PathBuf,
+    pub session: Option<Session>,
+    /// `cpu_type` of the session or `--cpu-type` (`None`: timer mode or unknown).
+    pub cpu_type: Option<String>,
+    pub counters: Vec<Counter>,
+    pub counts: Aggregated,
+    pub res: Resolver,
+}
+
+impl Inputs {
+    /// Reads and counts the stream, and sets up the resolver. Errors name the file at fault.
+    pub fn load(&self, want: Want) -> Result<Profile> {
+        let path = self.buffer.clone().unwrap_or_else(|| PathBuf::from(session::DEFAULT_DIR));
+        let ses = if path.is_dir() { Some(Session::open(&path)?) } else { None };
+        let from_session = |given: &Option<PathBuf>, name: &str| given.clone().or_else(|| ses.as_ref()?.file(name));
+        let buffer = match &ses {
+            Some(s) => s
+                .file(session::SAMPLES)
+                .with_context(|| format!("{}: no {} file", path.display(), session::SAMPLES))?,
+            None => path.clone(),
+        };
+        let word_size = self.word_size.or(ses.as_ref().map(|s| s.info.pointer_size)).unwrap_or(4);
+        let cpu_type =
+            self.cpu_type.clone().or_else(|| ses.as_ref().map(|s| s.info.cpu_type.clone()).filter(|t| t != "timer"));
+        let model = match &cpu_type {
+            Some(t) => events::model(Some(t))?,
+            None => None,
+        };
+        let mut counters = self.counters.iter().map(|c| Counter::parse(c, model)).collect::<Result<Vec<_>>>()?;
+        if let (true, Some(s)) = (counters.is_empty(), &ses) {
+            counters = s.info.counters.iter().map(Counter::from_session).collect();
+            if s.info.counters.is_empty() {
+                counters.push(Counter { counter: 0, event: "timer".into(), count: None });
+            }
+        }
+        let images = from_session(&self.images, session::IMAGES);
+        let proc_modules = from_session(&self.proc_modules, session::PROC_MODULES);
+        let module_sections = from_session(&self.module_sections, session::MODULE_SECTIONS);
+        let input = aggregate::open(&buffer, word_size)?;
+        let images = images.as_deref().map(ImageMap::read).transpose()?;
+        let snapshot = ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
+        let mut ropts =
+            resolve::Options { image_path: self.image_path.clone(), lines: want.lines, ..Default::default() };
+        let mut vm = match &self.vmlinux {
+            Some(p) => {
+                let e = ElfImage::load_kernel(p, want.kernel_lines).context("--vmlinux")?;
+                anyhow::ensure!(!e.symbols.is_empty(), "{}: no function symbols (stripped?)", p.display());
+                Some((p.clone(), e))
+            }
+            None => None,
+        };
+        let mut notes = vec![];
+        if let Some(s) = &ses {
+            let here = s.recorded_here(&target::uname());
+            ropts.sysroots.extend(s.archive_root());
+            ropts.sysroots.extend(self.sysroot.clone());
+            if here {
+                ropts.sysroots.push(PathBuf::from("/"));
+            }
+            for (name, ko) in &s.info.modules {
+                let archived = s.archive_root().map(|r| r.join(ko.trim_start_matches('/'))).filter(|p| p.is_file());
+                let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
+                if let Some(p) = archived.or(local) {
+                    ropts.module_files.insert(name.clone(), p);
+                }
+            }
+            if let Some(k) = s.file(session::KALLSYMS) {
+                let text = std::fs::read_to_string(&k).with_context(|| format!("reading {}", k.display()))?;
+                let ks = Kallsyms::parse(&text, &k.display().to_string())?;
+                ropts.module_symbols = ks.module_tables(&snapshot);
+                if vm.is_none() {
+                    match ks.kernel_table() {
+                        Some(t) => {
+                            if want.kernel_lines {
+                                notes.push(format!(
+                                    "kernel symbols from {} (no --vmlinux): no kernel source lines",
+                                    k.display()
+                                ));
+                            }
+                            vm = Some((k.clone(), ElfImage::from_symbols(&k, t, vec![])));
+                        }
+                        None => notes.push(format!(
+                            "{}: no kernel symbols (hidden by kptr_restrict?); give --vmlinux",
+                            k.display()
+                        )),
+                    }
+                }
+            }
+        } else {
+            ropts.sysroots.extend(self.sysroot.clone());
+        }
+        resolve::check_dirs(&ropts)?;
+        let mut res = Resolver::new(ropts, images, vm, &snapshot);
+        res.warnings.extend(notes);
+        let counts = aggregate::read(input, word_size, want.keys, Default::default())
+            .with_context(|| format!("decoding {}", buffer.display()))?;
+        Ok(Profile { path, session: ses, cpu_type, counters, counts, res })
+    }
+}
