@@ -1,7 +1,7 @@
 //! `oprof annotate` and `oprof diff` on real ARM code built with `arm-linux-gnueabihf-gcc`: a
-//! Thumb-2 and an ARM function (with a literal pool) in one executable. The disassembly is
-//! checked against binutils' `objdump` (instruction boundaries, so Thumb code must decode as
-//! Thumb), samples placed at chosen instructions through a stream are counted there and on
+//! Thumb-2 and an ARM function (with a literal pool) in one executable, and the same code for
+//! x86-64 with the host's `gcc`. The disassembly is checked against binutils' `objdump`
+//! (instruction boundaries, so Thumb code must decode as Thumb), samples placed at chosen instructions through a stream are counted there and on
 //! their source lines, and errors are one line naming the input.
 
 use crate::annotate;
@@ -59,13 +59,14 @@ fn build(dir: &Path, name: &str, debug: bool) -> PathBuf {
     exe
 }
 
-/// Instruction addresses of `sym` in `objdump -d` of `exe`.
-fn objdump_addrs(exe: &Path, sym: &str) -> BTreeSet<u64> {
-    let out = Command::new("arm-linux-gnueabihf-objdump")
+/// Instruction addresses of `sym` in `OBJDUMP -d` of `exe` inside `range` (objdump lists the
+/// alignment padding after a function under its name too).
+fn objdump_addrs(objdump: &str, exe: &Path, sym: &str, range: &std::ops::Range<u64>) -> BTreeSet<u64> {
+    let out = Command::new(objdump)
         .args(["-d", "--no-show-raw-insn"])
         .arg(exe)
         .output()
-        .expect("arm-linux-gnueabihf-objdump");
+        .expect(objdump);
     let text = String::from_utf8_lossy(&out.stdout);
     let head = format!("<{sym}>:");
     text.lines()
@@ -73,6 +74,7 @@ fn objdump_addrs(exe: &Path, sym: &str) -> BTreeSet<u64> {
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
         .filter_map(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
+        .filter(|a| range.contains(a))
         .collect()
 }
 
@@ -99,7 +101,7 @@ fn thumb_and_arm_disassemble_as_objdump_does() {
         assert!(insns.windows(2).all(|w| w[0].end() == w[1].addr));
         assert!(insns.iter().all(|i| !i.text.starts_with(".inst")), "{name}: {insns:#?}");
         let ours: BTreeSet<u64> = insns.iter().map(|i| i.addr).collect();
-        assert_eq!(ours, objdump_addrs(&exe, name), "{name}: instruction boundaries as objdump's");
+        assert_eq!(ours, objdump_addrs("arm-linux-gnueabihf-objdump", &exe, name, &r), "{name}: instruction boundaries as objdump's");
         if isa == Isa::Thumb {
             // Thumb code, and a literal pool ($d) for the constants, shown as data.
             assert!(insns.iter().any(|i| i.bytes.len() == 2), "{insns:#?}");
@@ -109,6 +111,27 @@ fn thumb_and_arm_disassemble_as_objdump_does() {
             // movw/movt pairs: either way the loop's multiply is there.
             assert!(insns.iter().any(|i| i.text.starts_with("mla") || i.text.starts_with("mul")), "{insns:#?}");
         }
+    }
+}
+
+#[test]
+fn x86_64_disassembles_as_objdump_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("loops.c");
+    std::fs::write(&src, SRC.replace(", target(\"thumb\")", "").replace(", target(\"arm\")", "")).unwrap();
+    let exe = dir.path().join("loops64");
+    let st = Command::new("gcc").args(["-O2", "-g", "-o"]).arg(&exe).arg(&src).status().expect("gcc");
+    assert!(st.success());
+    let img = ElfImage::load(&exe, true).unwrap();
+    assert_eq!(img.arch, object::Architecture::X86_64);
+    for name in ["t_loop", "a_loop"] {
+        let r = sym_range(&img, name);
+        assert_eq!(img.isa_at(r.start), Some(Isa::X86_64));
+        let insns = disasm::disassemble(&img, r.clone()).unwrap();
+        assert_eq!((insns.first().unwrap().addr, insns.last().unwrap().end()), (r.start, r.end));
+        assert!(insns.iter().all(|i| !i.text.starts_with(".inst")), "{name}: {insns:#?}");
+        assert_eq!(insns.iter().map(|i| i.addr).collect::<BTreeSet<u64>>(), objdump_addrs("objdump", &exe, name, &r), "{name}");
+        assert!(insns.iter().any(|i| i.text.starts_with("imul")), "{name}: the loop's multiply");
     }
 }
 
