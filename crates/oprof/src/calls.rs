@@ -20,17 +20,13 @@
 //!   another section, and a call there whose return address is this section's first byte would
 //!   have to be a `noreturn` call as that section's very last instruction.
 
+use crate::elf::Isa;
 use crate::symbols::Symbol;
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind, SymbolSection};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-/// Instruction set state of an address (ARM ELF mapping symbols).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Arm,
-    Thumb,
-    Data,
-}
+/// Instruction-set marks of each executable section: (runtime address, state), sorted.
+pub type ArmMarks = HashMap<SectionIndex, Vec<(u64, Isa)>>;
 
 /// Whether the ARM (A32) instruction `w` is a call: `BL`, `BLX imm`, `BLX Rm`.
 fn arm_is_call(w: u32) -> bool {
@@ -46,8 +42,8 @@ fn arm_is_mov_lr_pc(w: u32) -> bool {
 }
 
 /// Whether the code `before` a symbol start (the section's bytes up to it) ends in a call, in
-/// state `state`; `None` when there are too few bytes to tell.
-fn ends_in_call(before: &[u8], state: State) -> Option<bool> {
+/// state `state` (ARM, Thumb or data); `None` when there are too few bytes to tell.
+fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
     let u16_at = |end: usize| -> Option<u16> {
         let b = before.get(before.len().checked_sub(end)?..)?.get(..2)?;
         Some(u16::from_le_bytes([b[0], b[1]]))
@@ -57,48 +53,38 @@ fn ends_in_call(before: &[u8], state: State) -> Option<bool> {
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
     match state {
-        State::Data => Some(false),
-        State::Arm => {
+        Isa::Arm => {
             let w = u32_at(4)?;
             Some(arm_is_call(w) || u32_at(8).is_some_and(arm_is_mov_lr_pc))
         }
-        State::Thumb => {
+        Isa::Thumb => {
             let h = u16_at(2)?;
             let blx_reg = (h & 0xFF87) == 0x4780;
             let bl32 = u16_at(4).is_some_and(|h1| (h1 & 0xF800) == 0xF000 && (h & 0xC000) == 0xC000);
             Some(blx_reg || bl32)
         }
+        // Data (and no other ARM state) is no call.
+        _ => Some(false),
     }
 }
 
 /// The state a mapping symbol name sets (`$a`, `$t`, `$d`, optionally followed by `.suffix`).
-fn mapping_state(name: &str) -> Option<State> {
+fn mapping_state(name: &str) -> Option<Isa> {
     let kind = name.strip_prefix('$')?;
     let kind = kind.split('.').next()?;
     match kind {
-        "a" => Some(State::Arm),
-        "t" => Some(State::Thumb),
-        "d" => Some(State::Data),
+        "a" => Some(Isa::Arm),
+        "t" => Some(Isa::Thumb),
+        "d" => Some(Isa::Data),
         _ => None,
     }
 }
 
-/// The symbol starts of `syms` (runtime addresses) that an ARM `file` reaches without a call
-/// (see the module docs). `base`: each section's runtime address; `exec`: the executable
-/// sections; `relocatable`: symbol values are section offsets (`ET_REL`).
-pub fn entered_without_call(
-    file: &object::File<'_>,
-    base: &HashMap<SectionIndex, u64>,
-    exec: &std::collections::HashSet<SectionIndex>,
-    relocatable: bool,
-    syms: &[Symbol],
-) -> Vec<u64> {
-    if file.architecture() != object::Architecture::Arm || !file.is_little_endian() {
-        return Vec::new();
-    }
-    // (runtime address, state) marks per executable section: mapping symbols, else the Thumb
-    // bit of function symbols.
-    let mut marks: HashMap<SectionIndex, (Vec<(u64, State)>, Vec<(u64, State)>)> = HashMap::new();
+/// The instruction-set marks of an ARM `file`'s executable sections `exec` at runtime addresses
+/// (`base`: each section's address; `relocatable`: symbol values are section offsets, `ET_REL`):
+/// per section its mapping symbols, or when it has none the Thumb bit of its function symbols.
+pub fn arm_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, exec: &HashSet<SectionIndex>, relocatable: bool) -> ArmMarks {
+    let mut marks: HashMap<SectionIndex, (Vec<(u64, Isa)>, Vec<(u64, Isa)>)> = HashMap::new();
     for s in file.symbols().chain(file.dynamic_symbols()) {
         let SymbolSection::Section(i) = s.section() else { continue };
         if !exec.contains(&i) {
@@ -111,18 +97,33 @@ pub fn entered_without_call(
         match s.name().ok().and_then(mapping_state) {
             Some(st) => entry.0.push((addr, st)),
             None if s.kind() == SymbolKind::Text => {
-                entry.1.push((addr, if s.address() & 1 != 0 { State::Thumb } else { State::Arm }))
+                entry.1.push((addr, if s.address() & 1 != 0 { Isa::Thumb } else { Isa::Arm }))
             }
             None => {}
         }
     }
+    marks
+        .into_iter()
+        .map(|(i, (mapping, funcs))| {
+            let mut list = if mapping.is_empty() { funcs } else { mapping };
+            list.sort_by_key(|m| m.0);
+            (i, list)
+        })
+        .collect()
+}
+
+/// The symbol starts of `syms` (runtime addresses) that an ARM `file` reaches without a call
+/// (see the module docs). `base`: each section's runtime address; `marks`: its sections'
+/// instruction-set marks ([`arm_marks`]).
+pub fn entered_without_call(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, marks: &ArmMarks, syms: &[Symbol]) -> Vec<u64> {
+    if file.architecture() != object::Architecture::Arm || !file.is_little_endian() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     for sec in file.sections() {
         let i = sec.index();
-        let (Some(&b), Some((mapping, funcs))) = (base.get(&i), marks.get_mut(&i)) else { continue };
+        let (Some(&b), Some(list)) = (base.get(&i), marks.get(&i)) else { continue };
         let Ok(data) = sec.data() else { continue };
-        let list = if mapping.is_empty() { funcs } else { mapping };
-        list.sort_by_key(|m| m.0);
         let end = b.saturating_add(data.len() as u64);
         for s in syms.iter().filter(|s| s.addr > b && s.addr < end) {
             let last = s.addr - 1;
@@ -149,20 +150,20 @@ mod tests {
     fn decodes_calls() {
         // ARM: bl, blx imm, blx r3, bx r0 (cpu_v7_reset's last), ldr pc after mov lr, pc.
         for (w, call) in [(0xEB00_0010u32, true), (0xFA00_0001, true), (0xE12F_FF33, true), (0xE12F_FF10, false), (0x1B00_0000, true)] {
-            assert_eq!(ends_in_call(&w.to_le_bytes(), State::Arm), Some(call), "{w:#x}");
+            assert_eq!(ends_in_call(&w.to_le_bytes(), Isa::Arm), Some(call), "{w:#x}");
         }
         let old_call: Vec<u8> = [0xE1A0_E00Fu32, 0xE593_F000].iter().flat_map(|w| w.to_le_bytes()).collect();
-        assert_eq!(ends_in_call(&old_call, State::Arm), Some(true));
+        assert_eq!(ends_in_call(&old_call, Isa::Arm), Some(true));
         // Thumb: bl (f000 f800), blx r3 (4798), bx lr (4770), b.w (f000 b800).
         let t = |hs: &[u16]| hs.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
-        assert_eq!(ends_in_call(&t(&[0xF000, 0xF800]), State::Thumb), Some(true));
-        assert_eq!(ends_in_call(&t(&[0xF000, 0xE800]), State::Thumb), Some(true), "blx imm");
-        assert_eq!(ends_in_call(&t(&[0x4798]), State::Thumb), Some(true));
-        assert_eq!(ends_in_call(&t(&[0xBF00, 0x4770]), State::Thumb), Some(false));
-        assert_eq!(ends_in_call(&t(&[0xF000, 0xB800]), State::Thumb), Some(false), "b.w");
-        assert_eq!(ends_in_call(&[0; 2], State::Arm), None, "too short");
-        assert_eq!(ends_in_call(&[], State::Data), Some(false));
-        assert_eq!(mapping_state("$t.12"), Some(State::Thumb));
+        assert_eq!(ends_in_call(&t(&[0xF000, 0xF800]), Isa::Thumb), Some(true));
+        assert_eq!(ends_in_call(&t(&[0xF000, 0xE800]), Isa::Thumb), Some(true), "blx imm");
+        assert_eq!(ends_in_call(&t(&[0x4798]), Isa::Thumb), Some(true));
+        assert_eq!(ends_in_call(&t(&[0xBF00, 0x4770]), Isa::Thumb), Some(false));
+        assert_eq!(ends_in_call(&t(&[0xF000, 0xB800]), Isa::Thumb), Some(false), "b.w");
+        assert_eq!(ends_in_call(&[0; 2], Isa::Arm), None, "too short");
+        assert_eq!(ends_in_call(&[], Isa::Data), Some(false));
+        assert_eq!(mapping_state("$t.12"), Some(Isa::Thumb));
         assert_eq!(mapping_state("$x"), None);
         assert!(is_text_section_marker("__entry_text_start") && is_text_section_marker("__idmap_text_end"));
         assert!(!is_text_section_marker("_stext") && !is_text_section_marker("ret_fast_syscall"));

@@ -59,17 +59,6 @@ pub struct CodeSection {
     pub file_offset: u64,
 }
 
-/// The instruction set named by an ARM mapping symbol (`$a`, `$t`, `$d`, optionally with a
-/// `.suffix`; ELF for the Arm Architecture, "Mapping symbols").
-fn mapping_symbol(name: &str) -> Option<Isa> {
-    match name.split('.').next()? {
-        "$a" => Some(Isa::Arm),
-        "$t" => Some(Isa::Thumb),
-        "$d" => Some(Isa::Data),
-        _ => None,
-    }
-}
-
 /// Which symbols name an image's addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Symbols {
@@ -132,8 +121,8 @@ pub struct ElfImage {
     pub arch: object::Architecture,
     /// Executable sections with file bytes, for disassembly ([`ElfImage::code_bytes`]).
     pub code: Vec<CodeSection>,
-    /// ARM: where the instruction set changes (mapping symbols, else the Thumb bit of function
-    /// symbols), sorted by address.
+    /// ARM: where the instruction set changes (every executable section's marks of
+    /// [`crate::calls::arm_marks`]), sorted by address.
     isa_marks: Vec<(u64, Isa)>,
 }
 
@@ -297,7 +286,7 @@ impl ElfImage {
         if syms.is_empty() {
             syms = collect(file.dynamic_symbols());
         }
-        let isa_marks = if is_arm { arm_isa_marks(&file, &base, relocatable) } else { vec![] };
+        let marks = if is_arm { crate::calls::arm_marks(&file, &base, &exec_sections, relocatable) } else { Default::default() };
         let (lines, lines_error) = if want_lines {
             match load_dwarf(&file, relocatable.then_some(&base)) {
                 Ok(Some(c)) => (Some(c), None),
@@ -308,11 +297,13 @@ impl ElfImage {
             (None, None)
         };
         let found = inspect(&file)?;
-        let entered = crate::calls::entered_without_call(&file, &base, &exec_sections, relocatable, &syms);
+        let entered = crate::calls::entered_without_call(&file, &base, &marks, &syms);
         let mut symbols = SymbolTable::new(syms, text);
         symbols.set_entered_without_call(entered);
         let arch = file.architecture();
         code.sort_by_key(|c| c.addr);
+        let mut isa_marks: Vec<(u64, Isa)> = marks.into_values().flatten().collect();
+        isa_marks.sort_by_key(|m| m.0);
         let image = ElfImage { path: path.to_path_buf(), loads, symbols, lines, lines_error, arch, code, isa_marks };
         Ok((image, found))
     }
@@ -387,41 +378,6 @@ impl ElfImage {
         let loc = self.lines.as_ref()?.find_location(addr).ok()??;
         Some(SourceLine { file: loc.file?.to_string(), line: loc.line })
     }
-}
-
-/// ARM instruction-set marks of `file` at the addresses of `base` (placed sections for
-/// `ET_REL`): its mapping symbols, or when it has none (stripped of them) the Thumb bit of its
-/// function symbols.
-fn arm_isa_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, relocatable: bool) -> Vec<(u64, Isa)> {
-    let at = |s: &object::Symbol<'_, '_>, value: u64| -> Option<u64> {
-        if relocatable {
-            let SymbolSection::Section(i) = s.section() else { return None };
-            base.get(&i)?.checked_add(value)
-        } else {
-            Some(value)
-        }
-    };
-    let mut marks: Vec<(u64, Isa)> = file
-        .symbols()
-        .filter_map(|s| {
-            let isa = mapping_symbol(s.name().ok()?)?;
-            Some((at(&s, s.address())?, isa))
-        })
-        .collect();
-    if marks.is_empty() {
-        marks = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
-            .filter_map(|s| {
-                let isa = if s.address() & 1 != 0 { Isa::Thumb } else { Isa::Arm };
-                Some((at(&s, s.address() & !1)?, isa))
-            })
-            .collect();
-    }
-    marks.sort_by_key(|&(a, _)| a);
-    marks.dedup_by_key(|m| m.0);
-    marks
 }
 
 /// Loads the DWARF of `file` into an `addr2line` context; `Ok(None)` without `.debug_info`.
