@@ -1,19 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Safe Rust faces of the kernel calls the `kernel` crate does not offer (their C halves, where
-//! one is needed, in `sample_shim.c` and `kprof_shim.c`): an owned workqueue, the kernel text
-//! bounds, the `%pK` address-visibility rule and a zeroed atomic array. The code above them
-//! (`oprof.rs`, `kprof.rs`, `cpu_buffer.rs`) needs no `unsafe` for these.
+//! The module's kernel abstractions besides oprofilefs: safe Rust faces of the C shims
+//! (`sample_shim.c`, `perf_shim.c`, `kprof_shim.c`) and of kernel facilities the `kernel` crate
+//! (7.3) does not offer. Every `unsafe` of the module outside `oprofilefs.rs` is in this
+//! directory, each with its `// SAFETY:` reason; the code above it (the sample path, the
+//! models, the sync pass, kprof, profile points) has none. What each part bridges, and why the
+//! crate cannot:
+//!
+//! - [`regs`]: interrupted registers (`struct pt_regs`), their PC and call chain (`profile_pc`,
+//!   the ARM unwinder), user stack words (`copy_from_user_nofault`);
+//! - [`user`]: user PCs to mapped files and offsets, a task's executable, a file's path;
+//! - [`perf`]: perf in-kernel counters with an overflow handler (no `perf_event.h` binding);
+//! - [`ring`]: the lock-free per-CPU sample ring (no such container in the crate);
+//! - here: an owned workqueue, the module notifier, running a function on another CPU, the
+//!   kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
+//!   the profile-point section.
+
+pub(crate) mod perf;
+pub(crate) mod regs;
+pub(crate) mod ring;
+pub(crate) mod user;
 
 use crate::common::kprof;
+use crate::profile_point::ProfilePoint;
 use core::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::atomic::Atomic;
+use kernel::sync::Arc;
 use kernel::workqueue::Queue;
 
 extern "C" {
+    // Defined by `rust/profile_points.lds` around `.profile_points`.
+    static __oprofile_profile_points_start: [u8; 0];
+    static __oprofile_profile_points_end: [u8; 0];
+    fn oprofile_shim_module_notifier_register(ctx: *const c_void, coming: unsafe extern "C" fn(*const c_void)) -> c_int;
+    fn oprofile_shim_module_notifier_unregister();
     fn oprofile_shim_alloc_wq() -> *mut bindings::workqueue_struct;
     fn oprofile_shim_kprof_map(map: *mut c_ulong) -> c_int;
     // Exported; only its address is taken (the text anchor of `common::kprof::relocate`).
@@ -124,22 +147,6 @@ pub(crate) fn may_see_kernel_addresses() -> bool {
     shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
 }
 
-/// The word at user address `addr` of the current task, read without faulting pages in
-/// (`copy_from_user_nofault`: any context, never sleeps); `None` when it cannot be read.
-pub(crate) fn read_user_word(addr: usize) -> Option<usize> {
-    let mut word: usize = 0;
-    // SAFETY: `word` is writable for its size; the source is a user address, which
-    // `copy_from_user_nofault` checks (`access_ok`) and reads with faults disabled.
-    let r = unsafe {
-        bindings::copy_from_user_nofault(
-            (&raw mut word).cast(),
-            core::ptr::with_exposed_provenance::<c_void>(addr),
-            core::mem::size_of::<usize>(),
-        )
-    };
-    (r == 0).then_some(word)
-}
-
 /// `n` atomics, all 0, zeroed by the allocator (pushing a million `Atomic::new(0)` one by one
 /// took 0.7 s on QEMU's virt-a15). Errors: `ENOMEM`.
 pub(crate) fn zeroed_atomics(n: usize) -> Result<VVec<Atomic<u32>>> {
@@ -149,4 +156,101 @@ pub(crate) fn zeroed_atomics(n: usize) -> Result<VVec<Atomic<u32>>> {
     // all-zero bytes are `Atomic::new(0)`: the first `n` elements are initialised.
     unsafe { v.inc_len(n) };
     Ok(v)
+}
+
+/// Runs `f` on CPU `cpu` with interrupts off (`smp_call_function_single`, waiting for it) and
+/// returns its result. Errors: `ENXIO` for an offline or absent CPU (`f` does not run). Process
+/// context (or any where the caller may wait for an IPI).
+pub(crate) fn call_on_cpu<R: Send, F: FnOnce() -> R + Send>(cpu: u32, f: F) -> Result<R> {
+    /// `f` before the call, its result after.
+    struct Call<F, R> {
+        f: Option<F>,
+        result: Option<R>,
+    }
+
+    /// # Safety
+    ///
+    /// `info` must point to a live, exclusively borrowed `Call<F, R>`.
+    unsafe extern "C" fn run<F: FnOnce() -> R, R>(info: *mut c_void) {
+        // SAFETY: Our contract: the caller below waits for the call, borrowing `call` only
+        // through this pointer meanwhile.
+        let call = unsafe { &mut *info.cast::<Call<F, R>>() };
+        if let Some(f) = call.f.take() {
+            call.result = Some(f());
+        }
+    }
+
+    let cpu = c_int::try_from(cpu).map_err(|_| ENXIO)?;
+    let mut call = Call { f: Some(f), result: None };
+    // SAFETY: `run::<F, R>` gets a pointer to `call`, a `Call<F, R>` that outlives the
+    // synchronous call (`wait` = true); `F` and `R` are `Send`, as they cross to that CPU and
+    // back. An offline CPU returns an error without running `run`.
+    let r = unsafe { bindings::smp_call_function_single(cpu, Some(run::<F, R>), (&raw mut call).cast(), true) };
+    kernel::error::to_result(r)?;
+    call.result.ok_or(ENXIO)
+}
+
+/// What the module notifier tells its context.
+pub(crate) trait ModuleEvents: Sync + 'static {
+    /// A kernel module reached `MODULE_STATE_COMING` (process context, no locks of ours held).
+    fn module_coming(&self);
+}
+
+/// Called by the shim's module notifier on `MODULE_STATE_COMING`.
+///
+/// # Safety
+///
+/// `ctx` must be the context a live `ModuleNotifier<C>` registered.
+unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
+    // SAFETY: The registration keeps `ctx` alive until it unregisters (our contract).
+    unsafe { &*ctx.cast::<C>() }.module_coming();
+}
+
+/// Registration of the module notifier (`register_module_notifier`; the crate has no notifier
+/// chains) with its context; unregistered on drop. One may exist at a time (the shim's
+/// `notifier_block` is static).
+///
+/// # Invariants
+///
+/// The notifier is registered with `ctx`'s address from `new` until `drop`.
+pub(crate) struct ModuleNotifier<C: ModuleEvents> {
+    _ctx: Arc<C>,
+}
+
+impl<C: ModuleEvents> ModuleNotifier<C> {
+    /// Registers the notifier for `ctx`. Errors: those of `register_module_notifier`.
+    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
+        // SAFETY: FFI call; the shim's notifier_block is static. `ctx` is kept alive until
+        // `drop` unregisters.
+        kernel::error::to_result(unsafe {
+            oprofile_shim_module_notifier_register(Arc::as_ptr(&ctx).cast(), module_coming::<C>)
+        })?;
+        // INVARIANT: registered above with `ctx`.
+        Ok(ModuleNotifier { _ctx: ctx })
+    }
+}
+
+impl<C: ModuleEvents> Drop for ModuleNotifier<C> {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `new` (type invariants); after this no callback runs, so `ctx`
+        // may go.
+        unsafe { oprofile_shim_module_notifier_unregister() };
+    }
+}
+
+/// Every profile point of the module, in section order: the `.profile_points` section that
+/// `rust/profile_points.lds` brackets; empty (logged) if the section is malformed.
+pub(crate) fn profile_points() -> &'static [ProfilePoint] {
+    let start = (&raw const __oprofile_profile_points_start).cast::<ProfilePoint>();
+    let end = (&raw const __oprofile_profile_points_end).cast::<ProfilePoint>();
+    let bytes = (end as usize).wrapping_sub(start as usize);
+    if end < start || bytes % core::mem::size_of::<ProfilePoint>() != 0 {
+        kernel::pr_warn_once!("profile points: bad .profile_points section ({} bytes)\n", bytes);
+        return &[];
+    }
+    // SAFETY: The linker script places the start and end symbols around `.profile_points`, which
+    // holds only `ProfilePoint` statics (`define_profile_point!`), each 64-byte aligned and 64
+    // bytes long, hence a contiguous array of `bytes / size_of` initialized, immutable-by-API
+    // (interior-mutable) statics living as long as the module.
+    unsafe { core::slice::from_raw_parts(start, bytes / core::mem::size_of::<ProfilePoint>()) }
 }

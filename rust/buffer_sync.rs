@@ -23,13 +23,13 @@
 
 use crate::common::event::{Record, NO_COOKIE};
 use crate::common::sync::{EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
-use crate::cpu_buffer::{lookup, owned_file, Sample};
+use crate::bridge::user::{self, Lookup};
+use crate::cpu_buffer::Sample;
 use crate::image_ids::ImageIds;
 use crate::model::Poll;
 use crate::session::Session;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats;
-use core::ffi::{c_int, c_ulong, c_void};
 use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -39,10 +39,6 @@ use kernel::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work};
 
 // Profile point: sync passes over all CPU buffers (`sync_all`).
 define_profile_point!(SYNC_PASS, "sync_pass");
-
-extern "C" {
-    fn oprofile_shim_user_lookup_mm(mm: *mut c_void, pc: c_ulong, file: *mut *mut c_void, vma: *mut lookup::Vma) -> c_int;
-}
 
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
@@ -66,23 +62,14 @@ fn locate(s: &Sample, images: &mut ImageIds) -> Location {
         SampleLoc::Kernel => Location::Kernel,
         SampleLoc::Anon => anon,
         SampleLoc::File { file, offset } => file_location(images, file, *offset),
-        SampleLoc::Deferred { mm } => {
-            let mut file = core::ptr::null_mut();
-            let mut vma = lookup::Vma::default();
-            // SAFETY: The entry holds an mm_users reference on `mm`; valid out-pointers.
-            let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw().cast(), s.pc as c_ulong, &mut file, &mut vma) };
-            // SAFETY: FILE: the lookup handed over a reference to `file`; else it is null.
-            let file = unsafe { owned_file(file) };
+        SampleLoc::Deferred { mm } => match user::lookup_mm(mm, s.pc) {
             // A backtrace entry must be a return address: in executable memory.
-            let not_code = s.is_frame() && !vma.exec && (r == lookup::FILE || r == lookup::ANON);
-            match (r, file) {
-                _ if not_code => Location::NotCode,
-                (lookup::FILE, Some(file)) => file_location(images, &file, vma.file_offset(s.pc)),
-                (lookup::ANON, _) => anon,
-                (lookup::NONE | lookup::FILE, _) => Location::NoMapping,
-                _ => Location::NoMm,
-            }
-        }
+            Lookup::File { exec: false, .. } | Lookup::Anon { exec: false } if s.is_frame() => Location::NotCode,
+            Lookup::File { file, offset, .. } => file_location(images, &file, offset),
+            Lookup::Anon { .. } => anon,
+            Lookup::NoMapping => Location::NoMapping,
+            Lookup::NoMm | Lookup::Retry => Location::NoMm,
+        },
     }
 }
 
@@ -140,58 +127,6 @@ pub(crate) fn module_loaded(session: &Session, flush: &Arc<Flush>) {
     let n = Record::ModuleLoaded.encode(&mut words).unwrap_or(0);
     if !session.event_buffer.lock().write_group(&words[..n]) {
         pr_warn!("event buffer full: MODULE_LOADED record lost\n");
-    }
-}
-
-extern "C" {
-    fn oprofile_shim_module_notifier_register(ctx: *const c_void, coming: unsafe extern "C" fn(*const c_void)) -> c_int;
-    fn oprofile_shim_module_notifier_unregister();
-}
-
-/// What the module notifier tells its context.
-pub(crate) trait ModuleEvents: Sync + 'static {
-    /// A kernel module reached `MODULE_STATE_COMING` (process context, no locks of ours held).
-    fn module_coming(&self);
-}
-
-/// Called by the shim's module notifier on `MODULE_STATE_COMING`.
-///
-/// # Safety
-///
-/// `ctx` must be the context a live `ModuleNotifier<C>` registered.
-unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
-    // SAFETY: The registration keeps `ctx` alive until it unregisters (our contract).
-    unsafe { &*ctx.cast::<C>() }.module_coming();
-}
-
-/// Registration of the module notifier that emits MODULE_LOADED while profiling, with its
-/// context; unregistered on drop. One may exist at a time (the shim's notifier is static).
-///
-/// # Invariants
-///
-/// The notifier is registered with `ctx`'s address from `new` until `drop`.
-pub(crate) struct ModuleNotifier<C: ModuleEvents> {
-    _ctx: Arc<C>,
-}
-
-impl<C: ModuleEvents> ModuleNotifier<C> {
-    /// Registers the notifier for `ctx`. Errors: those of `register_module_notifier`.
-    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
-        // SAFETY: FFI call; the shim's notifier_block is static. `ctx` is kept alive until
-        // `drop` unregisters.
-        kernel::error::to_result(unsafe {
-            oprofile_shim_module_notifier_register(Arc::as_ptr(&ctx).cast(), module_coming::<C>)
-        })?;
-        // INVARIANT: registered above with `ctx`.
-        Ok(ModuleNotifier { _ctx: ctx })
-    }
-}
-
-impl<C: ModuleEvents> Drop for ModuleNotifier<C> {
-    fn drop(&mut self) {
-        // SAFETY: Registered in `new` (type invariants); after this no callback runs, so `ctx`
-        // may go.
-        unsafe { oprofile_shim_module_notifier_unregister() };
     }
 }
 

@@ -11,19 +11,11 @@
 //! close. Ids are therefore stable for the lifetime of the open buffer, and a path is taken
 //! exactly once, when its id is created.
 
+use crate::bridge::user;
 use crate::common::image;
-use core::ffi::{c_char, c_int, c_ulong};
-use kernel::bindings;
 use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
-
-// Only pointers to the bindgen `struct file` cross; the C side defines it.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn oprofile_shim_file_key(file: *mut bindings::file, dentry: *mut c_ulong, mnt: *mut c_ulong);
-    fn oprofile_shim_file_path(file: *mut bindings::file, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
-}
 
 /// `PATH_MAX`: the longest path `d_path` returns, in bytes with the NUL.
 const PATH_MAX: usize = 4096;
@@ -64,10 +56,7 @@ impl ImageIds {
     ///
     /// Errors: `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after `u32::MAX - 1` ids.
     pub(crate) fn id_of(&mut self, file: &File) -> Result<u32> {
-        let (mut dentry, mut mnt): (c_ulong, c_ulong) = (0, 0);
-        // SAFETY: `file` is live (a reference to it is held); valid out-pointers.
-        unsafe { oprofile_shim_file_key(file.as_ptr(), &mut dentry, &mut mnt) };
-        let key = (dentry as usize, mnt as usize);
+        let key = user::file_key(file);
         let at = match self.entries.binary_search_by_key(&key, |e| e.key) {
             Ok(i) => return self.entries.get(i).map(|e| e.id).ok_or(EINVAL),
             Err(at) => at,
@@ -76,15 +65,7 @@ impl ImageIds {
         if id == u32::MAX {
             return Err(EOVERFLOW);
         }
-        let mut start: c_int = 0;
-        // SAFETY: `file` is live; `path` is a writable buffer of `PATH_MAX` bytes.
-        let len = unsafe {
-            oprofile_shim_file_path(file.as_ptr(), self.path.as_mut_ptr().cast(), PATH_MAX as c_int, &mut start)
-        };
-        let path = usize::try_from(len)
-            .ok()
-            .and_then(|len| self.path.get(start as usize..(start as usize).checked_add(len)?))
-            .ok_or_else(|| Error::from_errno(len.min(-1)))?;
+        let path = user::file_path(file, &mut self.path)?;
         let at_text = self.text.len();
         let end = at_text.checked_add(image::line_len(id, path)).ok_or(ENOMEM)?;
         self.entries.reserve(1, GFP_KERNEL)?;

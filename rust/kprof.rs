@@ -31,7 +31,6 @@
 
 use crate::bridge;
 use crate::common::kprof::{self as layout, Ctl, Layout};
-use crate::cpu_buffer;
 use crate::model::timer::{CpuTimers, Tick};
 use crate::oprofilefs::{read_bytes, Access, Key, OpFile, Open};
 use crate::profile_point::{define_profile_point, profile_point_time};
@@ -88,7 +87,7 @@ impl Tick for KprofData {
     fn tick(&self) {
         profile_point_time!(KPROF_TICK);
         self.bump(layout::TOTAL);
-        if let Some((pc, true)) = cpu_buffer::irq_pc() {
+        if let Some((pc, true)) = bridge::regs::with_irq_regs(|regs| regs.map(|r| r.pc())) {
             self.bump(layout::KERNEL);
             if let Some(w) = self.layout.word_of(pc) {
                 self.bump(w);

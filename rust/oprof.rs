@@ -408,7 +408,7 @@ impl AsRef<Kprof> for Oprofile {
     }
 }
 
-impl buffer_sync::ModuleEvents for Oprofile {
+impl crate::bridge::ModuleEvents for Oprofile {
     fn module_coming(&self) {
         Oprofile::module_coming(self);
     }

@@ -78,7 +78,7 @@ module! {
 /// reference to the instance goes.
 struct OprofileModule {
     _fs: oprofilefs::Registration<oprof::Oprofile>,
-    _modules: buffer_sync::ModuleNotifier<oprof::Oprofile>,
+    _modules: bridge::ModuleNotifier<oprof::Oprofile>,
     describe: &'static str,
 }
 
@@ -89,7 +89,7 @@ impl kernel::Module for OprofileModule {
         let model = model::select(module_parameters::timer.value(), hz)?;
         let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value())?;
         let oprofile = Arc::pin_init(oprof::Oprofile::new(model, kprof), GFP_KERNEL)?;
-        let modules = buffer_sync::ModuleNotifier::new(oprofile.clone())?;
+        let modules = bridge::ModuleNotifier::new(oprofile.clone())?;
         let fs = oprofilefs::Registration::new(oprofile)?;
         let info = fs.ctx().model();
         pr_info!("using {} mode, cpu_type '{}'\n", info.describe(), info.cpu_type().to_str().unwrap_or("?"));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * C bridge for the perf-counter model (model/perf.rs): the kernel crate's bindings lack
+ * C bridge for the perf-counter model (model/perf.rs, through bridge/perf.rs): the kernel crate's bindings lack
  * <linux/perf_event.h>, so this file builds perf_event_attr, creates/reads/releases in-kernel
  * counters and forwards overflows to Rust. It decides nothing.
  *

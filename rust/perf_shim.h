@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The perf bridge of oprofile-rs (perf_shim.c), as declared on the Rust side in model/perf.rs.
+ * The perf bridge of oprofile-rs (perf_shim.c), as declared on the Rust side in bridge/perf.rs.
  * Events cross as opaque pointers (struct perf_event *).
  */
 #ifndef OPROFILE_PERF_SHIM_H

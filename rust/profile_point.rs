@@ -161,26 +161,9 @@ macro_rules! profile_point_time {
 }
 pub(crate) use profile_point_time;
 
-extern "C" {
-    // Defined by `rust/profile_points.lds` around `.profile_points`.
-    static __oprofile_profile_points_start: [u8; 0];
-    static __oprofile_profile_points_end: [u8; 0];
-}
-
-/// Every point of the module, in section order.
+/// Every point of the module, in section order (see [`crate::bridge::profile_points`]).
 pub(crate) fn points() -> &'static [ProfilePoint] {
-    let start = (&raw const __oprofile_profile_points_start).cast::<ProfilePoint>();
-    let end = (&raw const __oprofile_profile_points_end).cast::<ProfilePoint>();
-    let bytes = (end as usize).wrapping_sub(start as usize);
-    if end < start || bytes % core::mem::size_of::<ProfilePoint>() != 0 {
-        kernel::pr_warn_once!("profile points: bad .profile_points section ({} bytes)\n", bytes);
-        return &[];
-    }
-    // SAFETY: The linker script places the start and end symbols around `.profile_points`, which
-    // holds only `ProfilePoint` statics (`define_profile_point!`), each 64-byte aligned and 64
-    // bytes long, hence a contiguous array of `bytes / size_of` initialized, immutable-by-API
-    // (interior-mutable) statics living as long as the module.
-    unsafe { core::slice::from_raw_parts(start, bytes / core::mem::size_of::<ProfilePoint>()) }
+    crate::bridge::profile_points()
 }
 
 /// Checks the registry at module init: the section is whole and names are unique (commands

@@ -2,8 +2,9 @@
 /*
  * C bridge of the sample path: what the Rust `kernel` crate cannot reach (inline mm/VMA/file
  * helpers, the ARM unwinder and the user registers, the module notifier, the workqueue). It
- * decides nothing; the policy (file offsets, the user frame walk) lives in cpu_buffer.rs,
- * image_ids.rs, buffer_sync.rs and common/sync.rs.
+ * decides nothing; its Rust faces are bridge/regs.rs, bridge/user.rs and bridge.rs, and the
+ * policy (file offsets, the user frame walk, what counts as code) lives in cpu_buffer.rs,
+ * buffer_sync.rs and common/sync.rs.
  *
  * User PCs are resolved to (file, offset) at sampling time, in the interrupt, the way uprobes'
  * find_active_uprobe_speculative() looks a VMA up: under RCU inside an mm_lock_seq read section
@@ -73,7 +74,7 @@ static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct opr
  * oprofile_shim_user_lookup_irq() - find the mapping of user @pc in current->mm
  * @pc: a user address
  * @file: out: for OPROFILE_LOOKUP_FILE the mapped file with a reference the caller owns (Rust:
- *        an ARef<File>); else NULL
+ *        an ARef<File>, bridge/user.rs); else NULL
  * @where: out: for FILE the mapping's start and file page (Rust computes the offset); for FILE
  *         and ANON whether it is executable (VM_EXEC)
  *
@@ -113,15 +114,6 @@ struct file *oprofile_shim_exe_file_irq(void)
 		return NULL;
 	/* One try, no loop: NULL if exe_file changes under us (prctl/exit), never spins in IRQ. */
 	return get_file_active((struct file **)&mm->exe_file);
-}
-
-/* current->mm with an mm_users reference (Rust: an ARef<MmWithUserAsync>, dropped with
- * mmput_async()), or NULL. */
-struct mm_struct *oprofile_shim_mm_get_irq(void)
-{
-	struct mm_struct *mm = current->mm;
-
-	return mm && mmget_not_zero(mm) ? mm : NULL;
 }
 
 /**

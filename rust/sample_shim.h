@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The sample-path bridge of oprofile-rs (sample_shim.c), as declared on the Rust side in
- * cpu_buffer.rs, image_ids.rs, buffer_sync.rs and bridge.rs. Registers, tasks, mms and files
+ * bridge/regs.rs, bridge/user.rs and bridge.rs. Registers, tasks, mms and files
  * cross as opaque pointers; every decision is made in Rust.
  */
 #ifndef OPROFILE_SAMPLE_SHIM_H
@@ -36,7 +36,6 @@ int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc);
 
 int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, struct oprofile_vma *where);
 struct file *oprofile_shim_exe_file_irq(void);
-struct mm_struct *oprofile_shim_mm_get_irq(void);
 int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct file **file,
 				 struct oprofile_vma *where);
 void oprofile_shim_module_area(unsigned long *start, unsigned long *end);

@@ -28,86 +28,47 @@
 //!
 //! CPUs that come online while profiling are not counted until the next start.
 
+use crate::bridge::perf::{self as perf_event, Attr, Event, Overflow, PmuInfo, PmuModels};
+use crate::bridge::regs::Regs;
 use crate::common::counter::{self, CounterConfig};
 use crate::common::events::CpuModel;
 use crate::model::{Model, Poll};
 use crate::session::Session;
 use crate::stats;
-use core::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-/// `struct oprofile_pmu_info` of `perf_shim.h`.
-#[repr(C)]
-struct PmuInfo {
-    name: [u8; 32],
-    num_counters: c_int,
-    no_exclude: bool,
-    no_interrupt: bool,
-}
-
-extern "C" {
-    fn oprofile_shim_pmu_probe(info: *mut PmuInfo, is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool) -> c_int;
-    fn oprofile_shim_perf_create(
-        cpu: c_int,
-        event: u32,
-        period: u64,
-        exclude_kernel: bool,
-        exclude_user: bool,
-        context: *mut c_void,
-    ) -> *mut c_void;
-    fn oprofile_shim_cpu_online(cpu: c_int) -> bool;
-    fn oprofile_shim_perf_read(event: *mut c_void, enabled: *mut u64, running: *mut u64) -> u64;
-    fn oprofile_shim_perf_disable(event: *mut c_void);
-    fn oprofile_shim_perf_release(event: *mut c_void);
-}
-
 /// Why [`PerfModel::probe`] found no hardware model.
 pub(crate) enum ProbeError {
-    /// Creating a CPU-cycles counter failed with this errno (no PMU driver, or none for this CPU).
-    NoPmu(c_int),
-    /// The PMU (name, NUL-padded) has no model here.
-    Unsupported([u8; 32]),
+    /// Creating a CPU-cycles counter failed with this error (no PMU driver, or none for this
+    /// CPU).
+    NoPmu(Error),
+    /// The PMU of this name has no model here.
+    Unsupported(PmuInfo),
 }
 
 impl kernel::fmt::Display for ProbeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ProbeError::NoPmu(e) => write!(f, "perf has no CPU-cycles counter: error {e}"),
-            ProbeError::Unsupported(name) => write!(f, "perf PMU '{}' has no oprofile-rs model", c_name(name)),
+            ProbeError::NoPmu(e) => write!(f, "perf has no CPU-cycles counter: error {}", e.to_errno()),
+            ProbeError::Unsupported(pmu) => write!(f, "perf PMU '{}' has no oprofile-rs model", pmu.name()),
         }
     }
 }
 
-/// The text of a NUL-padded C name.
-/// Whether the PMU named `name` is an `arm_pmu` whose counter mask `perf_shim.c` may read:
-/// exactly the PMUs a model exists for (all `armv7_*` PMUs of the ARM perf drivers).
-///
-/// # Safety
-///
-/// `name` must be a NUL-terminated string, valid for the call.
-unsafe extern "C" fn is_arm_pmu(name: *const c_char) -> bool {
-    // SAFETY: NUL-terminated and valid for the call (our contract).
-    let name = unsafe { CStr::from_char_ptr(name) };
-    name.to_str().is_ok_and(|n| CpuModel::by_pmu_name(n).is_some())
+/// The PMUs with a model: all `armv7_*` PMUs of the ARM perf drivers that the event tables
+/// name ([`CpuModel::by_pmu_name`]).
+struct Models;
+
+impl PmuModels for Models {
+    fn is_arm_pmu(name: &str) -> bool {
+        CpuModel::by_pmu_name(name).is_some()
+    }
 }
 
-fn c_name(name: &[u8; 32]) -> &str {
-    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    core::str::from_utf8(&name[..len]).unwrap_or("?")
-}
-
-/// One perf event: one enabled counter on one CPU. The overflow handler's context.
-///
-/// # Invariants
-///
-/// While `perf` is non-null, perf may call the overflow handler with this slot as context, so
-/// the slot stays at its address (it lives in [`PerfRun::slots`], never resized) until the event
-/// is released.
+/// One enabled counter on one CPU: what its perf event's overflow handler needs.
 struct Slot {
-    /// The `struct perf_event`, null once released.
-    perf: Atomic<*mut c_void>,
     /// Event number (`N/event`).
     number: u32,
     cpu: u32,
@@ -125,29 +86,42 @@ struct Slot {
     session: Arc<Session>,
 }
 
+impl Overflow for Slot {
+    /// Logs a sample with event = counter index (legacy `oprofile_add_sample(regs, id)`), unless
+    /// its mode is filtered out; counts throttling.
+    fn overflow(&self, regs: &Regs, kernel: bool, throttled: bool) {
+        self.handled.add(1, Relaxed);
+        if throttled {
+            let stats = &self.session.stats;
+            stats::inc(&stats.event_throttled);
+            if let Some(c) = stats.counter.get(self.counter as usize) {
+                stats::inc(&c.event_throttled);
+            }
+        }
+        if (kernel && !self.kernel) || (!kernel && !self.user) {
+            return;
+        }
+        self.session.cpu.add_sample(Some(regs), self.counter);
+    }
+}
+
 /// What the periodic refresh keeps.
 struct RunState {
+    /// The events with their slots; emptied (released) by [`PerfRun::release`].
+    events: KVec<(Arc<Slot>, Event)>,
     /// Per counter: events counted on all CPUs so far in this period.
     totals: KVec<u64>,
     warned_irq: bool,
     warned_overrun: bool,
     warned_throttle: bool,
     warned_sched: bool,
-    /// Set once the events are released.
-    released: bool,
 }
 
-/// The perf events of one profiling period (`enable=1` to `enable=0`).
-///
-/// # Invariants
-///
-/// Every non-null `Slot::perf` of `slots` is a live perf event created with that slot as its
-/// overflow context. Events are read, disabled and released only with `state` locked, and all
-/// are released (`state.released`) before `slots` is dropped.
-#[pin_data(PinnedDrop)]
+/// The perf events of one profiling period (`enable=1` to `enable=0`); they are released
+/// when it is dropped, if not before.
+#[pin_data]
 pub(crate) struct PerfRun {
     spec: &'static CpuModel,
-    slots: KVec<Slot>,
     session: Arc<Session>,
     #[pin]
     state: Mutex<RunState>,
@@ -158,22 +132,17 @@ impl PerfRun {
     /// `sample_lost_overrun`, per counter under `stats/N/` and their sums), logs each kind of
     /// loss once per run. Process context (reading a counter of another CPU takes an IPI).
     fn refresh(&self) {
-        let mut st = self.state.lock();
-        if st.released {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        if st.events.is_empty() {
             return;
         }
         for t in st.totals.iter_mut() {
             *t = 0;
         }
 
-        for slot in self.slots.iter() {
-            let ev = slot.perf.load(Relaxed);
-            if ev.is_null() {
-                continue;
-            }
-            let (mut enabled, mut running) = (0u64, 0u64);
-            // SAFETY: `ev` is a live event (released only under `state`, which we hold).
-            let value = unsafe { oprofile_shim_perf_read(ev, &mut enabled, &mut running) };
+        for (slot, ev) in st.events.iter() {
+            let (value, enabled, running) = ev.read();
             let counter = slot.counter as usize;
             if let Some(t) = st.totals.get_mut(counter) {
                 *t = t.saturating_add(value);
@@ -183,14 +152,14 @@ impl PerfRun {
                 st.warned_irq = true;
                 pr_warn!(
                     "counter {} ({}) on CPU {}: {} sampling periods elapsed but the PMU raised no overflow interrupt; those samples are lost (stats/sample_lost_no_irq). Counting still works ({}/total).\n",
-                    counter, self.event_name(counter), slot.cpu, l.no_irq, counter
+                    counter, event_name(self.spec, &st.events, counter), slot.cpu, l.no_irq, counter
                 );
             }
             if l.overrun > 0 && !st.warned_overrun {
                 st.warned_overrun = true;
                 pr_info!(
                     "counter {} ({}) on CPU {}: overflow interrupts came more than a period late; the missed periods are counted in stats/sample_lost_overrun (raise {}/count)\n",
-                    counter, self.event_name(counter), slot.cpu, counter
+                    counter, event_name(self.spec, &st.events, counter), slot.cpu, counter
                 );
             }
             slot.lost_no_irq.store(usize::try_from(l.no_irq).unwrap_or(usize::MAX), Relaxed);
@@ -199,15 +168,16 @@ impl PerfRun {
                 st.warned_sched = true;
                 pr_warn!(
                     "counter {} ({}) on CPU {} was not on the PMU for part of the period (another user of the counters?); its total and samples are short\n",
-                    counter, self.event_name(counter), slot.cpu
+                    counter, event_name(self.spec, &st.events, counter), slot.cpu
                 );
             }
         }
         // Per counter (`stats/N/`), then the global sums; each file is stored once per refresh.
         let stats = &self.session.stats;
         let sum = |counter: Option<usize>, lost: fn(&Slot) -> &Atomic<usize>| {
-            self.slots
+            st.events
                 .iter()
+                .map(|(s, _)| s)
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
                 .fold(0usize, |acc, s| acc.saturating_add(lost(s).load(Relaxed)))
         };
@@ -228,31 +198,16 @@ impl PerfRun {
 
     /// Stops every event from counting, so a final [`Self::refresh`] sees frozen values.
     fn disable(&self) {
-        let st = self.state.lock();
-        if st.released {
-            return;
-        }
-        for slot in self.slots.iter() {
-            let ev = slot.perf.load(Relaxed);
-            if !ev.is_null() {
-                // SAFETY: `ev` is live (released only under `state`, which we hold).
-                unsafe { oprofile_shim_perf_disable(ev) };
-            }
+        for (_, ev) in self.state.lock().events.iter() {
+            ev.disable();
         }
     }
 
     /// Releases every event; afterwards no overflow handler runs with a slot of this run.
     fn release(&self) {
-        let mut st = self.state.lock();
-        st.released = true;
-        for slot in self.slots.iter() {
-            let ev = slot.perf.xchg(core::ptr::null_mut(), Relaxed);
-            if !ev.is_null() {
-                // SAFETY: `ev` came from `perf_event_create_kernel_counter` and is released once
-                // (we swapped it out). Releasing waits for a running handler to finish.
-                unsafe { oprofile_shim_perf_release(ev) };
-            }
-        }
+        // Taken out first: releasing waits for running handlers, which take no lock of ours.
+        let events = core::mem::take(&mut self.state.lock().events);
+        drop(events);
     }
 
     fn totals(&self) -> Result<KVec<u64>> {
@@ -263,22 +218,15 @@ impl PerfRun {
         }
         Ok(v)
     }
-
-    fn event_name(&self, counter: usize) -> &'static str {
-        self.slots
-            .iter()
-            .find(|s| s.counter as usize == counter)
-            .and_then(|s| self.spec.event(u64::from(s.number)))
-            .map_or("?", |e| e.name)
-    }
 }
 
-#[pinned_drop]
-impl PinnedDrop for PerfRun {
-    fn drop(self: Pin<&mut Self>) {
-        // Normally done by `PerfModel::stop`; never leave an event pointing at a freed slot.
-        self.release();
-    }
+/// The name of the event counter `counter` counts (`?` if unknown).
+fn event_name(spec: &'static CpuModel, events: &[(Arc<Slot>, Event)], counter: usize) -> &'static str {
+    events
+        .iter()
+        .find(|(s, _)| s.counter as usize == counter)
+        .and_then(|(s, _)| spec.event(u64::from(s.number)))
+        .map_or("?", |e| e.name)
 }
 
 impl Poll for PerfRun {
@@ -287,34 +235,10 @@ impl Poll for PerfRun {
     }
 }
 
-/// Called by the shim's perf overflow handler, in interrupt (or NMI-like) context on the
-/// event's CPU.
-///
-/// # Safety
-///
-/// `context` must be the [`Slot`] the event was created with, and the event not yet released.
-#[no_mangle]
-unsafe extern "C" fn oprofile_rust_perf_overflow(context: *mut c_void, regs: *mut c_void, kernel: bool, throttled: bool) {
-    // SAFETY: Our contract; slots outlive their events (type invariants of `Slot`).
-    let slot = unsafe { &*context.cast::<Slot>() };
-    slot.handled.add(1, Relaxed);
-    if throttled {
-        let stats = &slot.session.stats;
-        stats::inc(&stats.event_throttled);
-        if let Some(c) = stats.counter.get(slot.counter as usize) {
-            stats::inc(&c.event_throttled);
-        }
-    }
-    if (kernel && !slot.kernel) || (!kernel && !slot.user) {
-        return;
-    }
-    slot.session.cpu.add_sample(regs, slot.counter);
-}
-
 /// The perf-counter model.
 pub(crate) struct PerfModel {
     spec: &'static CpuModel,
-    pmu_name: [u8; 32],
+    pmu: PmuInfo,
     num_counters: usize,
     /// The PMU cannot exclude modes: filter samples in the handler instead.
     soft_filter: bool,
@@ -328,33 +252,28 @@ pub(crate) struct PerfModel {
 impl PerfModel {
     /// Asks perf which PMU counts CPU cycles and picks its model. Errors: see [`ProbeError`].
     pub(crate) fn probe() -> core::result::Result<Self, ProbeError> {
-        let mut info = PmuInfo { name: [0; 32], num_counters: -1, no_exclude: false, no_interrupt: false };
-        // SAFETY: `info` is a valid, writable `struct oprofile_pmu_info`.
-        let r = unsafe { oprofile_shim_pmu_probe(&mut info, is_arm_pmu) };
-        if r != 0 {
-            return Err(ProbeError::NoPmu(r));
-        }
-        let Some(spec) = CpuModel::by_pmu_name(c_name(&info.name)) else {
-            return Err(ProbeError::Unsupported(info.name));
+        let pmu = perf_event::probe::<Models>().map_err(ProbeError::NoPmu)?;
+        let Some(spec) = CpuModel::by_pmu_name(pmu.name()) else {
+            return Err(ProbeError::Unsupported(pmu));
         };
         let mut n = spec.num_counters as usize;
-        if let Ok(hw) = usize::try_from(info.num_counters) {
+        if let Some(hw) = pmu.num_counters {
             if hw > 0 && hw < n {
-                pr_info!("{} reports {} counters ({} expected); offering {}\n", c_name(&info.name), hw, n, hw);
+                pr_info!("{} reports {} counters ({} expected); offering {}\n", pmu.name(), hw, n, hw);
                 n = hw;
             }
         }
-        if info.no_interrupt {
-            pr_warn!("{} has no overflow interrupt: counting works, samples are lost (stats/sample_lost_no_irq)\n", c_name(&info.name));
+        if pmu.no_interrupt {
+            pr_warn!("{} has no overflow interrupt: counting works, samples are lost (stats/sample_lost_no_irq)\n", pmu.name());
         }
-        if info.no_exclude {
-            pr_info!("{} cannot filter by mode: N/kernel and N/user filter samples in software; N/total counts both modes\n", c_name(&info.name));
+        if pmu.no_exclude {
+            pr_info!("{} cannot filter by mode: N/kernel and N/user filter samples in software; N/total counts both modes\n", pmu.name());
         }
         Ok(PerfModel {
             spec,
-            pmu_name: info.name,
+            soft_filter: pmu.no_exclude,
+            pmu,
             num_counters: n,
-            soft_filter: info.no_exclude,
             config: KVec::new(),
             run: None,
             last_totals: KVec::new(),
@@ -363,27 +282,25 @@ impl PerfModel {
 
     /// The perf PMU's name, e.g. `armv7_cortex_a8`.
     pub(crate) fn pmu_name(&self) -> &str {
-        c_name(&self.pmu_name)
+        self.pmu.name()
     }
 
     /// Creates the events of every enabled counter on every online CPU.
     fn create_run(&self, session: &Arc<Session>) -> Result<Arc<PerfRun>> {
         let nr_cpus = kernel::cpu::nr_cpu_ids() as usize;
-        let mut slots = KVec::with_capacity(nr_cpus * self.config.len(), GFP_KERNEL)?;
-        for cpu in 0..nr_cpus {
-            // SAFETY: FFI call without preconditions.
-            if !unsafe { oprofile_shim_cpu_online(cpu as c_int) } {
+        let mut events = KVec::with_capacity(nr_cpus.saturating_mul(self.config.len()), GFP_KERNEL)?;
+        for cpu in 0..kernel::cpu::nr_cpu_ids() {
+            if !perf_event::cpu_online(cpu) {
                 continue;
             }
             for (counter, c) in self.config.iter().enumerate() {
                 if c.enabled == 0 {
                     continue;
                 }
-                slots.push(
+                let slot = Arc::new(
                     Slot {
-                        perf: Atomic::new(core::ptr::null_mut()),
                         number: c.event as u32,
-                        cpu: cpu as u32,
+                        cpu,
                         counter: counter as u32,
                         period: c.count,
                         kernel: c.kernel != 0,
@@ -395,46 +312,31 @@ impl PerfModel {
                     },
                     GFP_KERNEL,
                 )?;
+                let (exclude_kernel, exclude_user) =
+                    if self.soft_filter { (false, false) } else { (!slot.kernel, !slot.user) };
+                let attr = Attr { event: slot.number, period: slot.period, exclude_kernel, exclude_user };
+                // On error the events made so far are released as `events` drops.
+                let ev = Event::create(cpu, &attr, slot.clone()).inspect_err(|e| {
+                    pr_err!(
+                        "counter {} (event {:#x}) on CPU {}: perf refused the event (error {})\n",
+                        counter, slot.number, cpu, e.to_errno()
+                    );
+                })?;
+                events.push((slot, ev), GFP_KERNEL)?;
             }
         }
         let mut totals = KVec::with_capacity(self.config.len(), GFP_KERNEL)?;
         for _ in 0..self.config.len() {
             totals.push(0u64, GFP_KERNEL)?;
         }
-        let run = Arc::pin_init(
+        Arc::pin_init(
             pin_init!(PerfRun {
                 spec: self.spec,
-                slots,
                 session: session.clone(),
-                state <- new_mutex!(RunState { totals, warned_irq: false, warned_overrun: false, warned_throttle: false, warned_sched: false, released: false }, "oprofile::perf_run"),
+                state <- new_mutex!(RunState { events, totals, warned_irq: false, warned_overrun: false, warned_throttle: false, warned_sched: false }, "oprofile::perf_run"),
             }),
             GFP_KERNEL,
-        )?;
-        for slot in run.slots.iter() {
-            let (exclude_kernel, exclude_user) = if self.soft_filter { (false, false) } else { (!slot.kernel, !slot.user) };
-            // SAFETY: The context is a slot of `run`, which stays allocated (and the slot in
-            // place) until `release` has released the event (type invariants of `Slot`).
-            let ev = unsafe {
-                oprofile_shim_perf_create(
-                    slot.cpu as c_int,
-                    slot.number,
-                    slot.period,
-                    exclude_kernel,
-                    exclude_user,
-                    (slot as *const Slot).cast_mut().cast(),
-                )
-            };
-            if let Err(e) = kernel::error::from_err_ptr(ev) {
-                pr_err!(
-                    "counter {} (event {:#x}) on CPU {}: perf refused the event (error {})\n",
-                    slot.counter, slot.number, slot.cpu, e.to_errno()
-                );
-                run.release();
-                return Err(e);
-            }
-            slot.perf.store(ev, Relaxed);
-        }
-        Ok(run)
+        )
     }
 }
 

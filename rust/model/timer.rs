@@ -4,7 +4,7 @@
 //!
 //! One pinned high-resolution timer per online CPU fires every `1 / timer_hz` seconds (module
 //! parameter `timer_hz`, 1..=100000 Hz, default 1000) and samples the interrupted context with
-//! event 0. Timers are started on their own CPU through `smp_call_function_single` so that
+//! event 0. Timers are started on their own CPU through [`bridge::call_on_cpu`] so that
 //! `HRTIMER_MODE_REL_PINNED` keeps them there. CPUs that come online while profiling are not
 //! sampled until the next start (legacy handled hotplug; noted for later).
 //!
@@ -13,8 +13,7 @@
 
 use crate::model::Model;
 use crate::session::Session;
-use core::ffi::c_void;
-use kernel::bindings;
+use crate::bridge;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::time::hrtimer::{
@@ -73,26 +72,6 @@ impl<T: Tick> HrTimerCallback for CpuTimer<T> {
     }
 }
 
-/// Argument of [`start_on_cpu`], on the starter's stack.
-struct StartArg<T: Tick> {
-    timer: Option<Arc<CpuTimer<T>>>,
-    handle: Option<ArcHrTimerHandle<CpuTimer<T>>>,
-}
-
-/// Starts the timer on the CPU this runs on (IPI or local call, interrupts off).
-///
-/// # Safety
-///
-/// `info` must point to a live, exclusively borrowed [`StartArg<T>`].
-unsafe extern "C" fn start_on_cpu<T: Tick>(info: *mut c_void) {
-    // SAFETY: Our contract; `smp_call_function_single(.., wait = true)` keeps it alive and borrowed.
-    let arg = unsafe { &mut *info.cast::<StartArg<T>>() };
-    if let Some(t) = arg.timer.take() {
-        let period = t.period;
-        arg.handle = Some(t.start(period));
-    }
-}
-
 /// One pinned hrtimer per online CPU, each calling [`Tick::tick`] of a shared target every
 /// period: the clock of timer mode and of kprof.
 pub(crate) struct CpuTimers<T: Tick> {
@@ -123,19 +102,9 @@ impl<T: Tick> CpuTimers<T> {
                 pin_init!(CpuTimer { timer <- HrTimer::new(), period, target: target.clone() }),
                 GFP_KERNEL,
             )?;
-            let mut arg = StartArg { timer: Some(timer), handle: None };
-            // SAFETY: `start_on_cpu::<T>` gets a pointer to `arg`, a `StartArg<T>` that outlives
-            // the synchronous call (`wait` = true). Offline CPUs return an error and do not run
-            // the function.
-            unsafe {
-                bindings::smp_call_function_single(
-                    cpu as i32,
-                    Some(start_on_cpu::<T>),
-                    (&raw mut arg).cast(),
-                    true,
-                )
-            };
-            if let Some(h) = arg.handle.take() {
+            // Started on its own CPU, so that the pinned mode keeps it there. An offline CPU
+            // (an error) gets no timer.
+            if let Ok(h) = bridge::call_on_cpu(cpu, move || timer.start(period)) {
                 if let Err(e) = self.running.push(h, GFP_KERNEL) {
                     self.stop();
                     return Err(e.into());

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Perf in-kernel counters, through `perf_shim.c` (the kernel crate's bindings lack
+//! `<linux/perf_event.h>` and `struct arm_pmu`): probing the PMU that counts CPU cycles, and
+//! [`Event`], an owned pinned `PERF_TYPE_RAW` counter on one CPU whose overflows call an
+//! [`Overflow`] handler (legacy `drivers/oprofile/oprofile_perf.c`'s
+//! `perf_event_create_kernel_counter` use).
+
+use super::regs::Regs;
+use core::ffi::{c_char, c_int, c_void};
+use core::ptr::NonNull;
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// `struct oprofile_pmu_info` of `perf_shim.h`.
+#[repr(C)]
+struct RawPmuInfo {
+    name: [u8; 32],
+    num_counters: c_int,
+    no_exclude: bool,
+    no_interrupt: bool,
+}
+
+// Only pointers to the bindgen `struct pt_regs` cross; the C side defines it.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn oprofile_shim_pmu_probe(info: *mut RawPmuInfo, is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool) -> c_int;
+    fn oprofile_shim_perf_create(
+        cpu: c_int,
+        event: u32,
+        period: u64,
+        exclude_kernel: bool,
+        exclude_user: bool,
+        context: *mut c_void,
+    ) -> *mut c_void;
+    fn oprofile_shim_cpu_online(cpu: c_int) -> bool;
+    fn oprofile_shim_perf_read(event: *mut c_void, enabled: *mut u64, running: *mut u64) -> u64;
+    fn oprofile_shim_perf_disable(event: *mut c_void);
+    fn oprofile_shim_perf_release(event: *mut c_void);
+}
+
+/// Which PMU names have a model: only for those does the probe read `struct arm_pmu`'s counter
+/// mask (a PMU of another driver has no such struct).
+pub(crate) trait PmuModels {
+    /// Whether the perf PMU named `name` is one of the ARM perf drivers' PMUs with a model.
+    fn is_arm_pmu(name: &str) -> bool;
+}
+
+/// What perf's CPU-cycles PMU is.
+pub(crate) struct PmuInfo {
+    /// Its perf name, NUL-padded (e.g. `armv7_cortex_a8`).
+    name: [u8; 32],
+    /// Counters including CCNT, when known (an ARM PMU with a model).
+    pub(crate) num_counters: Option<usize>,
+    /// `PERF_PMU_CAP_NO_EXCLUDE`: it cannot filter kernel/user mode.
+    pub(crate) no_exclude: bool,
+    /// `PERF_PMU_CAP_NO_INTERRUPT`: no overflow interrupt is described.
+    pub(crate) no_interrupt: bool,
+}
+
+impl PmuInfo {
+    /// The PMU's name (`?` if not UTF-8).
+    pub(crate) fn name(&self) -> &str {
+        let len = self.name.iter().position(|&b| b == 0).unwrap_or(self.name.len());
+        self.name.get(..len).and_then(|n| core::str::from_utf8(n).ok()).unwrap_or("?")
+    }
+}
+
+/// The shim's `is_arm_pmu` callback for `M`.
+///
+/// # Safety
+///
+/// `name` must be a NUL-terminated string, valid for the call.
+unsafe extern "C" fn is_arm_pmu<M: PmuModels>(name: *const c_char) -> bool {
+    // SAFETY: NUL-terminated and valid for the call (our contract).
+    let name = unsafe { CStr::from_char_ptr(name) };
+    name.to_str().is_ok_and(M::is_arm_pmu)
+}
+
+/// Describes the PMU perf counts CPU cycles with (creates and releases a probe counter;
+/// process context). Errors: perf's (`ENOENT`, `ENODEV`, `EOPNOTSUPP`: no PMU driver for
+/// this CPU).
+pub(crate) fn probe<M: PmuModels>() -> Result<PmuInfo> {
+    let mut raw = RawPmuInfo { name: [0; 32], num_counters: -1, no_exclude: false, no_interrupt: false };
+    // SAFETY: `raw` is a valid, writable `struct oprofile_pmu_info`; the callback matches.
+    kernel::error::to_result(unsafe { oprofile_shim_pmu_probe(&mut raw, is_arm_pmu::<M>) })?;
+    Ok(PmuInfo {
+        name: raw.name,
+        num_counters: usize::try_from(raw.num_counters).ok(),
+        no_exclude: raw.no_exclude,
+        no_interrupt: raw.no_interrupt,
+    })
+}
+
+/// Whether CPU `cpu` is online.
+pub(crate) fn cpu_online(cpu: u32) -> bool {
+    let Ok(cpu) = c_int::try_from(cpu) else {
+        return false;
+    };
+    // SAFETY: FFI call without preconditions (it checks the range).
+    unsafe { oprofile_shim_cpu_online(cpu) }
+}
+
+/// What an [`Event`] does on each counter overflow.
+pub(crate) trait Overflow: Send + Sync {
+    /// One overflow, in interrupt (or NMI-like) context on the event's CPU: `regs` are the
+    /// interrupted registers, `kernel` whether they are kernel mode, `throttled` whether perf
+    /// has just throttled the event (too many overflows per tick).
+    fn overflow(&self, regs: &Regs, kernel: bool, throttled: bool);
+}
+
+/// How an [`Event`] counts.
+pub(crate) struct Attr {
+    /// `PERF_TYPE_RAW` `config`: the PMU's event number.
+    pub(crate) event: u32,
+    /// `sample_period` in events; 0: counting only (no overflow handler).
+    pub(crate) period: u64,
+    pub(crate) exclude_kernel: bool,
+    pub(crate) exclude_user: bool,
+}
+
+/// A pinned per-CPU perf counter, released on drop (which waits for a running handler).
+///
+/// # Invariants
+///
+/// `raw` is a live `struct perf_event` from `perf_event_create_kernel_counter`, owned here,
+/// whose overflow context is the address of `*_handler` (stable: boxed), which lives until the
+/// event is released.
+pub(crate) struct Event {
+    raw: NonNull<c_void>,
+    /// The overflow context: read only by `oprofile_rust_perf_overflow`, through `raw`.
+    _handler: KBox<Arc<dyn Overflow>>,
+}
+
+// SAFETY: Perf's kernel-counter functions may be called from any thread; the handler is
+// `Send + Sync`.
+unsafe impl Send for Event {}
+// SAFETY: Reading and disabling through `&Event` are thread-safe perf calls.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// Creates the counter on `cpu`, counting from now; its overflows call `handler`.
+    /// Errors: `ENODEV` for an offline CPU; perf's (`EINVAL`, `ENOENT`, `EOPNOTSUPP`, `EBUSY`,
+    /// `ENOMEM`).
+    pub(crate) fn create(cpu: u32, attr: &Attr, handler: Arc<dyn Overflow>) -> Result<Self> {
+        let cpu = c_int::try_from(cpu).map_err(|_| ENODEV)?;
+        let handler = KBox::new(handler, GFP_KERNEL)?;
+        let context: *const Arc<dyn Overflow> = &*handler;
+        // SAFETY: `context` points into the box, which the event keeps until it is released
+        // (`drop`), as `oprofile_rust_perf_overflow` expects.
+        let raw = unsafe {
+            oprofile_shim_perf_create(cpu, attr.event, attr.period, attr.exclude_kernel, attr.exclude_user, context.cast_mut().cast())
+        };
+        let raw = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
+        // INVARIANT: a new event with `handler` as context.
+        Ok(Event { raw, _handler: handler })
+    }
+
+    /// Events counted since creation, and the times (ns) the event was enabled and running on
+    /// the PMU (`perf_event_read_value`; running < enabled: it was multiplexed). Process
+    /// context (reading another CPU's counter takes an IPI).
+    pub(crate) fn read(&self) -> (u64, u64, u64) {
+        let (mut enabled, mut running) = (0u64, 0u64);
+        // SAFETY: `raw` is live (type invariants); valid out-pointers.
+        let value = unsafe { oprofile_shim_perf_read(self.raw.as_ptr(), &mut enabled, &mut running) };
+        (value, enabled, running)
+    }
+
+    /// Stops counting (values stay readable). Process context.
+    pub(crate) fn disable(&self) {
+        // SAFETY: `raw` is live (type invariants).
+        unsafe { oprofile_shim_perf_disable(self.raw.as_ptr()) };
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live and owned (type invariants) and released once, here; releasing
+        // waits for a running overflow handler, after which `handler` may go.
+        unsafe { oprofile_shim_perf_release(self.raw.as_ptr()) };
+    }
+}
+
+/// Called by the shim's perf overflow handler, in interrupt (or NMI-like) context on the
+/// event's CPU.
+///
+/// # Safety
+///
+/// `context` must be the handler of a live [`Event`]; `regs` live registers for the call.
+#[no_mangle]
+unsafe extern "C" fn oprofile_rust_perf_overflow(
+    context: *mut c_void,
+    regs: *mut bindings::pt_regs,
+    kernel: bool,
+    throttled: bool,
+) {
+    // SAFETY: Our contract: the handler lives until its event is released, which waits for us.
+    let handler = unsafe { &*context.cast_const().cast::<Arc<dyn Overflow>>() };
+    // SAFETY: Live for the call (our contract).
+    if let Some(regs) = unsafe { Regs::from_raw(regs) } {
+        handler.overflow(regs, kernel, throttled);
+    }
+}

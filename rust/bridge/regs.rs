@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Interrupted registers (`struct pt_regs`) and the call chain they start, through
+//! `sample_shim.c` (`profile_pc`, `user_mode`, the ARM unwinder and `task_pt_regs` are inline
+//! or arch code the kernel crate does not reach), and reading user stack words without
+//! faulting.
+
+use core::ffi::{c_int, c_ulong, c_void};
+use kernel::bindings;
+use kernel::types::Opaque;
+
+// Only pointers to the bindgen `struct pt_regs` cross; the C side defines it.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn oprofile_shim_irq_regs() -> *mut bindings::pt_regs;
+    fn oprofile_shim_regs_pc(regs: *mut bindings::pt_regs, pc: *mut c_ulong) -> c_int;
+    fn oprofile_shim_backtrace(
+        regs: *mut bindings::pt_regs,
+        depth: u32,
+        f: unsafe extern "C" fn(*mut c_void, c_ulong, bool) -> bool,
+        ctx: *mut c_void,
+        user: *mut UserRegs,
+    ) -> u32;
+}
+
+/// The registers of an interrupted context (`struct pt_regs`), as the sampling interrupt or
+/// perf's overflow handler sees them.
+///
+/// # Invariants
+///
+/// A `&Regs` points to live `struct pt_regs` for as long as the reference lives.
+#[repr(transparent)]
+pub(crate) struct Regs(Opaque<bindings::pt_regs>);
+
+/// `struct oprofile_user_regs` of `sample_shim.h`: where the user part of a call chain starts
+/// (walked in Rust by `common::sync::walk_user_frames`).
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct UserRegs {
+    /// The user PC the kernel was entered from (when `entry`).
+    pub(crate) pc: c_ulong,
+    /// Frame pointer, link register and stack pointer to walk from.
+    pub(crate) fp: c_ulong,
+    pub(crate) lr: c_ulong,
+    pub(crate) sp: c_ulong,
+    /// `pc` is the first user frame.
+    pub(crate) entry: bool,
+    /// Walk the user frames from `fp`, `lr`, `sp`.
+    pub(crate) walk: bool,
+}
+
+impl Regs {
+    /// The registers at `ptr`; `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be null or point to `struct pt_regs` that stays live for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::pt_regs) -> Option<&'a Regs> {
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: Live for `'a` (our contract); `Regs` is `repr(transparent)` over it.
+        // INVARIANT: as required.
+        Some(unsafe { &*ptr.cast::<Regs>() })
+    }
+
+    fn as_raw(&self) -> *mut bindings::pt_regs {
+        self.0.get()
+    }
+
+    /// The interrupted PC (as `profile_pc`: a lock function's caller) and whether it was kernel
+    /// code.
+    pub(crate) fn pc(&self) -> (usize, bool) {
+        let mut pc: c_ulong = 0;
+        // SAFETY: `self` is live (type invariants); `pc` is a valid out-pointer.
+        let mode = unsafe { oprofile_shim_regs_pc(self.as_raw(), &mut pc) };
+        (pc as usize, mode == 1)
+    }
+
+    /// The kernel part of the call chain of these registers, up to `depth` return addresses,
+    /// each handed to `frame` (outermost last; the sampled PC itself is not reported) until it
+    /// returns false; then where the user part starts. Returns the number of kernel frames and
+    /// the user registers (`walk` false where there is no user part or no unwinder: non-ARM).
+    /// Interrupt context: it reads the current task's registers.
+    pub(crate) fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+        let mut user = UserRegs::default();
+        let mut ctx: &mut dyn FnMut(usize) -> bool = frame;
+        // SAFETY: `self` is live; `ctx` is a `&mut dyn FnMut` that lives across the synchronous
+        // call, as `kernel_frame` expects; `user` is writable.
+        let n = unsafe {
+            oprofile_shim_backtrace(self.as_raw(), depth, kernel_frame, (&raw mut ctx).cast(), &mut user)
+        };
+        (n, user)
+    }
+}
+
+/// One kernel return address of [`Regs::backtrace`].
+///
+/// # Safety
+///
+/// `ctx` must point to a live `&mut dyn FnMut(usize) -> bool`, not otherwise borrowed.
+unsafe extern "C" fn kernel_frame(ctx: *mut c_void, pc: c_ulong, _user: bool) -> bool {
+    // SAFETY: Our contract.
+    let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(usize) -> bool>() };
+    f(pc as usize)
+}
+
+/// Runs `f` with the interrupted registers of the current interrupt (`get_irq_regs`); `None`
+/// outside an interrupt. The borrow cannot outlive `f`.
+pub(crate) fn with_irq_regs<R>(f: impl FnOnce(Option<&Regs>) -> R) -> R {
+    // SAFETY: FFI call without preconditions. The result is null or the registers of the
+    // interrupt this runs in, live until it returns, which outlasts `f`.
+    f(unsafe { Regs::from_raw(oprofile_shim_irq_regs()) })
+}
+
+/// The word at user address `addr` of the current task, read without faulting pages in
+/// (`copy_from_user_nofault`: any context, never sleeps); `None` when it cannot be read.
+pub(crate) fn read_user_word(addr: usize) -> Option<usize> {
+    let mut word: usize = 0;
+    // SAFETY: `word` is writable for its size; the source is a user address, which
+    // `copy_from_user_nofault` checks (`access_ok`) and reads with faults disabled.
+    let r = unsafe {
+        bindings::copy_from_user_nofault(
+            (&raw mut word).cast(),
+            core::ptr::with_exposed_provenance::<c_void>(addr),
+            core::mem::size_of::<usize>(),
+        )
+    };
+    (r == 0).then_some(word)
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User mappings and files, through `sample_shim.c`: the speculative VMA lookup of the sampling
+//! interrupt (`mmap_lock_speculate_*`, `get_file_active`), the locked one at sync time, a
+//! task's executable, and a file's path identity and name (`f_path`, `d_path`). The kernel
+//! crate (7.3) has `vma_lookup` but no VMA file or page offset, and no `struct path` access.
+//! References the shim takes arrive here as `ARef`s, so they are released by their owner's drop.
+
+use crate::common::sync::file_offset;
+use core::ffi::{c_char, c_int, c_ulong};
+use core::ptr::NonNull;
+use kernel::bindings;
+use kernel::fs::File;
+use kernel::mm::{MmWithUser, MmWithUserAsync};
+use kernel::prelude::*;
+use kernel::sync::aref::ARef;
+
+/// `struct oprofile_vma` of `sample_shim.h`.
+#[repr(C)]
+#[derive(Default)]
+struct Vma {
+    start: c_ulong,
+    pgoff: c_ulong,
+    exec: bool,
+}
+
+/// Results of `oprofile_shim_user_lookup_*` (`sample_shim.h`).
+const LOOKUP_FILE: c_int = 0;
+const LOOKUP_ANON: c_int = 1;
+// 2: OPROFILE_LOOKUP_NONE, no mapping contains the PC.
+const LOOKUP_NO_MM: c_int = 3;
+const LOOKUP_RETRY: c_int = 4;
+
+// Only pointers to bindgen structs cross; the C side defines them.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut bindings::file, vma: *mut Vma) -> c_int;
+    fn oprofile_shim_user_lookup_mm(mm: *mut bindings::mm_struct, pc: c_ulong, file: *mut *mut bindings::file, vma: *mut Vma) -> c_int;
+    fn oprofile_shim_exe_file_irq() -> *mut bindings::file;
+    fn oprofile_shim_file_key(file: *mut bindings::file, dentry: *mut c_ulong, mnt: *mut c_ulong);
+    fn oprofile_shim_file_path(file: *mut bindings::file, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
+}
+
+/// Where a user PC is.
+pub(crate) enum Lookup {
+    /// In a file mapping: the file (referenced) and the PC's offset in it, `(vm_pgoff <<
+    /// PAGE_SHIFT) + pc - vm_start`; `exec`: the mapping is `VM_EXEC`.
+    File { file: ARef<File>, offset: usize, exec: bool },
+    /// In anonymous memory.
+    Anon { exec: bool },
+    /// In no mapping.
+    NoMapping,
+    /// The task has no mm.
+    NoMm,
+    /// The mm was being changed at that instant (interrupt lookup only): look up again under
+    /// `mmap_lock` ([`mm_get_irq`], [`lookup_mm`]).
+    Retry,
+}
+
+/// Takes ownership of a file reference the shim handed over (`None` for null).
+///
+/// # Safety
+///
+/// `file` must be null or a `struct file *` on which the caller owns a reference, which moves
+/// into the result.
+unsafe fn owned_file(file: *mut bindings::file) -> Option<ARef<File>> {
+    // SAFETY: A referenced, live file whose reference moves into the `ARef` (our contract);
+    // `File` is `repr(transparent)` over `struct file`.
+    NonNull::new(file.cast::<File>()).map(|f| unsafe { ARef::from_raw(f) })
+}
+
+/// The result of a shim lookup that returned `r` with `file` and `vma` for `pc`.
+///
+/// # Safety
+///
+/// `file` must be null or referenced by the caller, the reference moving into the result.
+unsafe fn lookup_result(r: c_int, file: *mut bindings::file, vma: &Vma, pc: usize) -> Lookup {
+    // SAFETY: Our contract; a reference not put into the result drops here.
+    let file = unsafe { owned_file(file) };
+    match (r, file) {
+        (LOOKUP_FILE, Some(file)) => Lookup::File {
+            file,
+            offset: file_offset(pc, vma.start as usize, vma.pgoff as usize, kernel::page::PAGE_SHIFT as u32),
+            exec: vma.exec,
+        },
+        (LOOKUP_ANON, _) => Lookup::Anon { exec: vma.exec },
+        (LOOKUP_NO_MM, _) => Lookup::NoMm,
+        (LOOKUP_RETRY, _) => Lookup::Retry,
+        // LOOKUP_NONE (or FILE without a file, which the shim never returns).
+        _ => Lookup::NoMapping,
+    }
+}
+
+/// Looks user `pc` up in the current task's mm without locks (any context; never sleeps).
+pub(crate) fn lookup_irq(pc: usize) -> Lookup {
+    let mut file = core::ptr::null_mut();
+    let mut vma = Vma::default();
+    // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
+    let r = unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut vma) };
+    // SAFETY: The shim referenced `file` for LOOKUP_FILE and left it null otherwise.
+    unsafe { lookup_result(r, file, &vma, pc) }
+}
+
+/// Looks user `pc` up in `mm` under its `mmap_lock` (process context; sleeps). Never
+/// [`Lookup::Retry`].
+pub(crate) fn lookup_mm(mm: &MmWithUser, pc: usize) -> Lookup {
+    let mut file = core::ptr::null_mut();
+    let mut vma = Vma::default();
+    // SAFETY: `mm` has users (its type); valid out-pointers.
+    let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw(), pc as c_ulong, &mut file, &mut vma) };
+    // SAFETY: As in `lookup_irq`.
+    unsafe { lookup_result(r, file, &vma, pc) }
+}
+
+/// The current task's mm with a user reference dropped by `mmput_async` (so any context may
+/// drop it); `None` for a task without mm or whose mm is exiting.
+pub(crate) fn mm_get_irq() -> Option<ARef<MmWithUserAsync>> {
+    let mm = kernel::current!().mm()?.mmget_not_zero()?;
+    Some(MmWithUser::into_mmput_async(mm))
+}
+
+/// The current task's executable, referenced; `None` for kernel threads or while it is being
+/// replaced (any context; never sleeps).
+pub(crate) fn exe_file_irq() -> Option<ARef<File>> {
+    // SAFETY: FFI call without preconditions; it hands over a reference or null.
+    unsafe { owned_file(oprofile_shim_exe_file_irq()) }
+}
+
+/// The identity of `file`'s path (what a dcookie was): its dentry and vfsmount addresses,
+/// stable while a reference to the file is held.
+pub(crate) fn file_key(file: &File) -> (usize, usize) {
+    let (mut dentry, mut mnt): (c_ulong, c_ulong) = (0, 0);
+    // SAFETY: `file` is live (borrowed); valid out-pointers.
+    unsafe { oprofile_shim_file_key(file.as_ptr(), &mut dentry, &mut mnt) };
+    (dentry as usize, mnt as usize)
+}
+
+/// The absolute path of `file` (`d_path`, relative to the caller's root), written into `buf`;
+/// the path's bytes, without NUL. Errors: `ENAMETOOLONG` when it does not fit `buf`.
+pub(crate) fn file_path<'a>(file: &File, buf: &'a mut [u8]) -> Result<&'a [u8]> {
+    let len = c_int::try_from(buf.len()).map_err(|_| EINVAL)?;
+    let mut start: c_int = 0;
+    // SAFETY: `file` is live; `buf` is writable for `len` bytes.
+    let n = unsafe { oprofile_shim_file_path(file.as_ptr(), buf.as_mut_ptr().cast(), len, &mut start) };
+    let n = usize::try_from(n).map_err(|_| Error::from_errno(n.min(-1)))?;
+    let start = usize::try_from(start).map_err(|_| EINVAL)?;
+    buf.get(start..start.checked_add(n).ok_or(EINVAL)?).ok_or(EINVAL)
+}
