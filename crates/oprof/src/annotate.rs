@@ -18,6 +18,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use crate::percent::percent;
 
 /// Most code bytes disassembled for one symbol.
 const MAX_CODE: u64 = 256 * 1024;
@@ -201,8 +202,7 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
             (None, None) => {}
         }
     }
-    let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
-    picked.retain(|(_, s)| pct(s.total(), total) >= opts.threshold);
+    picked.retain(|(_, s)| percent(s.total(), total) >= opts.threshold);
     picked.sort_by(|a, b| b.1.total().cmp(&a.1.total()).then_with(|| name_of(res, a.0).cmp(&name_of(res, b.0))));
     if opts.limit > 0 {
         picked.truncate(opts.limit);
@@ -217,7 +217,7 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
             start: 0,
             end: 0,
             samples: sampled.total(),
-            percent: pct(sampled.total(), total),
+            percent: percent(sampled.total(), total),
             per_event: sampled.per_event.clone(),
             lines: vec![],
             instructions: vec![],
@@ -319,7 +319,7 @@ fn lines_reason(elf: &ElfImage) -> String {
 }
 
 fn insn_row(insn: &Insn, n: u64, of: u64, hot: f64, src: Option<&SourceLine>, line_text: Option<String>) -> InsnRow {
-    let percent = if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
+    let percent = percent(n, of);
     InsnRow {
         addr: insn.addr,
         bytes: encoding(insn),
@@ -382,7 +382,7 @@ fn line_rows(
         let listed: Vec<u32> = if hi - lo <= 200 { (lo..=hi).collect() } else { counts.keys().copied().collect() };
         for line in listed {
             let n = counts.get(&line).copied().unwrap_or(0);
-            let percent = if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
+            let percent = percent(n, of);
             let t = sources.line(&file, line);
             rows.push(LineRow { file: file.clone(), line, samples: n, percent, text: t, hot: n > 0 && percent >= hot });
         }

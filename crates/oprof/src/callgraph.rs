@@ -4,6 +4,7 @@
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+use crate::percent::percent;
 
 /// A caller or callee of an [`Entry`], with the number of samples whose call chain has that
 /// call (each sample counted once per call even under recursion).
@@ -117,23 +118,22 @@ pub fn render(entries: &[Entry], limit: usize, all: u64) -> String {
     let _ = writeln!(out, "Caller/callee lines: samples whose call chain has that call, % of the symbol's total.");
     let _ = writeln!(out, "{:<9} {:>8}  {:<28} symbol name", "samples", "%", "image name");
     let n = if limit == 0 { entries.len() } else { limit.min(entries.len()) };
-    let pct = |k: u64, of: u64| if of == 0 { 0.0 } else { k as f64 * 100.0 / of as f64 };
     for e in &entries[..n] {
         let _ = writeln!(out, "{rule}");
         for a in &e.callers {
-            let _ = writeln!(out, "  {:<7} {:>8.4}  {:<28} {}", a.samples, pct(a.samples, e.total), a.image, a.symbol);
+            let _ = writeln!(out, "  {:<7} {:>8.4}  {:<28} {}", a.samples, percent(a.samples, e.total), a.image, a.symbol);
         }
         let _ = writeln!(
             out,
             "{:<9} {:>8.4}  {:<28} {}  [self; total {}]",
             e.self_samples,
-            pct(e.self_samples, all),
+            percent(e.self_samples, all),
             e.image,
             e.symbol,
             e.total
         );
         for a in &e.callees {
-            let _ = writeln!(out, "  {:<7} {:>8.4}  {:<28} {}", a.samples, pct(a.samples, e.total), a.image, a.symbol);
+            let _ = writeln!(out, "  {:<7} {:>8.4}  {:<28} {}", a.samples, percent(a.samples, e.total), a.image, a.symbol);
         }
     }
     let _ = writeln!(out, "{rule}");

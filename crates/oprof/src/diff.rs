@@ -11,6 +11,7 @@ use crate::report::{Counter, Report};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use crate::percent::percent;
 
 /// One side of the comparison.
 #[derive(Debug, Serialize)]
@@ -99,11 +100,10 @@ pub fn build(a: &Report, b: &Report, a_side: (String, Option<String>), b_side: (
             m.entry((r.image.clone(), None)).or_default().1 += r.samples;
         }
     }
-    let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
     let mut rows: Vec<DiffRow> = m
         .into_iter()
         .map(|((image, symbol), (na, nb))| {
-            let (pa, pb) = (pct(na, a_s.total), pct(nb, b_s.total));
+            let (pa, pb) = (percent(na, a_s.total), percent(nb, b_s.total));
             DiffRow { image, symbol, a_samples: na, a_percent: pa, b_samples: nb, b_percent: pb, delta: pb - pa }
         })
         .collect();

@@ -42,6 +42,7 @@ use oprofile_common::kprof::{check_granularity, infer_granularity, Kpdata, Kpdat
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+use crate::percent::percent;
 
 /// Row name of slots no function symbol covers.
 pub const NO_SYMBOL: &str = "(no symbol)";
@@ -172,7 +173,7 @@ pub fn build(kernel: &Kernel, kp: &Kpdata<'_>, g: u32) -> Profile {
         let key = kernel.symbols.lookup(addr).map(|s| (s.addr, s.name.as_str()));
         *per.entry(key).or_default() += u64::from(n);
     }
-    let pct = |n: u64| if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
+    let pct = |n: u64| percent(n, total);
     let mut symbols: Vec<SymbolRow> = per
         .into_iter()
         .map(|(key, ticks)| match key {
@@ -196,17 +197,16 @@ pub fn build(kernel: &Kernel, kp: &Kpdata<'_>, g: u32) -> Profile {
 /// The text output: header and at most `limit` rows (0: all).
 pub fn render(p: &Profile, limit: usize) -> String {
     use std::fmt::Write;
-    let of = |n: u64, all: u64| if all == 0 { 0.0 } else { n as f64 * 100.0 / all as f64 };
     let mut out = String::new();
     let _ = writeln!(out, "Total ticks: {} (kprof clock ticks, all CPUs; not ms)", p.total);
-    let _ = writeln!(out, "Kernel ticks: {} ({:.1}% of total)", p.kernel, of(p.kernel, p.total));
+    let _ = writeln!(out, "Kernel ticks: {} ({:.1}% of total)", p.kernel, percent(p.kernel, p.total));
     let _ = writeln!(out, "In kernel text: {}", p.text);
     let _ = writeln!(out, "Kernel, outside kernel text: {} (e.g. modules)", p.outside_text);
     let _ = writeln!(out, "Text: {:#x}..{:#x} (_stext.._etext), {} bytes per slot", p.base, p.end, p.granularity);
     let n = if limit == 0 { p.symbols.len() } else { limit.min(p.symbols.len()) };
     let _ = writeln!(out, "{:<9} {:>6} {:>6}  symbol name", "ticks", "%", "%text");
     for r in &p.symbols[..n] {
-        let _ = writeln!(out, "{:<9} {:>6.1} {:>6.1}  {}", r.ticks, r.percent, of(r.ticks, p.text), r.name);
+        let _ = writeln!(out, "{:<9} {:>6.1} {:>6.1}  {}", r.ticks, r.percent, percent(r.ticks, p.text), r.name);
     }
     if n < p.symbols.len() {
         let rest: u64 = p.symbols[n..].iter().map(|r| r.ticks).sum();

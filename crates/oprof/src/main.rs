@@ -32,6 +32,7 @@ mod images;
 mod inputs;
 mod kallsyms;
 mod kprof;
+mod percent;
 mod points;
 mod pprof;
 mod record;

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use oprofile_common::events::CpuModel;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use crate::percent::percent;
 
 /// A symbol-level row (symbol and, with `-g`, source line).
 #[derive(Debug, Serialize)]
@@ -340,7 +341,7 @@ impl Tally {
             .collect();
         let first = r.per_event.keys().next().copied().unwrap_or(0);
         let total = r.total;
-        let pct = |n: u64| if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
+        let pct = |n: u64| percent(n, total);
         let mut rows: Vec<_> = by_row
             .into_iter()
             .map(|((sym, src), m)| {
@@ -520,7 +521,7 @@ fn render_table(
             for c in &r.counters {
                 let k = m.get(&c.counter).copied().unwrap_or(0);
                 let all = r.per_event.get(&c.counter).copied().unwrap_or(0);
-                let pct = if all == 0 { 0.0 } else { k as f64 * 100.0 / all as f64 };
+                let pct = percent(k, all);
                 let _ = write!(line, "{k:<9} {pct:>7.4}    ");
             }
             let _ = writeln!(out, "{line}{}", names(cells));
