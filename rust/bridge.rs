@@ -24,11 +24,12 @@ pub(crate) mod user;
 use crate::common::kprof;
 use crate::profile_point::ProfilePoint;
 use core::ffi::{c_char, c_int, c_ulong, c_void};
+use core::marker::PhantomPinned;
+use core::ops::Deref;
 use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::atomic::Atomic;
-use kernel::sync::Arc;
 use kernel::workqueue::Queue;
 
 extern "C" {
@@ -207,33 +208,57 @@ unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
 }
 
 /// Registration of the module notifier (`register_module_notifier`; the crate has no notifier
-/// chains) with its context; unregistered on drop. One may exist at a time (the shim's
-/// `notifier_block` is static).
+/// chains), owning the context it calls. Pinned in place; on drop the notifier is unregistered
+/// before the context goes. One may exist at a time (the shim's `notifier_block` is static).
+/// Derefs to the context.
 ///
 /// # Invariants
 ///
-/// The notifier is registered with `ctx`'s address from `new` until `drop`.
+/// From initialisation until drop the notifier is registered with `ctx`'s address; `ctx` is
+/// pinned, so that address stays valid.
+#[pin_data(PinnedDrop)]
 pub(crate) struct ModuleNotifier<C: ModuleEvents> {
-    _ctx: Arc<C>,
+    #[pin]
+    ctx: C,
+    #[pin]
+    _pin: PhantomPinned,
 }
 
 impl<C: ModuleEvents> ModuleNotifier<C> {
-    /// Registers the notifier for `ctx`. Errors: those of `register_module_notifier`.
-    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
-        // SAFETY: FFI call; the shim's notifier_block is static. `ctx` is kept alive until
-        // `drop` unregisters.
-        kernel::error::to_result(unsafe {
-            oprofile_shim_module_notifier_register(Arc::as_ptr(&ctx).cast(), module_coming::<C>)
-        })?;
-        // INVARIANT: registered above with `ctx`.
-        Ok(ModuleNotifier { _ctx: ctx })
+    /// Initialises `ctx`, then registers the notifier for it. Errors: `ctx`'s; those of
+    /// `register_module_notifier` (then `ctx` is dropped).
+    pub(crate) fn new(ctx: impl PinInit<C, Error>) -> impl PinInit<Self, Error> {
+        try_pin_init!(&this in Self {
+            ctx <- ctx,
+            _pin: {
+                // SAFETY: `this` points to the slot being initialised; only the address of its
+                // (initialised, pinned) `ctx` is taken.
+                let ctx = unsafe { &raw const (*this.as_ptr()).ctx };
+                // SAFETY: FFI call; the shim's notifier_block is static. `ctx` stays valid while
+                // registered: it is pinned here until `drop` unregisters.
+                kernel::error::to_result(unsafe {
+                    oprofile_shim_module_notifier_register(ctx.cast(), module_coming::<C>)
+                })?;
+                // INVARIANT: registered above with `ctx`.
+                PhantomPinned
+            },
+        }? Error)
     }
 }
 
-impl<C: ModuleEvents> Drop for ModuleNotifier<C> {
-    fn drop(&mut self) {
-        // SAFETY: Registered in `new` (type invariants); after this no callback runs, so `ctx`
-        // may go.
+impl<C: ModuleEvents> Deref for ModuleNotifier<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.ctx
+    }
+}
+
+#[pinned_drop]
+impl<C: ModuleEvents> PinnedDrop for ModuleNotifier<C> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: Registered at initialisation (type invariants); after this no callback runs,
+        // so `ctx` may go.
         unsafe { oprofile_shim_module_notifier_unregister() };
     }
 }

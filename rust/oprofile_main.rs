@@ -22,7 +22,6 @@
 //! `kprof/kpdata`) and [`profile_point`] (timed sections of this module, `profile_points`).
 
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 // Shared with the host crate, which uses the decoder and helpers the module does not.
 #[allow(dead_code, unreachable_pub)]
@@ -70,35 +69,39 @@ module! {
     },
 }
 
-/// The loaded module: the filesystem and module-notifier registrations, each holding a
-/// reference to the profiler instance they call.
+/// The loaded module, initialised in place: it owns the filesystem registration, which owns
+/// the module-notifier registration, which owns the profiler instance both call.
 ///
-/// Fields drop in declaration order: the registrations end (no superblock exists at unload, as a
-/// mount pins the module, and no notifier callback runs after unregistering) before the last
-/// reference to the instance goes.
+/// Unloading undoes this inside out: the filesystem is unregistered (no superblock exists at
+/// unload, as a mount pins the module), then the notifier (no callback runs after), then the
+/// instance goes.
+#[pin_data(PinnedDrop)]
 struct OprofileModule {
-    _fs: oprofilefs::Registration<oprof::Oprofile>,
-    _modules: bridge::ModuleNotifier<oprof::Oprofile>,
+    #[pin]
+    fs: oprofilefs::Registration<oprof::Oprofile, bridge::ModuleNotifier<oprof::Oprofile>>,
     describe: &'static str,
 }
 
-impl kernel::Module for OprofileModule {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        profile_point::check_registry()?;
-        let hz = module_parameters::timer_hz.value();
-        let model = model::select(module_parameters::timer.value(), hz)?;
-        let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value())?;
-        let oprofile = Arc::pin_init(oprof::Oprofile::new(model, kprof), GFP_KERNEL)?;
-        let modules = bridge::ModuleNotifier::new(oprofile.clone())?;
-        let fs = oprofilefs::Registration::new(oprofile)?;
-        let info = fs.ctx().model();
-        pr_info!("using {} mode, cpu_type '{}'\n", info.describe(), info.cpu_type().to_str().unwrap_or("?"));
-        Ok(OprofileModule { _fs: fs, _modules: modules, describe: info.describe() })
+impl kernel::InPlaceModule for OprofileModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        let model = profile_point::check_registry()
+            .and_then(|()| model::select(module_parameters::timer.value(), module_parameters::timer_hz.value()));
+        let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value());
+        try_pin_init!(Self {
+            describe: model.as_ref().map_or("", |m| m.describe()),
+            fs <- oprofilefs::Registration::new(bridge::ModuleNotifier::new(oprof::Oprofile::new(model?, kprof?))),
+        }? Error)
+        .pin_chain(|this| {
+            let info = this.fs.ctx().model();
+            pr_info!("using {} mode, cpu_type '{}'\n", info.describe(), info.cpu_type().to_str().unwrap_or("?"));
+            Ok(())
+        })
     }
 }
 
-impl Drop for OprofileModule {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for OprofileModule {
+    fn drop(self: Pin<&mut Self>) {
         pr_info!("unloaded ({} mode)\n", self.describe);
     }
 }

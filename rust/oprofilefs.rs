@@ -29,12 +29,12 @@
 
 use crate::common::parse;
 use core::ffi::{c_int, c_ulong, c_void};
-use core::marker::PhantomData;
+use core::marker::{PhantomData, PhantomPinned};
+use core::ops::Deref;
 use kernel::bindings;
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::fs::file::Offset;
 use kernel::prelude::*;
-use kernel::sync::Arc;
 use kernel::uaccess::{UserPtr, UserSlice, UserSliceWriter};
 
 // Only pointers to these bindgen structs cross (some have zero-sized members, which the lint
@@ -431,37 +431,57 @@ unsafe extern "C" fn fill_root<C: Tree>(ctx: *const c_void, root: *mut bindings:
     }
 }
 
-/// The registered filesystem type `oprofilefs` with its context; unregistered on drop. One may
-/// exist at a time (the shim's `file_system_type` is static).
+/// The registered filesystem type `oprofilefs`, owning `inner`, which leads to the context the
+/// files see (`W` derefs to it: the context itself behind another registration that owns it, as
+/// the module's `ModuleNotifier<Oprofile>`). Pinned in place (the module's `InPlaceModule`);
+/// on drop the filesystem is unregistered before `inner` goes. One may exist at a time (the
+/// shim's `file_system_type` is static).
 ///
 /// # Invariants
 ///
-/// The filesystem is registered with `ctx`'s address as its context from `new` until `drop`.
-pub(crate) struct Registration<C: Tree> {
-    ctx: Arc<C>,
+/// From initialisation until drop the filesystem is registered with the address of `*inner`'s
+/// target as its context; `inner` is pinned and never mutated, so that address stays valid.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Registration<C: Tree, W: Deref<Target = C> + Sync + 'static> {
+    #[pin]
+    inner: W,
+    #[pin]
+    _pin: PhantomPinned,
 }
 
-impl<C: Tree> Registration<C> {
-    /// Registers `oprofilefs`, whose files will see `ctx`. Errors: `EBUSY` if the name is taken.
-    pub(crate) fn new(ctx: Arc<C>) -> Result<Self> {
-        // SAFETY: FFI call; the shim's file_system_type is static. The context pointer stays
-        // valid while registered: `ctx` is kept until `drop` unregisters.
-        kernel::error::to_result(unsafe { oprofilefs_shim_register(Arc::as_ptr(&ctx).cast(), fill_root::<C>) })?;
-        // INVARIANT: registered above with `ctx`.
-        Ok(Registration { ctx })
+impl<C: Tree, W: Deref<Target = C> + Sync + 'static> Registration<C, W> {
+    /// Initialises `inner`, then registers `oprofilefs`, whose files will see `*inner`.
+    /// Errors: `inner`'s; `EBUSY` if the name is taken (then `inner` is dropped).
+    pub(crate) fn new(inner: impl PinInit<W, Error>) -> impl PinInit<Self, Error> {
+        try_pin_init!(&this in Self {
+            inner <- inner,
+            _pin: {
+                // SAFETY: `this` points to the slot being initialised, whose `inner` was
+                // initialised above (fields initialise in order) and is pinned; the shared
+                // reference lives only for this block, in which nothing else accesses the slot.
+                let inner = unsafe { &*(&raw const (*this.as_ptr()).inner) };
+                let ctx: *const C = &**inner;
+                // SAFETY: FFI call; the shim's file_system_type is static. The context stays valid
+                // while registered: `inner` is pinned here until `drop` unregisters.
+                kernel::error::to_result(unsafe { oprofilefs_shim_register(ctx.cast(), fill_root::<C>) })?;
+                // INVARIANT: registered above with `*inner`'s target.
+                PhantomPinned
+            },
+        }? Error)
     }
 
     /// The context.
     pub(crate) fn ctx(&self) -> &C {
-        &self.ctx
+        &self.inner
     }
 }
 
-impl<C: Tree> Drop for Registration<C> {
-    fn drop(&mut self) {
-        // SAFETY: Registered in `new` (type invariants). No superblock exists (a mount pins the
-        // module, and only module exit or a failed init drops this), so no file operation can
-        // reach `ctx` after this.
+#[pinned_drop]
+impl<C: Tree, W: Deref<Target = C> + Sync + 'static> PinnedDrop for Registration<C, W> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: Registered at initialisation (type invariants). No superblock exists (a mount
+        // pins the module, and only module exit or a failed init drops this), so no file
+        // operation can reach the context after this.
         unsafe { oprofilefs_shim_unregister() };
     }
 }

@@ -73,6 +73,20 @@ static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_
 				    throttled);
 }
 
+/**
+ * oprofile_shim_perf_create() - a pinned PERF_TYPE_RAW counter on one CPU
+ * @cpu: the CPU
+ * @event: perf_event_attr.config, the PMU's event number
+ * @period: sample_period in events; 0 counts only (no overflow handler)
+ * @exclude_kernel: perf_event_attr.exclude_kernel
+ * @exclude_user: perf_event_attr.exclude_user
+ * @context: passed to oprofile_rust_perf_overflow() on each overflow; must stay valid until
+ *           oprofile_shim_perf_release()
+ *
+ * Missing binding: perf_event_attr and perf_event_create_kernel_counter().
+ * Context: process context.
+ * Return: the event, or an ERR_PTR (-ENODEV for an offline CPU; perf's errors).
+ */
 void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
 				bool exclude_user, void *context)
 {
@@ -93,21 +107,47 @@ void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_ker
 						period ? context : NULL);
 }
 
+/**
+ * oprofile_shim_cpu_online() - whether a CPU is online
+ * @cpu: a CPU number (any value)
+ *
+ * Missing binding: cpu_online() is an inline on cpumasks.
+ * Return: true if @cpu is a valid, online CPU.
+ */
 bool oprofile_shim_cpu_online(int cpu)
 {
 	return cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu);
 }
 
+/**
+ * oprofile_shim_perf_read() - the count of a counter
+ * @event: a live event of oprofile_shim_perf_create()
+ * @enabled: out: ns the event was enabled
+ * @running: out: ns it was on the PMU
+ *
+ * Context: process context (an IPI to the event's CPU).
+ * Return: events counted since creation.
+ */
 u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running)
 {
 	return perf_event_read_value(event, enabled, running);
 }
 
+/**
+ * oprofile_shim_perf_disable() - stop a counter counting (it stays readable)
+ * @event: a live event of oprofile_shim_perf_create()
+ */
 void oprofile_shim_perf_disable(void *event)
 {
 	perf_event_disable(event);
 }
 
+/**
+ * oprofile_shim_perf_release() - release a counter
+ * @event: a live event of oprofile_shim_perf_create(), not used afterwards
+ *
+ * Waits for a running overflow handler; after it returns none runs with its context.
+ */
 void oprofile_shim_perf_release(void *event)
 {
 	perf_event_release_kernel(event);

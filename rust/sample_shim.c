@@ -34,13 +34,26 @@
 
 #include "sample_shim.h"
 
-/* Interrupted registers of the current interrupt, or NULL outside an interrupt. */
+/**
+ * oprofile_shim_irq_regs() - the registers the current interrupt interrupted
+ *
+ * Missing binding: get_irq_regs() is an arch inline (asm/irq_regs.h).
+ * Context: any; meaningful in a hard interrupt.
+ * Return: the interrupted registers, or NULL outside an interrupt.
+ */
 struct pt_regs *oprofile_shim_irq_regs(void)
 {
 	return get_irq_regs();
 }
 
-/* PC of @regs (profile_pc); returns 1 for kernel mode, 0 for user mode, -1 without @regs. */
+/**
+ * oprofile_shim_regs_pc() - the sampled PC of interrupted registers
+ * @regs: interrupted registers, or NULL
+ * @pc: out: profile_pc(@regs) (in a lock function: its caller)
+ *
+ * Missing binding: profile_pc() and user_mode() are arch code on the pt_regs layout.
+ * Return: 1 for kernel mode, 0 for user mode, -1 without @regs.
+ */
 int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc)
 {
 	if (!regs)
@@ -105,7 +118,14 @@ int oprofile_shim_user_lookup_irq(unsigned long pc, struct file **file, struct o
 	return ret;
 }
 
-/* The current task's executable, referenced, or NULL (kernel thread, or being replaced). */
+/**
+ * oprofile_shim_exe_file_irq() - the current task's executable
+ *
+ * Missing binding: get_file_active() and mm->exe_file are not in the kernel crate.
+ * Context: any (interrupt); one try, never spins.
+ * Return: the executable with a reference the caller owns (Rust: an ARef<File>), or NULL for
+ * a kernel thread or while exe_file is being replaced.
+ */
 struct file *oprofile_shim_exe_file_irq(void)
 {
 	struct mm_struct *mm = current->mm;
@@ -138,7 +158,14 @@ int oprofile_shim_user_lookup_mm(struct mm_struct *mm, unsigned long pc, struct 
 	return ret;
 }
 
-/* Identity of @file's path (what a dcookie was): its dentry and vfsmount. */
+/**
+ * oprofile_shim_file_key() - identity of a file's path (what a dcookie was)
+ * @file: a file the caller holds a reference on
+ * @dentry: out: the address of its dentry
+ * @mnt: out: the address of its vfsmount
+ *
+ * Missing binding: struct file's f_path is not reachable from the kernel crate's File.
+ */
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt)
 {
 	*dentry = (unsigned long)file->f_path.dentry;
@@ -146,10 +173,16 @@ void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned l
 }
 
 
-/*
- * Absolute path of @file into @buf (d_path: written at the end of @buf, NUL-terminated).
- * Returns the length without the NUL and sets *@start to its first byte, or a negative errno
- * (-ENAMETOOLONG).
+/**
+ * oprofile_shim_file_path() - the absolute path of a file (d_path)
+ * @file: a file the caller holds a reference on
+ * @buf: where d_path() writes the path (at its end, NUL-terminated)
+ * @len: the size of @buf in bytes
+ * @start: out: the offset of the path's first byte in @buf
+ *
+ * Missing binding: d_path() and f_path are not in the kernel crate.
+ * Context: process context (relative to the current task's root).
+ * Return: the length of the path without the NUL, or a negative errno (-ENAMETOOLONG).
  */
 int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start)
 {
@@ -243,9 +276,13 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 	return bt.n;
 }
 
-/*
- * Bounds of the area module text is loaded into (MODULES_VADDR..MODULES_END): constants the
- * Rust side cannot name (arch headers). is_module_text_address() is not exported.
+/**
+ * oprofile_shim_module_area() - where module text is loaded
+ * @start: out: MODULES_VADDR, or 0 where the architecture has no module area
+ * @end: out: MODULES_END, or 0
+ *
+ * Missing binding: the constants are arch macros bindgen cannot evaluate, and
+ * is_module_text_address() is not exported.
  */
 void oprofile_shim_module_area(unsigned long *start, unsigned long *end)
 {

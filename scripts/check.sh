@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
-# checks (pyflakes3 tests/checks), runs the host crates' tests (cargo test) and the QEMU
+# checks (pyflakes3 tests/checks) and the module sources (scripts/lint-module.py), runs the host crates' tests (cargo test) and the QEMU
 # integration tests (tests/run-qemu-tests.sh: plain kernel on both boards, debug kernel on virt-a15) and the board image, installation and DKMS tests
 # (tests/image.sh). The last line counts every test: "N passed, M failed" (cargo's "test
 # result:" lines, the runners' "qemu: N passed, M failed" and "image: ...", one check for the
@@ -23,6 +23,16 @@ bash "$REPO/scripts/setup-host.sh" || { echo "not ok - host setup failed"; fail=
 
 step "lint: pyflakes3 tests/checks"
 if pyflakes3 "$REPO/tests/checks"; then counted lint 1 0; else echo "not ok - pyflakes3 tests/checks"; counted lint 0 1; fi
+
+step "lint: module sources (scripts/lint-module.py: unsafe confined, SAFETY comments, shim kernel-doc)"
+rc=0; python3 "$REPO/scripts/lint-module.py" "$REPO" "$KSRC" | tee "$OUT/lint-module.log" || rc=$?
+if [[ $(tail -n 1 "$OUT/lint-module.log") =~ ^lint-module:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - lint-module.py exited with status $rc"; f=1; fi
+    counted "lint: module" "$p" "$f"
+else
+    echo "not ok - lint-module.py ended without its counts"; counted "lint: module" 0 1
+fi
 
 step "cargo test (host crates)"
 rc=0; (cd "$REPO" && cargo test --locked 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
