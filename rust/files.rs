@@ -27,9 +27,25 @@
 //! Counter directories `0/ .. N-1/` exist only with a hardware model (see `model::perf`); their
 //! values are checked against the model's event table at `buffer` open.
 //!
-//! Adding a read-only file is one line in [`Tree::fill`] with a [`Ro`] kind; a new `stats/`
-//! counter is its field in `stats::Stats` and one line in `stats::GLOBAL_STATS` (the tree makes a
-//! file for every entry).
+//! Adding a read-only file is one line in [`Tree::fill`] with a [`Ro`] kind. Adding a `stats/`
+//! counter is one line, its name, in its group's `stat_counters!` in `rust/stats.rs` (plus its
+//! `///` doc): the macro makes the field and its entry in the group's `COUNTERS`, and this tree
+//! makes a file for every entry of [`GlobalStats::COUNTERS`], of [`CpuStats::COUNTERS`] per CPU
+//! and of [`CounterStats::COUNTERS`] per hardware counter, named by the field, in declaration
+//! order. A hypothetical `stats/sample_lost_foo`:
+//!
+//! ```text
+//!   stat_counters! {
+//!       pub(crate) struct GlobalStats {
+//!           ...
+//!           event_throttled,
+//! +         /// Samples dropped because of foo.
+//! +         sample_lost_foo,
+//!       }
+//!   }
+//! ```
+//!
+//! counted with `stats::inc(&stats.sample_lost_foo)`.
 
 use crate::common::counter::Field;
 use crate::event_buffer::WORD;
@@ -37,7 +53,7 @@ use crate::kprof::{KpCtl, KpData};
 use crate::oprof::{Oprofile, Setting};
 use crate::oprofilefs::{capable_sys_admin, read_bytes, Access, Dir, Key, OpFile, Open, Ro, Rw, Tree, Ulong, UlongSetting};
 use crate::profile_point::ProfilePoints;
-use crate::stats::{self, COUNTER_STATS, CPU_STATS, GLOBAL_STATS};
+use crate::stats::{self, CounterStats, CpuStats, GlobalStats};
 use kernel::fs::file::Offset;
 use kernel::prelude::*;
 use kernel::uaccess::UserSliceWriter;
@@ -67,11 +83,11 @@ impl Tree for Oprofile {
         let stats = root.mkdir(c"stats")?;
         for cpu in 0..self.stats().cpu.len() as u32 {
             let dir = stats.mkdir_numbered(b"cpu", cpu)?;
-            for (i, (name, _)) in CPU_STATS.iter().enumerate() {
+            for (i, (name, _)) in CpuStats::COUNTERS.iter().enumerate() {
                 dir.file::<Ro<CpuStat>>(name, 0o444, Key::new(cpu, i as u8))?;
             }
         }
-        for (i, (name, _)) in GLOBAL_STATS.iter().enumerate() {
+        for (i, (name, _)) in GlobalStats::COUNTERS.iter().enumerate() {
             stats.file::<Ro<GlobalStat>>(name, 0o444, Key::new(0, i as u8))?;
         }
         stats.file::<Ro<PeriodNs>>(c"period_ns", 0o444, Key::NONE)?;
@@ -84,7 +100,7 @@ impl Tree for Oprofile {
             }
             dir.file::<Ro<CounterTotal>>(c"total", 0o444, Key::new(counter, 0))?;
             let dir = stats.mkdir_numbered(b"", counter)?;
-            for (i, (name, _)) in COUNTER_STATS.iter().enumerate() {
+            for (i, (name, _)) in CounterStats::COUNTERS.iter().enumerate() {
                 dir.file::<Ro<CounterStat>>(name, 0o444, Key::new(counter, i as u8))?;
             }
         }
@@ -264,29 +280,29 @@ impl Ulong<Oprofile> for PeriodNs {
     }
 }
 
-/// `stats/cpuN/<name>`: index the CPU, item the position in [`CPU_STATS`].
+/// `stats/cpuN/<name>`: index the CPU, item the position in [`CpuStats::COUNTERS`].
 struct CpuStat;
 
 impl Ulong<Oprofile> for CpuStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        stats::read(o.stats().cpu.get(key.index as usize), &CPU_STATS, key.item)
+        stats::read(o.stats().cpu.get(key.index as usize), CpuStats::COUNTERS, key.item)
     }
 }
 
-/// `stats/<name>`: item the position in [`GLOBAL_STATS`].
+/// `stats/<name>`: item the position in [`GlobalStats::COUNTERS`].
 struct GlobalStat;
 
 impl Ulong<Oprofile> for GlobalStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        stats::read(Some(o.stats()), &GLOBAL_STATS, key.item)
+        stats::read(Some(&o.stats().global), GlobalStats::COUNTERS, key.item)
     }
 }
 
-/// `stats/N/<name>`: index the counter, item the position in [`COUNTER_STATS`].
+/// `stats/N/<name>`: index the counter, item the position in [`CounterStats::COUNTERS`].
 struct CounterStat;
 
 impl Ulong<Oprofile> for CounterStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        stats::read(o.stats().counter.get(key.index as usize), &COUNTER_STATS, key.item)
+        stats::read(o.stats().counter.get(key.index as usize), CounterStats::COUNTERS, key.item)
     }
 }

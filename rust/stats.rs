@@ -7,103 +7,135 @@
 //!
 //! Losses that belong to one hardware counter are counted twice: under `stats/N/` for counter
 //! `N` ([`CounterStats`]) and in the global file of the same name, which is their sum.
+//!
+//! Each group of counters is declared by [`stat_counters!`], one line per counter: the field
+//! name is the file name and the declaration order is the file order (legacy order first), so
+//! adding a counter is one line (plus its doc comment) in [`CpuStats`], [`CounterStats`] or
+//! [`GlobalStats`]; `files.rs` makes a file for every entry of the group's
+//! [`COUNTERS`](GlobalStats::COUNTERS).
 
+use core::ops::Deref;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 
-/// Counters of one CPU, as `stats/cpuN/<name>` (mode 0444, `"%lu\n"`).
-pub(crate) struct CpuStats {
-    /// Samples taken on this CPU (delivered or lost).
-    pub(crate) sample_received: Atomic<usize>,
-    /// Samples dropped because this CPU's buffer was full.
-    pub(crate) sample_lost_overflow: Atomic<usize>,
-    /// Backtraces cut short for want of room (this CPU's ring filled up during the walk, or the
-    /// event buffer had no room for an entry at sync time) or at a broken frame whose PC equals
-    /// ESCAPE_CODE (legacy `oprofile_add_trace`).
-    pub(crate) backtrace_aborted: Atomic<usize>,
-    /// Samples without a valid PC (no interrupt registers).
-    pub(crate) sample_invalid_eip: Atomic<usize>,
+/// A counter of the group `S`: its file name and its field.
+pub(crate) type Counter<S> = (&'static CStr, fn(&S) -> &Atomic<usize>);
+
+/// Declares a group of `stats/` counters: a struct with one `pub(crate)` [`Atomic<usize>`]
+/// field per listed name (doc comments kept), and
+///
+/// - `COUNTERS`: every field as a [`Counter`], named by the field name, in declaration order;
+/// - `new()`: every counter 0 (`const`);
+/// - `reset()`: sets every counter to 0.
+///
+/// ```ignore
+/// stat_counters! {
+///     /// Counters of one CPU.
+///     pub(crate) struct CpuStats {
+///         /// Samples taken on this CPU.
+///         sample_received,
+///     }
+/// }
+/// ```
+macro_rules! stat_counters {
+    (
+        $(#[$attr:meta])*
+        $vis:vis struct $name:ident {
+            $( $(#[$fattr:meta])* $field:ident ),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        $vis struct $name {
+            $( $(#[$fattr])* pub(crate) $field: Atomic<usize>, )*
+        }
+
+        impl $name {
+            /// File names and accessors of the counters, in declaration (file) order.
+            pub(crate) const COUNTERS: &'static [Counter<Self>] = &[
+                $( (kernel::c_str!(stringify!($field)), |s| &s.$field), )*
+            ];
+
+            /// All counters 0.
+            pub(crate) const fn new() -> Self {
+                Self { $( $field: Atomic::new(0), )* }
+            }
+
+            /// Sets every counter to 0.
+            pub(crate) fn reset(&self) {
+                for (_, get) in Self::COUNTERS {
+                    get(self).store(0, Relaxed);
+                }
+            }
+        }
+    };
 }
 
-/// Names and accessors of the per-CPU counters, in legacy order.
-pub(crate) const CPU_STATS: [(&CStr, fn(&CpuStats) -> &Atomic<usize>); 4] = [
-    (c"sample_received", |s| &s.sample_received),
-    (c"sample_lost_overflow", |s| &s.sample_lost_overflow),
-    (c"backtrace_aborted", |s| &s.backtrace_aborted),
-    (c"sample_invalid_eip", |s| &s.sample_invalid_eip),
-];
-
-/// Losses of one hardware counter, as `stats/N/<name>` (mode 0444, `"%lu\n"`), summed over
-/// CPUs. See the global counters of the same names.
-pub(crate) struct CounterStats {
-    pub(crate) sample_lost_no_irq: Atomic<usize>,
-    pub(crate) sample_lost_overrun: Atomic<usize>,
-    pub(crate) event_throttled: Atomic<usize>,
+stat_counters! {
+    /// Counters of one CPU, as `stats/cpuN/<name>` (mode 0444, `"%lu\n"`), in legacy order.
+    pub(crate) struct CpuStats {
+        /// Samples taken on this CPU (delivered or lost).
+        sample_received,
+        /// Samples dropped because this CPU's buffer was full.
+        sample_lost_overflow,
+        /// Backtraces cut short for want of room (this CPU's ring filled up during the walk, or
+        /// the event buffer had no room for an entry at sync time) or at a broken frame whose PC
+        /// equals ESCAPE_CODE (legacy `oprofile_add_trace`).
+        backtrace_aborted,
+        /// Samples without a valid PC (no interrupt registers).
+        sample_invalid_eip,
+    }
 }
 
-/// Names and accessors of the per-counter losses.
-pub(crate) const COUNTER_STATS: [(&CStr, fn(&CounterStats) -> &Atomic<usize>); 3] = [
-    (c"sample_lost_no_irq", |s| &s.sample_lost_no_irq),
-    (c"sample_lost_overrun", |s| &s.sample_lost_overrun),
-    (c"event_throttled", |s| &s.event_throttled),
-];
+stat_counters! {
+    /// Losses of one hardware counter, as `stats/N/<name>` (mode 0444, `"%lu\n"`), summed over
+    /// CPUs; hardware models only. Each global counter of the same name is their sum.
+    pub(crate) struct CounterStats {
+        /// Overflows of this counter the PMU did not signal with an interrupt (sampling
+        /// periods), estimated from its count.
+        sample_lost_no_irq,
+        /// Sampling periods of this counter skipped by an interrupt more than a period late.
+        sample_lost_overrun,
+        /// Times perf throttled this counter.
+        event_throttled,
+    }
+}
+
+stat_counters! {
+    /// The global counters, as `stats/<name>` (mode 0444, `"%lu\n"`), in legacy order; the last
+    /// three are ours. Reached through [`Stats`] (`stats.sample_lost_no_mm`).
+    pub(crate) struct GlobalStats {
+        /// User samples of a task without mm.
+        sample_lost_no_mm,
+        /// User samples whose PC lies in no mapping.
+        sample_lost_no_mapping,
+        /// Samples dropped whole because the event buffer was full. Legacy counted dropped
+        /// words; we never split a record, so we count samples (see `common::sync`).
+        event_lost_overflow,
+        /// Backtraces cut short at a user return address in no mapping (the rest is dropped).
+        bt_lost_no_mapping,
+        /// Counter overflows the PMU did not signal with an interrupt (sampling periods that
+        /// elapsed without a sample), estimated from the counts; hardware models only. Sum of
+        /// `stats/N/sample_lost_no_irq`.
+        sample_lost_no_irq,
+        /// Sampling periods skipped because an overflow interrupt came more than a period late.
+        /// Sum of `stats/N/sample_lost_overrun`.
+        sample_lost_overrun,
+        /// Times perf throttled a sampling counter (it counts nothing until perf's next tick
+        /// restarts it). Sum of `stats/N/event_throttled`.
+        event_throttled,
+    }
+}
 
 /// All counters: one [`CpuStats`] per possible CPU (index = CPU id), one [`CounterStats`] per
-/// hardware counter (index = counter number; none in timer mode) and the global ones.
+/// hardware counter (index = counter number; none in timer mode) and the [`GlobalStats`], which
+/// `Stats` dereferences to.
 pub(crate) struct Stats {
+    /// `stats/cpuN/`, index = CPU id.
     pub(crate) cpu: KVec<CpuStats>,
+    /// `stats/N/`, index = hardware counter number.
     pub(crate) counter: KVec<CounterStats>,
-    /// User samples of a task without mm.
-    pub(crate) sample_lost_no_mm: Atomic<usize>,
-    /// User samples whose PC lies in no mapping.
-    pub(crate) sample_lost_no_mapping: Atomic<usize>,
-    /// Samples dropped whole because the event buffer was full. Legacy counted dropped words;
-    /// we never split a record, so we count samples (see `common::sync`).
-    pub(crate) event_lost_overflow: Atomic<usize>,
-    /// Backtraces cut short at a user return address in no mapping (the rest is dropped).
-    pub(crate) bt_lost_no_mapping: Atomic<usize>,
-    /// Counter overflows the PMU did not signal with an interrupt (sampling periods that
-    /// elapsed without a sample), estimated from the counts; hardware models only. Sum of
-    /// `stats/N/sample_lost_no_irq`.
-    pub(crate) sample_lost_no_irq: Atomic<usize>,
-    /// Sampling periods skipped because an overflow interrupt came more than a period late.
-    /// Sum of `stats/N/sample_lost_overrun`.
-    pub(crate) sample_lost_overrun: Atomic<usize>,
-    /// Times perf throttled a sampling counter (it counts nothing until perf's next tick
-    /// restarts it). Sum of `stats/N/event_throttled`.
-    pub(crate) event_throttled: Atomic<usize>,
-}
-
-/// Names and accessors of the global counters, in legacy order; the last three are ours.
-pub(crate) const GLOBAL_STATS: [(&CStr, fn(&Stats) -> &Atomic<usize>); 7] = [
-    (c"sample_lost_no_mm", |s| &s.sample_lost_no_mm),
-    (c"sample_lost_no_mapping", |s| &s.sample_lost_no_mapping),
-    (c"event_lost_overflow", |s| &s.event_lost_overflow),
-    (c"bt_lost_no_mapping", |s| &s.bt_lost_no_mapping),
-    (c"sample_lost_no_irq", |s| &s.sample_lost_no_irq),
-    (c"sample_lost_overrun", |s| &s.sample_lost_overrun),
-    (c"event_throttled", |s| &s.event_throttled),
-];
-
-impl CpuStats {
-    fn new() -> Self {
-        CpuStats {
-            sample_received: Atomic::new(0),
-            sample_lost_overflow: Atomic::new(0),
-            backtrace_aborted: Atomic::new(0),
-            sample_invalid_eip: Atomic::new(0),
-        }
-    }
-}
-
-impl CounterStats {
-    fn new() -> Self {
-        CounterStats {
-            sample_lost_no_irq: Atomic::new(0),
-            sample_lost_overrun: Atomic::new(0),
-            event_throttled: Atomic::new(0),
-        }
-    }
+    /// `stats/`.
+    pub(crate) global: GlobalStats,
 }
 
 impl Stats {
@@ -118,40 +150,30 @@ impl Stats {
         for _ in 0..nr_counters {
             counter.push(CounterStats::new(), GFP_KERNEL)?;
         }
-        Ok(Stats {
-            cpu,
-            counter,
-            sample_lost_no_mm: Atomic::new(0),
-            sample_lost_no_mapping: Atomic::new(0),
-            event_lost_overflow: Atomic::new(0),
-            bt_lost_no_mapping: Atomic::new(0),
-            sample_lost_no_irq: Atomic::new(0),
-            sample_lost_overrun: Atomic::new(0),
-            event_throttled: Atomic::new(0),
-        })
+        Ok(Stats { cpu, counter, global: GlobalStats::new() })
     }
 
     /// Zeroes every counter (legacy `oprofile_reset_stats`, on `enable=1`).
     pub(crate) fn reset(&self) {
-        for c in self.cpu.iter() {
-            for (_, get) in CPU_STATS {
-                get(c).store(0, Relaxed);
-            }
-        }
-        for c in self.counter.iter() {
-            for (_, get) in COUNTER_STATS {
-                get(c).store(0, Relaxed);
-            }
-        }
-        for (_, get) in GLOBAL_STATS {
-            get(self).store(0, Relaxed);
-        }
+        self.cpu.iter().for_each(CpuStats::reset);
+        self.counter.iter().for_each(CounterStats::reset);
+        self.global.reset();
+    }
+}
+
+/// `stats.sample_lost_no_mm` for `stats.global.sample_lost_no_mm`, as in legacy's flat
+/// `oprofile_stats`.
+impl Deref for Stats {
+    type Target = GlobalStats;
+
+    fn deref(&self) -> &GlobalStats {
+        &self.global
     }
 }
 
 /// The value of counter `item` of `table` in `group` (a file of `stats/`). Errors: `EINVAL`
 /// when `group` is `None` (no such CPU or counter) or `item` is not in `table`.
-pub(crate) fn read<S>(group: Option<&S>, table: &[(&CStr, fn(&S) -> &Atomic<usize>)], item: u8) -> Result<u64> {
+pub(crate) fn read<S>(group: Option<&S>, table: &[Counter<S>], item: u8) -> Result<u64> {
     let (_, get) = table.get(usize::from(item)).ok_or(EINVAL)?;
     Ok(get(group.ok_or(EINVAL)?).load(Relaxed) as u64)
 }
