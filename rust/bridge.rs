@@ -209,8 +209,8 @@ unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
 
 /// Registration of the module notifier (`register_module_notifier`; the crate has no notifier
 /// chains), owning the context it calls. Pinned in place; on drop the notifier is unregistered
-/// before the context goes. One may exist at a time (the shim's `notifier_block` is static).
-/// Derefs to the context.
+/// before the context goes. One may exist at a time (the shim's `notifier_block` is static; a
+/// second initialisation fails with `EBUSY`, leaving the first intact). Derefs to the context.
 ///
 /// # Invariants
 ///
@@ -225,8 +225,8 @@ pub(crate) struct ModuleNotifier<C: ModuleEvents> {
 }
 
 impl<C: ModuleEvents> ModuleNotifier<C> {
-    /// Initialises `ctx`, then registers the notifier for it. Errors: `ctx`'s; those of
-    /// `register_module_notifier` (then `ctx` is dropped).
+    /// Initialises `ctx`, then registers the notifier for it. Errors: `ctx`'s; `EBUSY` while
+    /// another is registered; those of `register_module_notifier` (then `ctx` is dropped).
     pub(crate) fn new(ctx: impl PinInit<C, Error>) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             ctx <- ctx,

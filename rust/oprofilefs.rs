@@ -435,7 +435,8 @@ unsafe extern "C" fn fill_root<C: Tree>(ctx: *const c_void, root: *mut bindings:
 /// files see (`W` derefs to it: the context itself behind another registration that owns it, as
 /// the module's `ModuleNotifier<Oprofile>`). Pinned in place (the module's `InPlaceModule`);
 /// on drop the filesystem is unregistered before `inner` goes. One may exist at a time (the
-/// shim's `file_system_type` is static).
+/// shim's `file_system_type` is static; a second initialisation fails with `EBUSY`, leaving the
+/// first intact).
 ///
 /// # Invariants
 ///
@@ -451,14 +452,16 @@ pub(crate) struct Registration<C: Tree, W: Deref<Target = C> + Sync + 'static> {
 
 impl<C: Tree, W: Deref<Target = C> + Sync + 'static> Registration<C, W> {
     /// Initialises `inner`, then registers `oprofilefs`, whose files will see `*inner`.
-    /// Errors: `inner`'s; `EBUSY` if the name is taken (then `inner` is dropped).
+    /// Errors: `inner`'s; `EBUSY` while another is registered or if the name is taken (then
+    /// `inner` is dropped).
     pub(crate) fn new(inner: impl PinInit<W, Error>) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             inner <- inner,
             _pin: {
                 // SAFETY: `this` points to the slot being initialised, whose `inner` was
                 // initialised above (fields initialise in order) and is pinned; the shared
-                // reference lives only for this block, in which nothing else accesses the slot.
+                // reference lives only for this block, in which nothing writes the slot (the
+                // `Pin<&mut W>` binding pin-init made for `inner` is not used).
                 let inner = unsafe { &*(&raw const (*this.as_ptr()).inner) };
                 let ctx: *const C = &**inner;
                 // SAFETY: FFI call; the shim's file_system_type is static. The context stays valid

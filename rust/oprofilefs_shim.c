@@ -134,14 +134,22 @@ static struct file_system_type oprofilefs_type = {
  *       oprofilefs_shim_unregister()
  * @fill: builds the tree below a new superblock's root (called by fill_super with @ctx)
  *
- * One registration at a time (the file_system_type is static).
- * Return: 0, or the error of register_filesystem() (-EBUSY if the name is taken).
+ * One registration at a time (the file_system_type is static): a second one is refused before
+ * it touches the first one's context.
+ * Return: 0, -EBUSY while registered, or the error of register_filesystem() (-EBUSY if the name
+ * is taken).
  */
 int oprofilefs_shim_register(const void *ctx, oprofilefs_fill_fn fill)
 {
-	oprofilefs_ctx = ctx;
+	int ret;
+
+	if (cmpxchg(&oprofilefs_ctx, NULL, ctx))
+		return -EBUSY;
 	oprofilefs_fill = fill;
-	return register_filesystem(&oprofilefs_type);
+	ret = register_filesystem(&oprofilefs_type);
+	if (ret)
+		WRITE_ONCE(oprofilefs_ctx, NULL);
+	return ret;
 }
 
 /**
@@ -152,4 +160,5 @@ int oprofilefs_shim_register(const void *ctx, oprofilefs_fill_fn fill)
 void oprofilefs_shim_unregister(void)
 {
 	unregister_filesystem(&oprofilefs_type);
+	WRITE_ONCE(oprofilefs_ctx, NULL);
 }

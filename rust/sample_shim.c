@@ -316,14 +316,21 @@ static struct notifier_block oprofile_module_nb = {
  * @coming: called on MODULE_STATE_COMING (process context)
  *
  * Missing binding: the kernel crate has no notifier-chain abstraction. One registration at a
- * time (the notifier_block is static).
- * Return: 0, or the error of register_module_notifier().
+ * time (the notifier_block is static): a second one is refused before it touches the first
+ * one's context.
+ * Return: 0, -EBUSY while registered, or the error of register_module_notifier().
  */
 int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx))
 {
-	oprofile_module_ctx = ctx;
+	int ret;
+
+	if (cmpxchg(&oprofile_module_ctx, NULL, ctx))
+		return -EBUSY;
 	oprofile_module_coming = coming;
-	return register_module_notifier(&oprofile_module_nb);
+	ret = register_module_notifier(&oprofile_module_nb);
+	if (ret)
+		WRITE_ONCE(oprofile_module_ctx, NULL);
+	return ret;
 }
 
 /**
@@ -334,6 +341,7 @@ int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const
 void oprofile_shim_module_notifier_unregister(void)
 {
 	unregister_module_notifier(&oprofile_module_nb);
+	WRITE_ONCE(oprofile_module_ctx, NULL);
 }
 
 /**

@@ -40,12 +40,18 @@ extern "C" {
     fn oprofile_shim_perf_release(event: *mut c_void);
 }
 
-/// Which PMU names have a model: only for those does the probe read `struct arm_pmu`'s counter
-/// mask (a PMU of another driver has no such struct).
+/// Which PMUs have a model (the probe reads the counter count of those).
 pub(crate) trait PmuModels {
-    /// Whether the perf PMU named `name` is one of the ARM perf drivers' PMUs with a model.
-    fn is_arm_pmu(name: &str) -> bool;
+    /// Whether the perf PMU named `name` has a model.
+    fn has_model(name: &str) -> bool;
 }
+
+/// Name prefixes of the PMUs the ARM perf drivers (`drivers/perf/arm_pmu.c` users:
+/// `arch/arm/kernel/perf_event_v{6,7}.c`, `perf_event_xscale.c`, `drivers/perf/arm_pmuv3.c`)
+/// register. Only such a PMU is embedded in a `struct arm_pmu`, whose counter mask
+/// `perf_shim.c` reads through `to_arm_pmu()`: this bridge asks the shim to for no other name,
+/// whatever [`PmuModels`] says.
+const ARM_PMU_PREFIXES: [&str; 4] = ["armv6_", "armv7_", "armv8_", "xscale"];
 
 /// What perf's CPU-cycles PMU is.
 pub(crate) struct PmuInfo {
@@ -67,7 +73,8 @@ impl PmuInfo {
     }
 }
 
-/// The shim's `is_arm_pmu` callback for `M`.
+/// The shim's `is_arm_pmu` callback for `M`: a PMU of an ARM perf driver
+/// ([`ARM_PMU_PREFIXES`]) with a model.
 ///
 /// # Safety
 ///
@@ -75,7 +82,7 @@ impl PmuInfo {
 unsafe extern "C" fn is_arm_pmu<M: PmuModels>(name: *const c_char) -> bool {
     // SAFETY: NUL-terminated and valid for the call (our contract).
     let name = unsafe { CStr::from_char_ptr(name) };
-    name.to_str().is_ok_and(M::is_arm_pmu)
+    name.to_str().is_ok_and(|n| ARM_PMU_PREFIXES.iter().any(|p| n.starts_with(p)) && M::has_model(n))
 }
 
 /// Describes the PMU perf counts CPU cycles with (creates and releases a probe counter;

@@ -62,10 +62,13 @@ pub(crate) enum Lookup {
 /// # Safety
 ///
 /// `file` must be null or a `struct file *` on which the caller owns a reference, which moves
-/// into the result.
+/// into the result, taken from a reference that stays held elsewhere meanwhile (a VMA's
+/// `vm_file`, an mm's `exe_file`), so that no `fdget_pos` can have skipped `f_pos_lock` on it.
 unsafe fn owned_file(file: *mut bindings::file) -> Option<ARef<File>> {
     // SAFETY: A referenced, live file whose reference moves into the `ARef` (our contract);
-    // `File` is `repr(transparent)` over `struct file`.
+    // `File` is `repr(transparent)` over `struct file`. `File`'s other invariant holds: the
+    // mapping or mm owned a second reference when ours was taken, so `file_count > 1` and
+    // `fdget_pos` takes `f_pos_lock` (`kernel::fs::File`).
     NonNull::new(file.cast::<File>()).map(|f| unsafe { ARef::from_raw(f) })
 }
 

@@ -62,7 +62,7 @@ impl kernel::fmt::Display for ProbeError {
 struct Models;
 
 impl PmuModels for Models {
-    fn is_arm_pmu(name: &str) -> bool {
+    fn has_model(name: &str) -> bool {
         CpuModel::by_pmu_name(name).is_some()
     }
 }

@@ -5,8 +5,10 @@
 //! One pinned high-resolution timer per online CPU fires every `1 / timer_hz` seconds (module
 //! parameter `timer_hz`, 1..=100000 Hz, default 1000) and samples the interrupted context with
 //! event 0. Timers are started on their own CPU through [`bridge::call_on_cpu`] so that
-//! `HRTIMER_MODE_REL_PINNED` keeps them there. CPUs that come online while profiling are not
-//! sampled until the next start (legacy handled hotplug; noted for later).
+//! `HRTIMER_MODE_REL_PINNED_HARD` keeps them there, expiring in hard-interrupt context even on
+//! PREEMPT_RT (where a plain mode would tick in a softirq, without interrupted registers, and
+//! every sample would count as `sample_invalid_eip`). CPUs that come online while profiling are
+//! not sampled until the next start (legacy handled hotplug; noted for later).
 //!
 //! [`CpuTimers`] is the per-CPU clock itself, generic over what a tick does ([`Tick`]); kprof
 //! (`crate::kprof`) runs its own set at `kprof_hz`.
@@ -18,7 +20,7 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::time::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
-    HrTimerRestart, RelativePinnedMode,
+    HrTimerRestart, RelativePinnedHardMode,
 };
 use kernel::time::{Delta, Monotonic};
 use kernel::impl_has_hr_timer;
@@ -59,7 +61,7 @@ pub(crate) struct CpuTimer<T: Tick> {
 }
 
 impl_has_hr_timer! {
-    impl{T: Tick} HasHrTimer<CpuTimer<T>> for CpuTimer<T> { mode: RelativePinnedMode<Monotonic>, field: self.timer }
+    impl{T: Tick} HasHrTimer<CpuTimer<T>> for CpuTimer<T> { mode: RelativePinnedHardMode<Monotonic>, field: self.timer }
 }
 
 impl<T: Tick> HrTimerCallback for CpuTimer<T> {
