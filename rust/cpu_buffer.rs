@@ -21,11 +21,14 @@
 //! - `backtrace_aborted`: the ring filled up during the backtrace, or an entry was not a code
 //!   address of its mode (a kernel entry outside the kernel text and the module area, a user
 //!   entry in a mapping without `VM_EXEC`, or ESCAPE_CODE): the rest of that backtrace is
-//!   dropped; global `bt_lost_no_mapping`: a user return address in no mapping (likewise).
+//!   dropped; global `bt_lost_no_mapping`: a user return address in no mapping (likewise);
+//!   global `bt_user_thumb`, `bt_user_bad_frame`, `bt_user_not_call`: the user frame walk
+//!   ended at Thumb code, at a frame that is not a frame record, at a return address that
+//!   follows no call ([`sync::UserWalkEnd`]).
 
-use crate::bridge::{self, regs::Regs, ring::Ring, user::Lookup};
+use crate::bridge::{self, regs::{Regs, UserRegs}, ring::Ring, user::Lookup};
 use crate::common::event::ESCAPE_CODE;
-use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
+use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, UserFrameRegs, UserWalkEnd, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::{self, CpuStats, Stats};
 use kernel::fs::File;
@@ -100,12 +103,11 @@ impl Walk<'_> {
     /// Logs one backtrace entry, a kernel or `user` return address. Returns false to end the
     /// walk.
     fn frame(&self, pc: usize, user: bool) -> bool {
-        let w = self;
         // A broken frame can give a PC equal to ESCAPE_CODE, which the event buffer cannot carry
         // as a value: the trace ends there (legacy `oprofile_add_trace`). So does a kernel entry
         // that is no kernel code (a walk that strayed into data or the stack).
-        if !w.buf.ring.has_room() || pc == ESCAPE_CODE || (!user && !w.code.contains(pc)) {
-            stats::inc(&w.cpu.backtrace_aborted);
+        if !self.buf.ring.has_room() || pc == ESCAPE_CODE || (!user && !self.code.contains(pc)) {
+            stats::inc(&self.cpu.backtrace_aborted);
             return false;
         }
         let loc = if user {
@@ -115,11 +117,11 @@ impl Walk<'_> {
                     // Not a return address: data or stack of the task (its reference drops
                     // here).
                     drop(loc);
-                    stats::inc(&w.cpu.backtrace_aborted);
+                    stats::inc(&self.cpu.backtrace_aborted);
                     return false;
                 }
                 Err(_) => {
-                    stats::inc(&w.stats.bt_lost_no_mapping);
+                    stats::inc(&self.stats.bt_lost_no_mapping);
                     return false;
                 }
             }
@@ -127,11 +129,42 @@ impl Walk<'_> {
             SampleLoc::Kernel
         };
         let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
-        if w.buf.ring.push(CpuSample { pc, loc, event: 0, flags, pid: w.pid, tgid: w.tgid, app: None }).is_err() {
-            stats::inc(&w.cpu.backtrace_aborted);
+        if self.buf.ring.push(CpuSample { pc, loc, event: 0, flags, pid: self.pid, tgid: self.tgid, app: None }).is_err() {
+            stats::inc(&self.cpu.backtrace_aborted);
             return false;
         }
         true
+    }
+
+    /// Logs the user part of a backtrace from `user`, at most `left` entries (legacy depth
+    /// counts kernel and user frames together): the user PC the kernel was entered from, then
+    /// the frame-pointer walk ([`sync::walk_user_frames`]), whose end is counted by reason.
+    fn user_frames(&self, user: &UserRegs, mut left: u32) {
+        let mut emit = |pc: usize| {
+            if left == 0 || !self.frame(pc, true) {
+                return false;
+            }
+            left -= 1;
+            left != 0
+        };
+        if user.entry && !emit(user.pc as usize) {
+            return;
+        }
+        let sp = user.sp as usize;
+        let regs = UserFrameRegs {
+            fp: user.fp as usize,
+            lr: user.lr as usize,
+            sp,
+            cpsr: user.cpsr as usize,
+            stack_end: bridge::user::mapping_end_irq(sp).unwrap_or(0),
+        };
+        let counter = match sync::walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {
+            UserWalkEnd::Done => return,
+            UserWalkEnd::Thumb => &self.stats.bt_user_thumb,
+            UserWalkEnd::BadFrame => &self.stats.bt_user_bad_frame,
+            UserWalkEnd::NotCall => &self.stats.bt_user_not_call,
+        };
+        stats::inc(counter);
     }
 }
 
@@ -192,19 +225,7 @@ impl CpuBuffer {
             let w = Walk { buf: self, cpu, stats, code, pid, tgid };
             let (n, user) = regs.backtrace(depth, &mut |pc| w.frame(pc, false));
             if user.walk {
-                // The user part, as many frames as the kernel part left (legacy depth counts
-                // both).
-                let mut left = depth.saturating_sub(n);
-                let mut emit = |pc: usize| {
-                    if left == 0 || !w.frame(pc, true) {
-                        return false;
-                    }
-                    left -= 1;
-                    left != 0
-                };
-                if !user.entry || emit(user.pc as usize) {
-                    sync::walk_user_frames(user.fp as usize, user.lr as usize, user.sp as usize, bridge::regs::read_user_word, &mut emit);
-                }
+                w.user_frames(&user, depth.saturating_sub(n));
             }
         }
     }

@@ -68,6 +68,7 @@ static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct opr
 	if (!vma)
 		return OPROFILE_LOOKUP_NONE;
 	where->exec = vma->vm_flags & VM_EXEC;
+	where->end = vma->vm_end;
 	if (!vma->vm_file)
 		return OPROFILE_LOOKUP_ANON;
 	if (irq) {
@@ -89,7 +90,7 @@ static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct opr
  * @file: out: for OPROFILE_LOOKUP_FILE the mapped file with a reference the caller owns (Rust:
  *        an ARef<File>, bridge/user.rs); else NULL
  * @where: out: for FILE the mapping's start and file page (Rust computes the offset); for FILE
- *         and ANON whether it is executable (VM_EXEC)
+ *         and ANON its end and whether it is executable (VM_EXEC)
  *
  * Missing binding: the speculative mmap_lock section and get_file_active() are not in the
  * kernel crate. Context: interrupt; takes no lock and does not sleep.
@@ -203,11 +204,11 @@ struct oprofile_bt {
 	bool stop;
 };
 
-static bool bt_emit(struct oprofile_bt *bt, unsigned long pc, bool user)
+static bool bt_emit(struct oprofile_bt *bt, unsigned long pc)
 {
 	if (bt->stop || !bt->left)
 		return false;
-	if (!bt->fn(bt->ctx, pc, user)) {
+	if (!bt->fn(bt->ctx, pc)) {
 		bt->stop = true;
 		return false;
 	}
@@ -225,7 +226,7 @@ static bool bt_kernel_frame(void *data, unsigned long pc)
 		bt->skip_first = false;
 		return true;
 	}
-	return bt_emit(bt, pc, false);
+	return bt_emit(bt, pc);
 }
 
 #endif
@@ -239,8 +240,8 @@ static bool bt_kernel_frame(void *data, unsigned long pc)
  * @ctx: passed to @fn
  * @user: out: whether and where the user part of the chain starts (walked by Rust, see
  *        common::sync::walk_user_frames): for a kernel-mode sample of a user task the user PC
- *        it entered the kernel from (@user->entry) and the user fp, lr, sp; for a user-mode
- *        sample the sampled fp, lr, sp
+ *        it entered the kernel from (@user->entry) and the user fp, lr, sp, cpsr; for a
+ *        user-mode sample the sampled fp, lr, sp, cpsr
  *
  * Missing binding: the ARM unwinder (walk_stackframe), task_pt_regs() and the pt_regs layout.
  * Context: the sampling interrupt.
@@ -272,6 +273,7 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 	user->fp = regs->ARM_fp;
 	user->lr = regs->ARM_lr;
 	user->sp = regs->ARM_sp;
+	user->cpsr = regs->ARM_cpsr;
 #endif
 	return bt.n;
 }

@@ -17,6 +17,7 @@ struct workqueue_struct;
 /* The mapping a user PC was found in (oprofile_shim_user_lookup_*()). */
 struct oprofile_vma {
 	unsigned long start;	/* vm_start (FILE) */
+	unsigned long end;	/* vm_end (FILE, ANON) */
 	unsigned long pgoff;	/* vm_pgoff: file page mapped at start (FILE) */
 	bool exec;		/* VM_EXEC (FILE, ANON) */
 };
@@ -29,7 +30,7 @@ struct oprofile_vma {
 #define OPROFILE_LOOKUP_RETRY	4	/* mm was being changed: retry under mmap_lock */
 
 /* Rust: one frame of a backtrace (interrupt context); returns false to stop the walk. */
-typedef bool (*oprofile_frame_fn)(void *ctx, unsigned long pc, bool user);
+typedef bool (*oprofile_frame_fn)(void *ctx, unsigned long pc);
 
 struct pt_regs *oprofile_shim_irq_regs(void);
 int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc);
@@ -47,8 +48,9 @@ int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 struct oprofile_user_regs {
 	unsigned long pc;	/* the user PC the kernel was entered from (entry) */
 	unsigned long fp, lr, sp;
+	unsigned long cpsr;	/* the user CPSR (its T bit: Thumb state) */
 	bool entry;		/* pc is the first user frame */
-	bool walk;		/* walk the user frames from fp, lr, sp */
+	bool walk;		/* walk the user frames from fp, lr, sp, cpsr */
 };
 
 unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,

@@ -102,7 +102,7 @@ stat_counters! {
 
 stat_counters! {
     /// The global counters, as `stats/<name>` (mode 0444, `"%lu\n"`), in legacy order; the last
-    /// three are ours. Reached through [`Stats`] (`stats.sample_lost_no_mm`).
+    /// six (from `sample_lost_no_irq`) are ours. Reached through [`Stats`] (`stats.sample_lost_no_mm`).
     pub(crate) struct GlobalStats {
         /// User samples of a task without mm.
         sample_lost_no_mm,
@@ -123,6 +123,15 @@ stat_counters! {
         /// Times perf throttled a sampling counter (it counts nothing until perf's next tick
         /// restarts it). Sum of `stats/N/event_throttled`.
         event_throttled,
+        /// User call chains ended at Thumb code (the sampled code, or a caller returned to),
+        /// whose r11 is no frame pointer (`common::sync::UserWalkEnd::Thumb`).
+        bt_user_thumb,
+        /// User call chains ended at a frame pointer outside the stack mapping, misaligned, not
+        /// above the previous frame, or unreadable (`UserWalkEnd::BadFrame`).
+        bt_user_bad_frame,
+        /// User call chains ended at a saved return address that follows no call instruction
+        /// (`UserWalkEnd::NotCall`).
+        bt_user_not_call,
     }
 }
 

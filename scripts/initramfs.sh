@@ -2,7 +2,7 @@
 # Builds the guest initramfs: busybox (armhf, static), optool, opfuzz, oprofile.ko, the static ARM
 # oprof (/usr/bin/oprof, with /usr/bin/oprofile.ko beside it: `make target-tools`), tests/guest/*.sh, the
 # guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
-# pointers) and the armhf glibc they need.
+# pointers; hot_t2: hot built -O2 -g, Thumb-2 without frame pointers) and the armhf glibc they need.
 # Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]   (KVARIANT: which optest.ko, see lib.sh)
 #   OPSETUP.sh (optional): counter set-up lines (`oprof setup`), installed as /tests/opsetup.sh.
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
@@ -28,6 +28,8 @@ for p in hot churn opwork; do
     arm-linux-gnueabihf-gcc "${cflags[@]}" -o "$root/bin/$p" "$REPO/tests/guest/$p.c"
 done
 arm-linux-gnueabihf-gcc "${cflags[@]}" -shared -fPIC -o "$root/lib/libspin.so" "$REPO/tests/guest/libspin.c"
+# hot as distributions build C for armhf (Debian's defaults: -O2, Thumb-2, no frame pointer).
+arm-linux-gnueabihf-gcc -O2 -g -Wall -Werror -o "$root/bin/hot_t2" "$REPO/tests/guest/hot.c"
 install -m 0755 /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 /usr/arm-linux-gnueabihf/lib/libc.so.6 "$root/lib/"
 install -m 0644 "$ko" "$root/oprofile.ko"
 # oprof record loads the module from beside its binary when modprobe cannot.

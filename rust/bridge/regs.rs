@@ -17,7 +17,7 @@ extern "C" {
     fn oprofile_shim_backtrace(
         regs: *mut bindings::pt_regs,
         depth: u32,
-        f: unsafe extern "C" fn(*mut c_void, c_ulong, bool) -> bool,
+        f: unsafe extern "C" fn(*mut c_void, c_ulong) -> bool,
         ctx: *mut c_void,
         user: *mut UserRegs,
     ) -> u32;
@@ -43,9 +43,11 @@ pub(crate) struct UserRegs {
     pub(crate) fp: c_ulong,
     pub(crate) lr: c_ulong,
     pub(crate) sp: c_ulong,
+    /// The user CPSR (Thumb state: `common::arm::PSR_T_BIT`).
+    pub(crate) cpsr: c_ulong,
     /// `pc` is the first user frame.
     pub(crate) entry: bool,
-    /// Walk the user frames from `fp`, `lr`, `sp`.
+    /// Walk the user frames from `fp`, `lr`, `sp`, `cpsr`.
     pub(crate) walk: bool,
 }
 
@@ -99,7 +101,7 @@ impl Regs {
 /// # Safety
 ///
 /// `ctx` must point to a live `&mut dyn FnMut(usize) -> bool`, not otherwise borrowed.
-unsafe extern "C" fn kernel_frame(ctx: *mut c_void, pc: c_ulong, _user: bool) -> bool {
+unsafe extern "C" fn kernel_frame(ctx: *mut c_void, pc: c_ulong) -> bool {
     // SAFETY: Our contract.
     let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(usize) -> bool>() };
     f(pc as usize)

@@ -20,6 +20,7 @@ use kernel::sync::aref::ARef;
 #[derive(Default)]
 struct Vma {
     start: c_ulong,
+    end: c_ulong,
     pgoff: c_ulong,
     exec: bool,
 }
@@ -102,6 +103,22 @@ pub(crate) fn lookup_irq(pc: usize) -> Lookup {
     let r = unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut vma) };
     // SAFETY: The shim referenced `file` for LOOKUP_FILE and left it null otherwise.
     unsafe { lookup_result(r, file, &vma, pc) }
+}
+
+/// The end (exclusive) of the current task's mapping that contains user address `addr` (for
+/// the stack pointer: the stack's top), looked up without locks (any context; never sleeps);
+/// `None` when no mapping contains it, the task has no mm or its mm is being changed.
+pub(crate) fn mapping_end_irq(addr: usize) -> Option<usize> {
+    let mut file = core::ptr::null_mut();
+    let mut vma = Vma::default();
+    // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
+    let r = unsafe { oprofile_shim_user_lookup_irq(addr as c_ulong, &mut file, &mut vma) };
+    // SAFETY: The shim referenced `file` for LOOKUP_FILE and left it null otherwise; the
+    // reference drops here.
+    match unsafe { lookup_result(r, file, &vma, addr) } {
+        Lookup::File { .. } | Lookup::Anon { .. } => Some(vma.end as usize),
+        _ => None,
+    }
 }
 
 /// Looks user `pc` up in `mm` under its `mmap_lock` (process context; sleeps). Never

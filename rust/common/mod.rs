@@ -6,6 +6,7 @@
 //! `oprofile.ko`, and the host crate `oprofile-common` compiles the very same files (through
 //! `#[path]`) so `cargo test` exercises the code the kernel runs.
 //!
+//! - [`arm`]: ARM and Thumb call instructions (is a return address after a call?).
 //! - [`counter`]: counter directory values, their validation, the no-interrupt loss estimate.
 //! - [`event`]: the legacy event-buffer word format (`ESCAPE_CODE` records) and its decoder.
 //! - [`image`]: lines of the `images` file (image id, escaped path).
@@ -16,6 +17,7 @@
 //! - [`ring`]: index math of the per-CPU sample rings.
 //! - [`sync`]: the `buffer_sync` state machine that turns CPU-buffer samples into event words.
 
+pub mod arm;
 pub mod counter;
 pub mod event;
 pub mod events;

@@ -17,6 +17,7 @@
 //! COOKIE_SWITCH when those change; it is its own group, and once one is lost the rest of that
 //! backtrace is dropped. A backtrace ends at the next TRACE_BEGIN, CPU_SWITCH or CTX_SWITCH.
 
+use super::arm;
 use super::event::Record;
 
 /// `CpuSample::flags`: the sample was taken in kernel mode.
@@ -305,52 +306,109 @@ pub fn file_offset(pc: usize, vm_start: usize, vm_pgoff: usize, page_shift: u32)
     vm_pgoff.wrapping_shl(page_shift).wrapping_add(pc.wrapping_sub(vm_start))
 }
 
-/// A return address this far above the user stack pointer or less is on the stack itself: not
-/// code (code built without frame pointers left fp pointing at other data). Bytes.
-pub const USER_STACK_SPAN: usize = 8 << 20;
 /// A leaf's saved fp lies at most this far above its own fp. Bytes.
 pub const LEAF_LINK_SPAN: usize = 1 << 20;
 
+/// Where a user frame-pointer walk starts: the user registers of the sample (for a kernel-mode
+/// sample, those the task entered the kernel with) and the end of its stack mapping.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UserFrameRegs {
+    /// r11 (`fp`), r14 (`lr`), r13 (`sp`) and the CPSR.
+    pub fp: usize,
+    pub lr: usize,
+    pub sp: usize,
+    pub cpsr: usize,
+    /// End (exclusive) of the mapping that contains `sp`; 0 when none does.
+    pub stack_end: usize,
+}
+
+/// Why a user frame-pointer walk ended. Each reason but `Done` has a `stats/` counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserWalkEnd {
+    /// The outermost frame (saved fp 0), or `emit` ended the walk (depth reached, or an entry it
+    /// refused and counted itself).
+    Done,
+    /// Thumb code: the sampled code, or a caller returned to (return address with bit 0 set).
+    /// Thumb code keeps no ARM frame records (r7 or nothing is its frame pointer, r11 a
+    /// general register): `stats/bt_user_thumb`.
+    Thumb,
+    /// A frame pointer outside the stack mapping (`sp ..< stack_end`), misaligned, not above
+    /// the previous frame, or unreadable: `stats/bt_user_bad_frame`.
+    BadFrame,
+    /// A saved return address whose preceding instruction is no call, or whose code cannot be
+    /// read: `stats/bt_user_not_call`.
+    NotCall,
+}
+
 /// Walks the user frames of a GCC ARM-mode frame-pointer build (`-marm
-/// -fno-omit-frame-pointer`) from the registers `fp`, `lr`, `sp`, passing each return address
-/// to `emit` until it returns false. `read(addr)` reads the word at user address `addr` (`None`
-/// on a fault; the kernel reads without faulting in, so this never sleeps).
+/// -fno-omit-frame-pointer`) from `regs`, passing each return address to `emit` until it
+/// returns false. `read(addr)` reads the word at user address `addr` (`None` on a fault; the
+/// kernel reads without faulting in, so this never sleeps). Returns why the walk ended.
 ///
 /// A function that calls others starts `push {fp, lr}; add fp, sp, #4`, so fp points at the
 /// saved lr with the caller's fp just below; a leaf starts `push {fp}; add fp, sp, #0`, so fp
 /// points at the caller's fp and the return address is still in lr. Only the innermost frame
 /// (`lr` valid) can be a leaf; it is recognised by `[fp]` holding a stack address just above fp
-/// ([`LEAF_LINK_SPAN`]) rather than a code address. Frames must move strictly up the stack, and
-/// a "return address" on the stack itself ([`USER_STACK_SPAN`]) ends the walk, as do a
-/// misaligned fp and any fault.
-pub fn walk_user_frames(fp: usize, lr: usize, sp: usize, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) {
-    let on_stack = |addr: usize| addr >= sp && addr - sp < USER_STACK_SPAN;
-    if fp < 4 || fp & 3 != 0 {
-        return;
+/// ([`LEAF_LINK_SPAN`]) rather than a code address.
+///
+/// Nothing is followed that the code does not prove to be a frame record: the walk starts only
+/// in ARM state; every frame (fp and fp - 4) lies in the stack mapping, word-aligned and above
+/// the previous one; every return address follows a call instruction ([`arm::returns_after_call`]);
+/// a return into Thumb code is reported and ends the walk (that caller's r11 is no frame
+/// pointer). `emit` adds its own checks (an executable mapping).
+pub fn walk_user_frames(regs: &UserFrameRegs, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) -> UserWalkEnd {
+    if regs.cpsr & arm::PSR_T_BIT != 0 {
+        return UserWalkEnd::Thumb;
+    }
+    let in_stack = |a: usize| a & 3 == 0 && a >= regs.sp && a < regs.stack_end && regs.stack_end - a >= 4;
+    let mut fp = regs.fp;
+    if fp == 0 {
+        return UserWalkEnd::Done;
+    }
+    if !in_stack(fp) {
+        return UserWalkEnd::BadFrame;
     }
     let Some(word) = read(fp) else {
-        return;
+        return UserWalkEnd::BadFrame;
     };
-    let mut fp = fp;
-    if word > fp && word - fp < LEAF_LINK_SPAN {
-        if !emit(lr) {
-            return;
+    if word > fp && word - fp < LEAF_LINK_SPAN && in_stack(word) {
+        if let Some(end) = return_to(regs.lr, &mut read, &mut emit) {
+            return end;
         }
         fp = word;
     }
-    while fp >= 4 && fp & 3 == 0 {
-        let tail = fp - 4;
-        let (Some(next_fp), Some(ret)) = (read(tail), read(fp)) else {
-            break;
-        };
-        if on_stack(ret) || !emit(ret) {
-            break;
+    loop {
+        let tail = fp.wrapping_sub(4);
+        if !in_stack(tail) {
+            return UserWalkEnd::BadFrame;
         }
-        if next_fp < 4 || next_fp - 4 <= tail {
-            break;
+        let (Some(next_fp), Some(ret)) = (read(tail), read(fp)) else {
+            return UserWalkEnd::BadFrame;
+        };
+        if let Some(end) = return_to(ret, &mut read, &mut emit) {
+            return end;
+        }
+        if next_fp == 0 {
+            return UserWalkEnd::Done;
+        }
+        if next_fp <= fp || !in_stack(next_fp) {
+            return UserWalkEnd::BadFrame;
         }
         fp = next_fp;
     }
+}
+
+/// One return address `ret` of [`walk_user_frames`]: checked to follow a call, then emitted.
+/// `None` to go on; else why the walk ends (`Done` when `emit` refused, `Thumb` after a return
+/// into Thumb code was emitted).
+fn return_to(ret: usize, read: &mut impl FnMut(usize) -> Option<usize>, emit: &mut impl FnMut(usize) -> bool) -> Option<UserWalkEnd> {
+    if arm::returns_after_call(ret, |a| read(a).map(|w| w as u32)) != Some(true) {
+        return Some(UserWalkEnd::NotCall);
+    }
+    if !emit(ret) {
+        return Some(UserWalkEnd::Done);
+    }
+    (ret & 1 != 0).then_some(UserWalkEnd::Thumb)
 }
 
 #[cfg(test)]
@@ -358,18 +416,31 @@ mod tests {
     /// Samples with plain-number handles.
     type S = super::CpuSample<usize, usize>;
 
-    /// A user stack of `(address, word)` pairs.
-    fn reader(words: &[(usize, usize)]) -> impl FnMut(usize) -> Option<usize> + '_ {
-        move |a| words.iter().find(|&&(at, _)| at == a).map(|&(_, w)| w)
+    /// A user address space of `(address, word)` pairs: stack words and, at 0x10fc, 0x11fc,
+    /// 0x104c, the ARM `bl` before return addresses 0x1100, 0x1200, 0x1050 (0x1300 follows a
+    /// `bx lr`; 0x2105 a Thumb `bl` at 0x2100).
+    fn reader<'a>(words: &'a [(usize, usize)]) -> impl FnMut(usize) -> Option<usize> + 'a {
+        const CODE: [(usize, usize); 5] =
+            [(0x10fc, 0xEB00_0010), (0x11fc, 0xEB00_0020), (0x104c, 0xEB00_0030), (0x12fc, 0xE12F_FF1E), (0x2100, 0xF800_F000)];
+        move |a| words.iter().chain(&CODE).find(|&&(at, _)| at == a).map(|&(_, w)| w)
     }
 
-    fn walk(fp: usize, lr: usize, sp: usize, words: &[(usize, usize)], max: usize) -> Vec<usize> {
+    /// The stack mapping of the tests: 0x7000 ..< 0x8000.
+    fn regs(fp: usize, lr: usize, sp: usize) -> UserFrameRegs {
+        UserFrameRegs { fp, lr, sp, cpsr: 0x10, stack_end: 0x8000 }
+    }
+
+    fn walk_regs(r: UserFrameRegs, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
         let mut out = Vec::new();
-        super::walk_user_frames(fp, lr, sp, reader(words), |pc| {
+        let end = super::walk_user_frames(&r, reader(words), |pc| {
             out.push(pc);
             out.len() < max
         });
-        out
+        (out, end)
+    }
+
+    fn walk(fp: usize, lr: usize, sp: usize, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
+        walk_regs(regs(fp, lr, sp), words, max)
     }
 
     #[test]
@@ -377,27 +448,51 @@ mod tests {
         // main (fp 0x7f10) calls f (fp 0x7f00, saved lr 0x1100 at fp, saved fp 0x7f10 at fp-4);
         // main's frame: saved lr 0x1200, saved fp 0 (the end).
         let stack = [(0x7efc, 0x7f10), (0x7f00, 0x1100), (0x7f0c, 0), (0x7f10, 0x1200)];
-        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 16), [0x1100, 0x1200]);
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 16), (vec![0x1100, 0x1200], UserWalkEnd::Done));
         // `emit` ends the walk.
-        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 1), [0x1100]);
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 1), (vec![0x1100], UserWalkEnd::Done));
     }
 
     #[test]
     fn user_frames_leaf_first() {
         // A leaf: [fp] is the caller's fp (just above), the return address is lr.
         let stack = [(0x7e00, 0x7f00), (0x7efc, 0), (0x7f00, 0x1100)];
-        assert_eq!(walk(0x7e00, 0x1050, 0x7df0, &stack, 16), [0x1050, 0x1100]);
+        assert_eq!(walk(0x7e00, 0x1050, 0x7df0, &stack, 16), (vec![0x1050, 0x1100], UserWalkEnd::Done));
+        // A leaf whose lr is no return address (not after a call) ends at once.
+        assert_eq!(walk(0x7e00, 0x1300, 0x7df0, &stack, 16), (vec![], UserWalkEnd::NotCall));
+    }
+
+    #[test]
+    fn user_frames_never_follow_thumb_code() {
+        let stack = [(0x7efc, 0x7f10), (0x7f00, 0x1100), (0x7f0c, 0), (0x7f10, 0x1200)];
+        // Sampled in Thumb state: r11 is no frame pointer, nothing is read.
+        let thumb = UserFrameRegs { cpsr: 0x30, ..regs(0x7f00, 0x1050, 0x7ef0) };
+        assert_eq!(walk_regs(thumb, &stack, 16), (vec![], UserWalkEnd::Thumb));
+        // A return into Thumb code (bit 0) is a proved frame, but that caller's r11 is not.
+        let into_thumb = [(0x7efc, 0x7f10), (0x7f00, 0x2105), (0x7f0c, 0), (0x7f10, 0x1200)];
+        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &into_thumb, 16), (vec![0x2105], UserWalkEnd::Thumb));
     }
 
     #[test]
     fn user_frames_stop_on_bad_input() {
-        // Misaligned or tiny fp, a fault, a return address on the stack, a frame going down.
-        assert!(walk(0x7f02, 0x1050, 0x7ef0, &[], 16).is_empty());
-        assert!(walk(0, 0x1050, 0x7ef0, &[], 16).is_empty());
-        assert!(walk(0x7f00, 0x1050, 0x7ef0, &[(0x7f00, 0x1100)], 16).is_empty());
-        assert!(walk(0x7f00, 0x1050, 0x7ef0, &[(0x7efc, 0x7f10), (0x7f00, 0x7ef8)], 16).is_empty());
-        let down = [(0x7efc, 0x7e00), (0x7f00, 0x1100)];
-        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &down, 16), [0x1100]);
+        let bad = |fp, words: &[(usize, usize)]| walk(fp, 0x1050, 0x7ef0, words, 16);
+        // Misaligned fp, fp outside the stack mapping, a fault.
+        assert_eq!(bad(0x7f02, &[]), (vec![], UserWalkEnd::BadFrame));
+        assert_eq!(bad(0x9000, &[(0x8ffc, 0x9010), (0x9000, 0x1100)]), (vec![], UserWalkEnd::BadFrame));
+        assert_eq!(bad(0x7e00, &[(0x7e00, 0x1100)]), (vec![], UserWalkEnd::BadFrame), "below sp");
+        assert_eq!(bad(0x7f00, &[(0x7f00, 0x1100)]), (vec![], UserWalkEnd::BadFrame), "fp - 4 unreadable");
+        // fp 0: no frames at all.
+        assert_eq!(bad(0, &[]), (vec![], UserWalkEnd::Done));
+        // A "return address" that follows no call: a stack address, a data word.
+        assert_eq!(bad(0x7f00, &[(0x7efc, 0x7f10), (0x7f00, 0x7ef8)]), (vec![], UserWalkEnd::NotCall));
+        assert_eq!(bad(0x7f00, &[(0x7efc, 0x7f10), (0x7f00, 0x1300)]), (vec![], UserWalkEnd::NotCall));
+        // The next frame below this one, beyond the stack mapping, misaligned.
+        for next in [0x7e00, 0x8100, 0x7f12] {
+            assert_eq!(bad(0x7f00, &[(0x7efc, next), (0x7f00, 0x1100)]), (vec![0x1100], UserWalkEnd::BadFrame), "{next:#x}");
+        }
+        // A frame at the very end of the mapping (its word is the last one) is fine.
+        let top = [(0x7ff8, 0), (0x7ffc, 0x1100)];
+        assert_eq!(bad(0x7ffc, &top), (vec![0x1100], UserWalkEnd::Done));
     }
 
     #[test]

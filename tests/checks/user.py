@@ -4,10 +4,11 @@ sysroot: exact accounting, image records, symbols and source lines, call graphs,
 samples in unmapped/exec'd/exited code and in a module loaded while profiling; `oprof annotate`
 of hot_a and `oprof diff` of hot_timer (70/30) against flip (the same program at 30/70).
 
-Cases: hot_timer, flip, churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles.
-Plan: per case 3 checks, + 3 for hot_*, + 7 for hot_timer, + 2 for flip, + 4 for churn, + 2
-for kmod: hot_timer 13, flip 5, churn 7, kmod 5, hot_cycles 6 (30 on realview-pb-a8, 36 on
-virt-a15). A case
+Cases: hot_timer, flip, hot_thumb (hot built -O2: Thumb-2, no frame pointer), churn, kmod,
+and on boards with a PMU interrupt (virt-a15) hot_cycles.
+Plan: per case 3 checks, + 3 for hot_*, + 7 for hot_timer, + 2 for flip, + 2 for hot_thumb, + 4
+for churn, + 2 for kmod: hot_timer 13, flip 5, hot_thumb 8, churn 7, kmod 5, hot_cycles 6 (38 on
+realview-pb-a8, 44 on virt-a15). A case
 whose stream, session blocks or reports are missing reports its planned checks as failed.
 
 Usage (see tests/checks/logcheck.py for every option):
@@ -33,12 +34,12 @@ KMODDIR = os.environ.get("KMODDIR") or os.path.join(MODDIR, "kmod")
 
 
 def cases(board):
-    return ["hot_timer", "flip", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
+    return ["hot_timer", "flip", "hot_thumb", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
 
 
 def case_plan(c):
-    return (3 + 3 * c.startswith("hot") + 7 * (c == "hot_timer") + 2 * (c == "flip") + 4 * (c == "churn")
-            + 2 * (c == "kmod"))
+    return (3 + 3 * c.startswith("hot") + 7 * (c == "hot_timer") + 2 * (c == "flip") + 2 * (c == "hot_thumb")
+            + 4 * (c == "churn") + 2 * (c == "kmod"))
 
 
 def plan(board):
@@ -114,12 +115,13 @@ def check_case(s, c, rep, allstats):
     def samples(image, symbol=None):
         return sum(r["samples"] for r in rows if r["image"] == image and (symbol is None or r["symbol"] == symbol))
     if c.startswith("hot"):
-        a, b = samples("/bin/hot", "hot_a"), samples("/bin/hot", "hot_b")
+        hot = "/bin/hot_t2" if c == "hot_thumb" else "/bin/hot"
+        a, b = samples(hot, "hot_a"), samples(hot, "hot_b")
         share = a / (a + b) if a + b else 0
         s.check(a + b >= 300 and abs(share - 0.70) <= 0.10,
                 f"{c}: hot_a {a} / hot_b {b} samples = {share:.1%} / {1 - share:.1%} (want 70/30 +-10 points)")
-        order = [r["symbol"] for r in rows if r["image"] == "/bin/hot"]
-        s.check(order[:2] == ["hot_a", "hot_b"], f"{c}: /bin/hot's hottest symbols in order: {order[:3]}")
+        order = [r["symbol"] for r in rows if r["image"] == hot]
+        s.check(order[:2] == ["hot_a", "hot_b"], f"{c}: {hot}'s hottest symbols in order: {order[:3]}")
         s.check(samples("vmlinux") > 0, f"{c}: kernel symbols next to user ones ({samples('vmlinux')} vmlinux samples)")
     if c == "hot_timer":
         with open(os.path.join(REPO, "tests/guest/hot.c")) as f:
@@ -176,6 +178,21 @@ def check_case(s, c, rep, allstats):
         s.check(a + b >= 200 and abs(share - 0.30) <= 0.10 and da < 0 < db,
                 f"{c}: the reversed split shows in the diff: hot_a {a} / hot_b {b} = {share:.1%} (want 30% "
                 f"+-10 points), deltas hot_a {da:+.2f} < 0 < hot_b {db:+.2f}")
+    if c == "hot_thumb":
+        # hot.c's only callers of hot_a and hot_b are work and main (-O2 makes work tail-call
+        # hot_b: its return address is in main). The frame-pointer walk used to follow r11,
+        # which Thumb-2 code does not keep as a frame pointer, and put every sample under a
+        # made-up caller (__do_global_dtors_aux).
+        cg = {(e["image"], e["symbol"]): e for e in rep.get("callgraph") or []}
+        callers = sorted({(r["image"], r["symbol"]) for sym in ("hot_a", "hot_b")
+                          for r in cg.get((hot, sym), {}).get("callers", [])})
+        made_up = [x for x in callers if x not in ((hot, "work"), (hot, "main"))]
+        s.check((hot, "hot_a") in cg and not made_up,
+                f"{c}: no made-up caller of hot_a/hot_b (callers {callers}; only work and main call them)")
+        thumb = st.get("bt_user_thumb", 0)
+        s.check(thumb >= a + b > 0,
+                f"{c}: every traced Thumb user sample ended its chain counted: stats/bt_user_thumb {thumb} >= "
+                f"hot_a + hot_b samples {a + b}")
     if c == "churn":
         lib = samples("/lib/libspin.so", "spin_in_lib")
         s.check(lib > 0, f"{c}: samples in dlclose()d /lib/libspin.so spin_in_lib ({lib})")

@@ -4,8 +4,8 @@
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
 a15=0; grep -q realview /proc/device-tree/compatible || a15=1
-# 16 checks, + 3 on the A15 (the hot_cycles case with hardware events).
-plan $((16 + 3 * a15))
+# 17 checks, + 3 on the A15 (the hot_cycles case with hardware events).
+plan $((17 + 3 * a15))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -28,6 +28,8 @@ check "images names /bin/hot" sh -c "grep -q '^[1-9][0-9]* /bin/hot\$' $OP/image
 check "images names libc" sh -c "grep -q '^[1-9][0-9]* /lib/libc.so.6\$' $OP/images"
 # The same program with the split reversed (30/70): oprof diff against hot_timer.
 case_run flip /bin/hot 2 3000 7000
+# hot as Debian builds C (-O2: Thumb-2, r11 no frame pointer): chains must end, not invent.
+case_run hot_thumb /bin/hot_t2 3
 expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
 case_run churn /bin/churn 8 40
 expect "backtrace_depth=0" ok optool write $OP/backtrace_depth 0

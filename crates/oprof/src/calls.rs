@@ -13,7 +13,8 @@
 //!   the symbol, decoded in the state the mapping symbols (`$a`, `$t`, `$d`; ARM ELF ABI
 //!   "Mapping symbols") give, else the Thumb bit of the function symbol it lies in. Calls are
 //!   ARM `BL`, `BLX` (immediate and register) and the pre-ARMv5 `mov lr, pc` before a jump;
-//!   Thumb `BL`/`BLX` (32-bit) and `BLX Rm`. Data (`$d`, literal pools) is not a call. Other
+//!   Thumb `BL`/`BLX` (32-bit) and `BLX Rm` (decoded by `oprofile_common::arm`, which the
+//!   module's frame walk uses too). Data (`$d`, literal pools) is not a call. Other
 //!   architectures keep the `- 1` rule (no facts).
 //! - kallsyms (no code): symbol starts at a linker text-section marker (`__entry_text_start`,
 //!   `__idmap_text_end`, ... `__*_text_start`/`__*_text_end`): the code before belongs to
@@ -21,25 +22,13 @@
 //!   have to be a `noreturn` call as that section's very last instruction.
 
 use crate::elf::Isa;
+use oprofile_common::arm;
 use crate::symbols::Symbol;
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind, SymbolSection};
 use std::collections::{HashMap, HashSet};
 
 /// Instruction-set marks of each executable section: (runtime address, state), sorted.
 pub type ArmMarks = HashMap<SectionIndex, Vec<(u64, Isa)>>;
-
-/// Whether the ARM (A32) instruction `w` is a call: `BL`, `BLX imm`, `BLX Rm`.
-fn arm_is_call(w: u32) -> bool {
-    let bl = (w & 0x0F00_0000) == 0x0B00_0000 && (w >> 28) != 0xF;
-    let blx_imm = (w & 0xFE00_0000) == 0xFA00_0000;
-    let blx_reg = (w & 0x0FFF_FFF0) == 0x012F_FF30;
-    bl || blx_imm || blx_reg
-}
-
-/// `mov lr, pc` (any condition): the pre-ARMv5 call sequence's first half.
-fn arm_is_mov_lr_pc(w: u32) -> bool {
-    (w & 0x0FFF_FFFF) == 0x01A0_E00F
-}
 
 /// Whether the code `before` a symbol start (the section's bytes up to it) ends in a call, in
 /// state `state` (ARM, Thumb or data); `None` when there are too few bytes to tell.
@@ -55,13 +44,11 @@ fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
     match state {
         Isa::Arm => {
             let w = u32_at(4)?;
-            Some(arm_is_call(w) || u32_at(8).is_some_and(arm_is_mov_lr_pc))
+            Some(arm::arm_is_call(w) || u32_at(8).is_some_and(arm::arm_is_mov_lr_pc))
         }
         Isa::Thumb => {
-            let h = u16_at(2)?;
-            let blx_reg = (h & 0xFF87) == 0x4780;
-            let bl32 = u16_at(4).is_some_and(|h1| (h1 & 0xF800) == 0xF000 && (h & 0xC000) == 0xC000);
-            Some(blx_reg || bl32)
+            let last = u16_at(2)?;
+            Some(arm::thumb_ends_in_call(u16_at(4), last))
         }
         // Data (and no other ARM state) is no call.
         _ => Some(false),

@@ -5,6 +5,8 @@
 // The kernel has no `std`; tests may use it.
 #![cfg_attr(not(test), no_std)]
 
+#[path = "../../../rust/common/arm.rs"]
+pub mod arm;
 #[path = "../../../rust/common/counter.rs"]
 pub mod counter;
 #[path = "../../../rust/common/event.rs"]
