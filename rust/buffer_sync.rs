@@ -20,6 +20,10 @@
 //! interrupt could not resolve (their mm was being changed) are looked up now, under
 //! `mmap_lock`; a PC in no mapping is then `sample_lost_no_mapping`, a task without mm
 //! `sample_lost_no_mm`.
+//!
+//! A sample's user-stack snapshot (`user_stack`) follows its sample as USER_STACK, after the
+//! task's USER_MAPS record when this pass over the CPU has not written one yet; the snapshot
+//! buffer then goes back to its CPU's pool.
 
 use crate::common::event::{Record, NO_COOKIE};
 use crate::common::sync::{EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
@@ -30,6 +34,7 @@ use crate::model::Poll;
 use crate::session::Session;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats;
+use crate::user_stack::MapsWritten;
 use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -90,6 +95,7 @@ pub(crate) fn sync_all(session: &Session) {
     let stats = &session.stats;
     for (cpu, buf) in session.cpu.iter().enumerate() {
         let mut pass = SyncPass::new(cpu as u32);
+        let mut maps = MapsWritten::new();
         buf.drain(|s| {
             let loc = locate(s, &mut images);
             if s.is_frame() {
@@ -104,7 +110,14 @@ pub(crate) fn sync_all(session: &Session) {
                 }
                 return;
             }
-            match pass.add_sample(s, loc, app_cookie(s, &mut images), &mut *eb) {
+            let outcome = pass.add_sample(s, loc, app_cookie(s, &mut images), &mut *eb);
+            if let Some(stack) = s.stack.take() {
+                if outcome == Outcome::Delivered {
+                    maps.write(&stack, &mut images, &mut *eb, stats);
+                }
+                buf.give_back(stack);
+            }
+            match outcome {
                 Outcome::Delivered => {}
                 Outcome::LostNoMm => stats::inc(&stats.sample_lost_no_mm),
                 Outcome::LostNoMapping => stats::inc(&stats.sample_lost_no_mapping),

@@ -31,6 +31,7 @@ use crate::common::event::ESCAPE_CODE;
 use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, UserFrameRegs, UserWalkEnd, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::{self, CpuStats, Stats};
+use crate::user_stack::{StackPool, UserStack};
 use kernel::fs::File;
 use kernel::mm::MmWithUserAsync;
 use kernel::prelude::*;
@@ -43,7 +44,7 @@ define_profile_point!(SAMPLE_HANDLER, "sample_handler");
 /// A queued sample: it owns a reference to its mapped file or mm and to its executable,
 /// dropped with it (`fput`, `mmput_async`: both defer the final release, so any context may drop
 /// one).
-pub(crate) type Sample = CpuSample<ARef<File>, ARef<MmWithUserAsync>>;
+pub(crate) type Sample = CpuSample<ARef<File>, ARef<MmWithUserAsync>, KBox<UserStack>>;
 
 /// Where kernel code is on this kernel: the image's text from the build's `System.map` (see
 /// `kprof_shim.c`; unknown if the module was built without it or against another build, which
@@ -87,6 +88,8 @@ fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc<ARef<File>, ARef<M
 /// turned away, and its sample counted as lost).
 pub(crate) struct CpuBuffer {
     ring: Ring<Sample>,
+    /// Free user-stack snapshot buffers (`user_stack_size` > 0 and backtraces on).
+    stacks: Option<StackPool>,
 }
 
 /// State of one backtrace walk.
@@ -129,7 +132,8 @@ impl Walk<'_> {
             SampleLoc::Kernel
         };
         let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
-        if self.buf.ring.push(CpuSample { pc, loc, event: 0, flags, pid: self.pid, tgid: self.tgid, app: None }).is_err() {
+        let entry = CpuSample { pc, loc, event: 0, flags, pid: self.pid, tgid: self.tgid, app: None, stack: None };
+        if self.buf.ring.push(entry).is_err() {
             stats::inc(&self.cpu.backtrace_aborted);
             return false;
         }
@@ -137,9 +141,10 @@ impl Walk<'_> {
     }
 
     /// Logs the user part of a backtrace from `user`, at most `left` entries (legacy depth
-    /// counts kernel and user frames together): the user PC the kernel was entered from, then
-    /// the frame-pointer walk ([`sync::walk_user_frames`]), whose end is counted by reason.
-    fn user_frames(&self, user: &UserRegs, mut left: u32) {
+    /// counts kernel and user frames together): the user PC the kernel was entered from, then,
+    /// if `walk`, the frame-pointer walk ([`sync::walk_user_frames`]), whose end is counted by
+    /// reason.
+    fn user_frames(&self, user: &UserRegs, mut left: u32, walk: bool) {
         let mut emit = |pc: usize| {
             if left == 0 || !self.frame(pc, true) {
                 return false;
@@ -147,7 +152,7 @@ impl Walk<'_> {
             left -= 1;
             left != 0
         };
-        if user.entry && !emit(user.pc as usize) {
+        if (user.entry && !emit(user.pc as usize)) || !walk {
             return;
         }
         let sp = user.sp as usize;
@@ -169,11 +174,13 @@ impl Walk<'_> {
 }
 
 impl CpuBuffer {
-    /// A ring of `capacity` samples (`cpu_buffer_size`).
+    /// A ring of `capacity` samples (`cpu_buffer_size`), with user-stack snapshots of
+    /// `stack_words` words when that is not 0.
     ///
     /// Errors: `EINVAL` if `capacity` is 0 or above `common::ring::MAX_CAPACITY`; `ENOMEM`.
-    pub(crate) fn new(capacity: u32) -> Result<Self> {
-        Ok(CpuBuffer { ring: Ring::new(capacity)? })
+    pub(crate) fn new(capacity: u32, stack_words: usize) -> Result<Self> {
+        let stacks = if stack_words > 0 { Some(StackPool::new(stack_words)?) } else { None };
+        Ok(CpuBuffer { ring: Ring::new(capacity)?, stacks })
     }
 
     /// Takes a sample of the interrupted registers `regs` (`None`: no valid PC) for counter
@@ -216,7 +223,14 @@ impl CpuBuffer {
         if depth > 0 {
             flags |= TRACE_BEGIN;
         }
-        if self.ring.push(CpuSample { pc, loc, event, flags, pid, tgid, app }).is_err() {
+        let stack = match &self.stacks {
+            Some(pool) if depth > 0 => pool.take(stats, regs, tgid),
+            _ => None,
+        };
+        // With a snapshot `oprof` unwinds the user callers; the frame-pointer walk is not
+        // needed (the user PC a kernel-mode sample entered the kernel from still is).
+        let walk_user = stack.is_none();
+        if self.ring.push(CpuSample { pc, loc, event, flags, pid, tgid, app, stack }).is_err() {
             // Another producer was active (cannot happen from the sampling interrupt).
             stats::inc(&cpu.sample_lost_overflow);
             return;
@@ -225,15 +239,23 @@ impl CpuBuffer {
             let w = Walk { buf: self, cpu, stats, code, pid, tgid };
             let (n, user) = regs.backtrace(depth, &mut |pc| w.frame(pc, false));
             if user.walk {
-                w.user_frames(&user, depth.saturating_sub(n));
+                w.user_frames(&user, depth.saturating_sub(n), walk_user);
             }
         }
     }
 
     /// Hands every queued sample, oldest first, to `f`, then drops it (its references) and
-    /// frees its slot; returns how many. Process context, under the event buffer mutex.
-    pub(crate) fn drain(&self, mut f: impl FnMut(&Sample)) -> usize {
-        self.ring.drain(|s| f(&s))
+    /// frees its slot; returns how many. A snapshot `f` takes out of the sample must be handed
+    /// back with [`CpuBuffer::give_back`]. Process context, under the event buffer mutex.
+    pub(crate) fn drain(&self, mut f: impl FnMut(&mut Sample)) -> usize {
+        self.ring.drain(|mut s| f(&mut s))
+    }
+
+    /// Returns a snapshot buffer taken out of a sample to this CPU's pool.
+    pub(crate) fn give_back(&self, stack: KBox<UserStack>) {
+        if let Some(pool) = &self.stacks {
+            pool.give_back(stack);
+        }
     }
 }
 
@@ -248,13 +270,20 @@ pub(crate) struct CpuBuffers {
     backtrace_depth: u32,
 }
 
+/// Words of a user-stack snapshot of `bytes` (`user_stack_size`, rounded down to words).
+pub(crate) fn stack_words(bytes: u64) -> usize {
+    (bytes / core::mem::size_of::<usize>() as u64) as usize
+}
+
 impl CpuBuffers {
-    /// One ring of `capacity` samples per CPU of `stats`. Errors: `ENOMEM`, `EINVAL` (see
+    /// One ring of `capacity` samples per CPU of `stats`, with user-stack snapshots of
+    /// `stack_words` words when backtraces are on and that is not 0. Errors: `ENOMEM`, `EINVAL` (see
     /// [`CpuBuffer::new`]).
-    pub(crate) fn new(stats: Arc<Stats>, capacity: u32, backtrace_depth: u32, kernel_code: KernelCode) -> Result<Self> {
+    pub(crate) fn new(stats: Arc<Stats>, capacity: u32, backtrace_depth: u32, stack_words: usize, kernel_code: KernelCode) -> Result<Self> {
+        let stack_words = if backtrace_depth > 0 { stack_words } else { 0 };
         let mut buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
         for _ in 0..stats.cpu.len() {
-            buffers.push(CpuBuffer::new(capacity)?, GFP_KERNEL)?;
+            buffers.push(CpuBuffer::new(capacity, stack_words)?, GFP_KERNEL)?;
         }
         Ok(CpuBuffers { buffers, stats, kernel_code, backtrace_depth })
     }

@@ -12,6 +12,7 @@
 //! | `dump` | 0200 | – | anything, any length or offset: flush and wake the reader |
 //! | `buffer` | 0644 | event words, see `event_buffer` | – (opened read-only only) |
 //! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
+//! | `user_stack_size` (ours) | 0644 | `"%lu\n"`: bytes of user stack per traced sample (`user_stack`) | number, `EBUSY` while running |
 //! | `cpu_type` | 0644 | model name, no newline | – |
 //! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
 //! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
@@ -73,6 +74,7 @@ impl Tree for Oprofile {
         root.file::<Rw<SettingFile>>(c"cpu_buffer_size", 0o644, SettingFile::key(Setting::CpuBufferSize))?;
         root.file::<CpuType>(c"cpu_type", 0o644, Key::NONE)?;
         root.file::<Rw<SettingFile>>(c"backtrace_depth", 0o644, SettingFile::key(Setting::BacktraceDepth))?;
+        root.file::<Rw<SettingFile>>(c"user_stack_size", 0o644, SettingFile::key(Setting::UserStackSize))?;
         root.file::<Ro<PointerSize>>(c"pointer_size", 0o644, Key::NONE)?;
         root.file::<Images>(c"images", 0o400, Key::NONE)?;
         root.file::<ProfilePoints>(c"profile_points", 0o644, Key::NONE)?;
@@ -210,7 +212,8 @@ impl Ulong<Oprofile> for PointerSize {
 struct SettingFile;
 
 impl SettingFile {
-    const ALL: [Setting; 4] = [Setting::BufferSize, Setting::BufferWatershed, Setting::CpuBufferSize, Setting::BacktraceDepth];
+    const ALL: [Setting; 5] =
+        [Setting::BufferSize, Setting::BufferWatershed, Setting::CpuBufferSize, Setting::BacktraceDepth, Setting::UserStackSize];
 
     fn key(s: Setting) -> Key {
         Key::new(0, Self::ALL.iter().position(|&x| x == s).unwrap_or(0) as u8)

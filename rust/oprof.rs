@@ -18,6 +18,7 @@ use crate::kprof::Kprof;
 use crate::model::Model;
 use crate::session::{Session, Settings};
 use crate::stats::Stats;
+use crate::user_stack::USER_STACK_SIZE_MAX;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -45,6 +46,7 @@ pub(crate) enum Setting {
     BufferWatershed,
     CpuBufferSize,
     BacktraceDepth,
+    UserStackSize,
 }
 
 /// The legacy default settings.
@@ -53,6 +55,7 @@ const DEFAULT_SETTINGS: Settings = Settings {
     buffer_watershed: DEFAULT_BUFFER_WATERSHED,
     cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
     backtrace_depth: 0,
+    user_stack_size: 0,
 };
 
 struct Control {
@@ -208,17 +211,19 @@ impl Oprofile {
             Setting::BufferWatershed => s.buffer_watershed,
             Setting::CpuBufferSize => s.cpu_buffer_size,
             Setting::BacktraceDepth => s.backtrace_depth,
+            Setting::UserStackSize => s.user_stack_size,
         }
     }
 
     /// The values setting `which` accepts, inclusive (see the `*_RANGE` constants; only 0 for
-    /// `backtrace_depth` when the model has no backtrace).
+    /// `backtrace_depth` and `user_stack_size` when the model has no backtrace).
     pub(crate) fn setting_range(&self, which: Setting) -> (u64, u64) {
         match which {
             Setting::BufferSize => BUFFER_SIZE_RANGE,
             Setting::BufferWatershed => BUFFER_WATERSHED_RANGE,
             Setting::CpuBufferSize => CPU_BUFFER_SIZE_RANGE,
             Setting::BacktraceDepth => (0, if self.has_backtrace { BACKTRACE_DEPTH_MAX } else { 0 }),
+            Setting::UserStackSize => (0, if self.has_backtrace { USER_STACK_SIZE_MAX } else { 0 }),
         }
     }
 
@@ -235,6 +240,7 @@ impl Oprofile {
             Setting::BufferWatershed => s.buffer_watershed = value,
             Setting::CpuBufferSize => s.cpu_buffer_size = value,
             Setting::BacktraceDepth => s.backtrace_depth = value,
+            Setting::UserStackSize => s.user_stack_size = value,
         }
         Ok(())
     }

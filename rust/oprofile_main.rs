@@ -41,6 +41,7 @@ mod oprofilefs;
 mod profile_point;
 mod session;
 mod stats;
+mod user_stack;
 
 module! {
     type: OprofileModule,

@@ -279,6 +279,65 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 }
 
 /**
+ * oprofile_shim_user_regs() - the user registers of a sample
+ * @regs: the sampled registers
+ * @out: out: r0..r15 and cpsr (pt_regs uregs[0..17]) of the user context: @regs for a
+ *       user-mode sample, else the registers the current user task entered the kernel with
+ *
+ * Missing binding: task_pt_regs(), user_mode() and the pt_regs layout.
+ * Context: the sampling interrupt.
+ * Return: false when there is no user context (a kernel thread, or no user registers).
+ */
+bool oprofile_shim_user_regs(struct pt_regs *regs, unsigned long *out)
+{
+#ifdef CONFIG_ARM
+	if (!regs)
+		return false;
+	if (!user_mode(regs)) {
+		if (!current->mm || (current->flags & PF_KTHREAD))
+			return false;
+		regs = task_pt_regs(current);
+		if (!user_mode(regs))
+			return false;
+	}
+	BUILD_BUG_ON(sizeof(regs->uregs) < 17 * sizeof(unsigned long));
+	memcpy(out, regs->uregs, 17 * sizeof(unsigned long));
+	return true;
+#else
+	return false;
+#endif
+}
+
+/**
+ * oprofile_shim_exec_maps() - the executable file mappings of an mm
+ * @mm: an mm the caller holds an mm_users reference on
+ * @fn: called under mmap_lock (read) for each VM_EXEC mapping of a file, in address order,
+ *      with its start, end, the file offset of start in pages (vm_pgoff) and the file
+ *      (borrowed: valid for the call); returning false ends the walk
+ * @ctx: passed to @fn
+ *
+ * Missing binding: the kernel crate has no VMA iterator, no vm_file and no vm_pgoff.
+ * Context: process; takes mmap_lock for reading (sleeps).
+ * Return: 0, or -EINTR when a fatal signal interrupted the wait for mmap_lock.
+ */
+int oprofile_shim_exec_maps(struct mm_struct *mm, oprofile_map_fn fn, void *ctx)
+{
+	struct vm_area_struct *vma;
+	VMA_ITERATOR(vmi, mm, 0);
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	for_each_vma(vmi, vma) {
+		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+			continue;
+		if (!fn(ctx, vma->vm_start, vma->vm_end, vma->vm_pgoff, vma->vm_file))
+			break;
+	}
+	mmap_read_unlock(mm);
+	return 0;
+}
+
+/**
  * oprofile_shim_module_area() - where module text is loaded
  * @start: out: MODULES_VADDR, or 0 where the architecture has no module area
  * @end: out: MODULES_END, or 0

@@ -53,6 +53,13 @@ struct oprofile_user_regs {
 	bool walk;		/* walk the user frames from fp, lr, sp, cpsr */
 };
 
+/* Rust: one executable file mapping (oprofile_shim_exec_maps()); returns false to stop. */
+typedef bool (*oprofile_map_fn)(void *ctx, unsigned long start, unsigned long end,
+				unsigned long pgoff, struct file *file);
+
+bool oprofile_shim_user_regs(struct pt_regs *regs, unsigned long *out);
+int oprofile_shim_exec_maps(struct mm_struct *mm, oprofile_map_fn fn, void *ctx);
+
 unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 				     oprofile_frame_fn fn, void *ctx, struct oprofile_user_regs *user);
 

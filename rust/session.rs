@@ -6,7 +6,7 @@
 //! and the `buffer` reader drains the event buffer.
 
 use crate::common::sync::KernelCode;
-use crate::cpu_buffer::CpuBuffers;
+use crate::cpu_buffer::{self, CpuBuffers};
 use crate::event_buffer::EventBuffer;
 use crate::image_ids::ImageIds;
 use crate::stats::Stats;
@@ -25,6 +25,9 @@ pub(crate) struct Settings {
     pub(crate) cpu_buffer_size: u64,
     /// Frames recorded per sample (0: no backtraces).
     pub(crate) backtrace_depth: u64,
+    /// Bytes of user stack copied per sample with a backtrace (0: no snapshots;
+    /// `user_stack`).
+    pub(crate) user_stack_size: u64,
 }
 
 /// What exists while `buffer` is open: the buffers samples travel through.
@@ -48,7 +51,8 @@ impl Session {
     /// into `kernel_code`. Errors: `EINVAL` if `buffer_watershed >= buffer_size`; `ENOMEM`.
     pub(crate) fn new(stats: Arc<Stats>, s: &Settings, kernel_code: KernelCode) -> Result<Arc<Session>> {
         let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
-        let cpu = CpuBuffers::new(stats.clone(), s.cpu_buffer_size as u32, s.backtrace_depth as u32, kernel_code)?;
+        let stack_words = cpu_buffer::stack_words(s.user_stack_size);
+        let cpu = CpuBuffers::new(stats.clone(), s.cpu_buffer_size as u32, s.backtrace_depth as u32, stack_words, kernel_code)?;
         let images = ImageIds::new()?;
         Arc::pin_init(
             pin_init!(Session {

@@ -132,6 +132,13 @@ stat_counters! {
         /// User call chains ended at a saved return address that follows no call instruction
         /// (`UserWalkEnd::NotCall`).
         bt_user_not_call,
+        /// User-stack snapshots not taken: no free snapshot buffer (`user_stack`).
+        user_stack_no_buffer,
+        /// User-stack snapshots not taken: the user stack could not be read.
+        user_stack_fault,
+        /// User-stack snapshots taken but not written: no room in the event buffer, or the
+        /// task's mappings could not be listed.
+        user_stack_lost,
     }
 }
 

@@ -6,6 +6,7 @@
 //! faulting.
 
 use core::ffi::{c_int, c_ulong, c_void};
+use crate::common::event::USER_REGS;
 use kernel::bindings;
 use kernel::types::Opaque;
 
@@ -21,6 +22,7 @@ extern "C" {
         ctx: *mut c_void,
         user: *mut UserRegs,
     ) -> u32;
+    fn oprofile_shim_user_regs(regs: *mut bindings::pt_regs, out: *mut c_ulong) -> bool;
 }
 
 /// The registers of an interrupted context (`struct pt_regs`), as the sampling interrupt or
@@ -96,6 +98,19 @@ impl Regs {
     }
 }
 
+impl Regs {
+    /// The user registers of this sample, r0..r15 and cpsr (`common::event::USER_REGS`
+    /// words, the USER_STACK record's order): these registers for a user-mode sample, else
+    /// those the current task entered the kernel with; `None` for a kernel thread (or on an
+    /// architecture without the shim's support). Interrupt context.
+    pub(crate) fn user_regs(&self) -> Option<[usize; USER_REGS]> {
+        let mut out = [0 as c_ulong; USER_REGS];
+        // SAFETY: `self` is live (type invariants); `out` is writable for USER_REGS words.
+        let ok = unsafe { oprofile_shim_user_regs(self.as_raw(), out.as_mut_ptr()) };
+        ok.then(|| out.map(|r| r as usize))
+    }
+}
+
 /// One kernel return address of [`Regs::backtrace`].
 ///
 /// # Safety
@@ -113,6 +128,25 @@ pub(crate) fn with_irq_regs<R>(f: impl FnOnce(Option<&Regs>) -> R) -> R {
     // SAFETY: FFI call without preconditions. The result is null or the registers of the
     // interrupt this runs in, live until it returns, which outlasts `f`.
     f(unsafe { Regs::from_raw(oprofile_shim_irq_regs()) })
+}
+
+/// Fills `out` with the words at user address `addr` of the current task, read without
+/// faulting pages in (`copy_from_user_nofault`: any context, never sleeps); false when any of
+/// them cannot be read (then `out` holds no meaningful data).
+pub(crate) fn read_user_words(addr: usize, out: &mut [usize]) -> bool {
+    let Some(bytes) = out.len().checked_mul(core::mem::size_of::<usize>()) else {
+        return false;
+    };
+    // SAFETY: `out` is writable for `bytes`; the source is a user address range, which
+    // `copy_from_user_nofault` checks (`access_ok`) and reads with faults disabled.
+    let r = unsafe {
+        bindings::copy_from_user_nofault(
+            out.as_mut_ptr().cast(),
+            core::ptr::with_exposed_provenance::<c_void>(addr),
+            bytes,
+        )
+    };
+    r == 0
 }
 
 /// The word at user address `addr` of the current task, read without faulting pages in

@@ -93,6 +93,29 @@ impl<T> Ring<T> {
         r
     }
 
+    /// Takes the oldest queued value. Never waits; any context. `None` when the ring is empty
+    /// or another consumer is active.
+    pub(crate) fn pop(&self) -> Option<T> {
+        if self.consuming.cmpxchg(false, true, Acquire).is_err() {
+            return None;
+        }
+        let head = self.head.load(Acquire);
+        let tail = self.tail.load(Relaxed);
+        let v = match self.entries.get(ring::slot(tail, self.capacity)) {
+            Some(cell) if tail != head => {
+                // SAFETY: As in `drain`: we hold `consuming` and `tail` is in `tail..head`; the
+                // entry is moved out once, before `tail` passes it.
+                let v = unsafe { (*cell.get()).assume_init_read() };
+                // INVARIANT: the entry was moved out before `tail` passes it.
+                self.tail.store(ring::advance(tail, self.capacity), Release);
+                Some(v)
+            }
+            _ => None,
+        };
+        self.consuming.store(false, Release);
+        v
+    }
+
     /// Moves every queued value, oldest first, to `f`; returns how many. Returns 0 at once if
     /// another consumer is active. Never waits (`f` may sleep if the caller's context may).
     pub(crate) fn drain(&self, mut f: impl FnMut(T)) -> usize {

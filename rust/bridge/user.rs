@@ -7,7 +7,7 @@
 //! References the shim takes arrive here as `ARef`s, so they are released by their owner's drop.
 
 use crate::common::sync::file_offset;
-use core::ffi::{c_char, c_int, c_ulong};
+use core::ffi::{c_char, c_int, c_ulong, c_void};
 use core::ptr::NonNull;
 use kernel::bindings;
 use kernel::fs::File;
@@ -39,6 +39,11 @@ extern "C" {
     fn oprofile_shim_user_lookup_mm(mm: *mut bindings::mm_struct, pc: c_ulong, file: *mut *mut bindings::file, vma: *mut Vma) -> c_int;
     fn oprofile_shim_exe_file_irq() -> *mut bindings::file;
     fn oprofile_shim_file_key(file: *mut bindings::file, dentry: *mut c_ulong, mnt: *mut c_ulong);
+    fn oprofile_shim_exec_maps(
+        mm: *mut bindings::mm_struct,
+        f: unsafe extern "C" fn(*mut c_void, c_ulong, c_ulong, c_ulong, *mut bindings::file) -> bool,
+        ctx: *mut c_void,
+    ) -> c_int;
     fn oprofile_shim_file_path(file: *mut bindings::file, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
 }
 
@@ -130,6 +135,45 @@ pub(crate) fn lookup_mm(mm: &MmWithUser, pc: usize) -> Lookup {
     let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw(), pc as c_ulong, &mut file, &mut vma) };
     // SAFETY: As in `lookup_irq`.
     unsafe { lookup_result(r, file, &vma, pc) }
+}
+
+/// One executable file mapping of an mm ([`exec_maps`]): virtual `start..end`, the file
+/// offset of `start` in bytes (`vm_pgoff << PAGE_SHIFT`, wrapping), and the file.
+pub(crate) struct ExecMap {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) offset: usize,
+    pub(crate) file: ARef<File>,
+}
+
+/// Calls `f` with each executable file mapping of `mm`, in address order, until it returns
+/// false, under `mmap_lock` for reading (process context; sleeps; `f` must not take
+/// `mmap_lock`). Errors: `EINTR` when a fatal signal interrupted the wait for the lock.
+pub(crate) fn exec_maps(mm: &MmWithUser, mut f: impl FnMut(ExecMap) -> bool) -> Result {
+    let mut ctx: &mut dyn FnMut(ExecMap) -> bool = &mut f;
+    // SAFETY: `mm` has users (its type); `ctx` is a `&mut dyn FnMut` live across the
+    // synchronous call, as `exec_map` expects.
+    let r = unsafe { oprofile_shim_exec_maps(mm.as_raw(), exec_map, (&raw mut ctx).cast()) };
+    if r < 0 {
+        return Err(Error::from_errno(r));
+    }
+    Ok(())
+}
+
+/// One mapping of [`exec_maps`].
+///
+/// # Safety
+///
+/// `ctx` must point to a live `&mut dyn FnMut(ExecMap) -> bool`, not otherwise borrowed; `file`
+/// must be a live file, referenced by its mapping for the duration of the call.
+unsafe extern "C" fn exec_map(ctx: *mut c_void, start: c_ulong, end: c_ulong, pgoff: c_ulong, file: *mut bindings::file) -> bool {
+    // SAFETY: Our contract.
+    let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(ExecMap) -> bool>() };
+    // SAFETY: `file` is live for the call (our contract); the mapping holds a reference, so
+    // `fdget_pos` cannot have skipped `f_pos_lock` on it (`File`'s invariant).
+    let file: ARef<File> = unsafe { File::from_raw_file(file) }.into();
+    let offset = (pgoff as usize).wrapping_shl(kernel::page::PAGE_SHIFT as u32);
+    f(ExecMap { start: start as usize, end: end as usize, offset, file })
 }
 
 /// The current task's mm with a user reference dropped by `mmput_async` (so any context may

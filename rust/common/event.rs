@@ -17,6 +17,17 @@
 //! | 5 | KERNEL_EXIT_SWITCH | `~0, 5` |
 //! | 6 | MODULE_LOADED | `~0, 6` |
 //! | 8 | TRACE_BEGIN | `~0, 8` |
+//! | 32 | USER_MAPS (ours) | `~0, 32, tgid, n`, then `n` times `start, end, offset, image_id` |
+//! | 33 | USER_STACK (ours) | `~0, 33, n, r0, .., r15, cpsr`, then `n` stack words from `sp` |
+//!
+//! USER_MAPS and USER_STACK exist only when `user_stack_size` is set (the legacy daemon never
+//! sets it; it aborts on codes of 15 and more). USER_STACK follows the sample (and precedes the
+//! backtrace entries) it belongs to: the user registers of the sampled task (for a kernel-mode
+//! sample, those it entered the kernel with) and a copy of its user stack from `r13`, `n` words.
+//! USER_MAPS, before the first USER_STACK of a task in each sync pass of a CPU (after its
+//! CPU_SWITCH), lists the task's executable file mappings: virtual `start..end`, the file
+//! `offset` of `start` in bytes, and the image id (`images`) of the file. Both are valid until
+//! the next CPU_SWITCH.
 //!
 //! The decoder is generic over the word width: it takes words as `u64` and the width in bytes.
 
@@ -46,6 +57,26 @@ pub mod code {
     pub const MODULE_LOADED: usize = 6;
     pub const CTX_TGID: usize = 7;
     pub const TRACE_BEGIN: usize = 8;
+    pub const USER_MAPS: usize = 32;
+    pub const USER_STACK: usize = 33;
+}
+
+/// Registers of a USER_STACK record: r0..r15, cpsr (ARM `pt_regs.uregs[0..17]`).
+pub const USER_REGS: usize = 17;
+/// Words of a USER_STACK record before its stack words.
+pub const USER_STACK_HEADER: usize = 3 + USER_REGS;
+/// Words of a USER_MAPS record before its mappings, and per mapping.
+pub const USER_MAPS_HEADER: usize = 4;
+pub const USER_MAPS_ENTRY: usize = 4;
+
+/// The first words of a USER_STACK record of `n` stack words (the registers follow).
+pub const fn user_stack_header(n: usize) -> [usize; 3] {
+    [ESCAPE_CODE, code::USER_STACK, n]
+}
+
+/// The first words of a USER_MAPS record of task `tgid` with `n` mappings.
+pub const fn user_maps_header(tgid: usize, n: usize) -> [usize; USER_MAPS_HEADER] {
+    [ESCAPE_CODE, code::USER_MAPS, tgid, n]
 }
 
 /// Longest record in words (CTX_SWITCH with its TGID part).
@@ -70,12 +101,20 @@ pub enum Record {
     ModuleLoaded,
     /// The next sample is followed by its backtrace (samples with event 0).
     TraceBegin,
+    /// The executable mappings of task `tgid`: `n` entries of [`USER_MAPS_ENTRY`] words follow
+    /// the header (the record's words: [`Record::words`]).
+    UserMaps { tgid: u64, n: u64 },
+    /// The user registers ([`USER_REGS`] words) and `n` user stack words of the last sample.
+    UserStack { n: u64 },
 }
 
 impl Record {
-    /// Number of words the record takes in the stream.
+    /// Number of words the record takes in the stream (saturating for absurd lengths, which
+    /// a stream then cannot hold).
     pub const fn words(&self) -> usize {
         match self {
+            Record::UserMaps { n, .. } => (*n as usize).saturating_mul(USER_MAPS_ENTRY).saturating_add(USER_MAPS_HEADER),
+            Record::UserStack { n } => (*n as usize).saturating_add(USER_STACK_HEADER),
             Record::Sample { .. } => 2,
             Record::CtxSwitch { .. } => 7,
             Record::CpuSwitch { .. } | Record::CookieSwitch { .. } => 3,
@@ -86,8 +125,13 @@ impl Record {
     /// Encodes the record as native words into `out[..self.words()]`, returning the count.
     ///
     /// Values are truncated to the native word (they come from native words in the kernel).
-    /// Returns `None`, writing nothing, if `out` is shorter than [`Record::words`].
+    /// Returns `None`, writing nothing, if `out` is shorter than [`Record::words`], and for
+    /// USER_MAPS and USER_STACK, whose payload the writer appends to [`user_maps_header`] /
+    /// [`user_stack_header`] itself.
     pub fn encode(&self, out: &mut [usize]) -> Option<usize> {
+        if matches!(self, Record::UserMaps { .. } | Record::UserStack { .. }) {
+            return None;
+        }
         let n = self.words();
         let out = out.get_mut(..n)?;
         let e = ESCAPE_CODE;
@@ -104,6 +148,7 @@ impl Record {
             Record::KernelExit => out.copy_from_slice(&[e, code::KERNEL_EXIT_SWITCH]),
             Record::ModuleLoaded => out.copy_from_slice(&[e, code::MODULE_LOADED]),
             Record::TraceBegin => out.copy_from_slice(&[e, code::TRACE_BEGIN]),
+            Record::UserMaps { .. } | Record::UserStack { .. } => return None,
         }
         Some(n)
     }
@@ -165,8 +210,15 @@ impl<'a> Decoder<'a> {
             code::KERNEL_EXIT_SWITCH => Record::KernelExit,
             code::MODULE_LOADED => Record::ModuleLoaded,
             code::TRACE_BEGIN => Record::TraceBegin,
+            code::USER_MAPS => {
+                let w = self.words_at(at, USER_MAPS_HEADER)?;
+                Record::UserMaps { tgid: w[2], n: w[3] }
+            }
+            code::USER_STACK => Record::UserStack { n: self.words_at(at, 3)?[2] },
             _ => return Err(DecodeError::UnknownCode { word: at, code: c }),
         };
+        // A variable-length record must be whole.
+        self.words_at(at, rec.words())?;
         self.pos = at + rec.words();
         Ok((at, rec))
     }
@@ -233,6 +285,31 @@ mod tests {
         assert_eq!(got[0], (0, Record::CpuSwitch { cpu: 0 }));
         assert_eq!(got[1], (3, Record::KernelEnter));
         assert_eq!(got[2], (5, Record::Sample { pc: 0xc000_8000, event: 0 }));
+    }
+
+    #[test]
+    fn user_stack_and_maps_records() {
+        let e = 0xffff_ffffu64;
+        let mut w = vec![e, 32, 7, 1, 0x1_0000, 0x1_1000, 0, 3];
+        w.extend([e, 33, 2]);
+        w.extend((0..17).map(|r| 100 + r));
+        w.extend([e, 0x1_0004]);
+        w.extend([0x1_0010, 0]);
+        let got: Vec<_> = Decoder::new(&w, 4).map(|r| r.unwrap()).collect();
+        assert_eq!(got[0], (0, Record::UserMaps { tgid: 7, n: 1 }));
+        assert_eq!(got[1], (8, Record::UserStack { n: 2 }), "an escape word inside the stack is data");
+        assert_eq!(got[2], (30, Record::Sample { pc: 0x1_0010, event: 0 }));
+        assert_eq!((got[0].1.words(), got[1].1.words()), (8, 22));
+        let mut out = [0usize; 32];
+        assert_eq!(Record::UserStack { n: 0 }.encode(&mut out), None, "payload written by the caller");
+        assert_eq!(user_stack_header(5), [!0, 33, 5]);
+        assert_eq!(user_maps_header(9, 2), [!0, 32, 9, 2]);
+        // Truncated payloads and absurd lengths.
+        let mut d = Decoder::new(&w[..25], 4);
+        d.next();
+        assert_eq!(d.next(), Some(Err(DecodeError::Truncated { word: 8, need: 22 })));
+        let huge = [e, 33, 0xffff_ffff];
+        assert!(matches!(Decoder::new(&huge, 4).next(), Some(Err(DecodeError::Truncated { .. }))));
     }
 
     #[test]

@@ -45,9 +45,9 @@ pub enum SampleLoc<F = usize, M = usize> {
 }
 
 /// One entry of a per-CPU sample buffer, written in interrupt context; `F` and `M` as in
-/// [`SampleLoc`].
+/// [`SampleLoc`], `S` a user-stack snapshot (the module's `user_stack::UserStack`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CpuSample<F = usize, M = usize> {
+pub struct CpuSample<F = usize, M = usize, S = ()> {
     /// Program counter at the interrupt (for a frame: the return address).
     pub pc: usize,
     /// Where `pc` points.
@@ -62,9 +62,12 @@ pub struct CpuSample<F = usize, M = usize> {
     pub tgid: i32,
     /// The task's executable, if known.
     pub app: Option<F>,
+    /// The user registers and stack of the sampled task, when snapshots are on
+    /// (`user_stack_size`); written after the sample as USER_STACK.
+    pub stack: Option<S>,
 }
 
-impl<F, M> CpuSample<F, M> {
+impl<F, M, S> CpuSample<F, M, S> {
     /// Whether the sample was taken in kernel mode.
     pub fn is_kernel(&self) -> bool {
         self.flags & IS_KERNEL != 0
@@ -206,7 +209,7 @@ impl SyncPass {
     /// preceded by TRACE_BEGIN if `s` has [`TRACE_BEGIN`].
     pub fn add_sample(
         &mut self,
-        s: &CpuSample<impl Sized, impl Sized>,
+        s: &CpuSample<impl Sized, impl Sized, impl Sized>,
         loc: Location,
         app_cookie: u64,
         sink: &mut impl EventSink,
@@ -267,7 +270,7 @@ impl SyncPass {
     /// Emits backtrace entry `f` (resolved to `loc`) of the last sample: a mode switch and
     /// COOKIE_SWITCH as needed, then `pc_or_offset, 0` (legacy `oprofile_add_trace` entries).
     /// After a lost entry the rest of the backtrace is dropped, so callers are never shifted.
-    pub fn add_frame(&mut self, f: &CpuSample<impl Sized, impl Sized>, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
+    pub fn add_frame(&mut self, f: &CpuSample<impl Sized, impl Sized, impl Sized>, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
         if !self.trace_live {
             return FrameOutcome::Orphan;
         }

@@ -161,6 +161,17 @@ struct Segment<'a> {
     stop: Option<DecodeError>,
 }
 
+/// The length in words of the USER_MAPS/USER_STACK record at the start of `w` (an escape),
+/// when its header is in `w`.
+fn variable_record_words(w: &[u64], esc: u64) -> Option<usize> {
+    let rec = match *w.get(..4)? {
+        [e, c, tgid, n] if e == esc && c == code::USER_MAPS as u64 => Record::UserMaps { tgid, n },
+        [e, c, n, _] if e == esc && c == code::USER_STACK as u64 => Record::UserStack { n },
+        _ => return None,
+    };
+    Some(rec.words())
+}
+
 /// Words converted per step (fits the L2 cache).
 const STEP_WORDS: usize = 1 << 14;
 
@@ -219,8 +230,10 @@ impl<'a> Segment<'a> {
                 i += 2;
                 continue;
             }
-            // An escape: decoded by the legacy decoder.
-            match Decoder::new(&w[i..n.min(i + MAX_RECORD_WORDS)], self.word_bytes).next() {
+            // An escape: decoded by the legacy decoder (the window holds any fixed-size record;
+            // a USER_MAPS/USER_STACK record, normally unwound before, needs its whole length).
+            let window = variable_record_words(&w[i..], esc).unwrap_or(MAX_RECORD_WORDS);
+            match Decoder::new(&w[i..n.min(i.saturating_add(window))], self.word_bytes).next() {
                 Some(Ok((_, rec))) => {
                     self.record(&rec);
                     i += rec.words();
@@ -267,7 +280,7 @@ impl<'a> Segment<'a> {
             | Record::KernelExit
             | Record::CtxSwitch { .. }
             | Record::CookieSwitch { .. } => self.space = None,
-            Record::TraceBegin => {}
+            Record::TraceBegin | Record::UserMaps { .. } | Record::UserStack { .. } => {}
         }
     }
 

@@ -141,6 +141,7 @@ impl SampleCtx {
             }
             Record::CookieSwitch { cookie } => self.cookie = Some(cookie),
             Record::Sample { .. } | Record::ModuleLoaded | Record::TraceBegin => {}
+            Record::UserMaps { .. } | Record::UserStack { .. } => {}
         }
     }
 }
@@ -191,6 +192,8 @@ impl ChainState {
                 Some(Role::Sample { traced })
             }
             Record::ModuleLoaded | Record::KernelEnter | Record::KernelExit | Record::CookieSwitch { .. } => None,
+            // Unwound into frames before (`unwind::expand`), or left out.
+            Record::UserMaps { .. } | Record::UserStack { .. } => None,
         }
     }
 }

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User-stack snapshots: the registers and a copy of the live user stack per sample, for
+//! call chains of code without frame pointers (Thumb-2 and `-O2` code as distributions build
+//! it), unwound later by `oprof` from the images' `.ARM.exidx`/`.debug_frame`/`.eh_frame`
+//! (perf's `--call-graph dwarf` way; no legacy counterpart).
+//!
+//! Enabled by `user_stack_size` (bytes) together with `backtrace_depth`. Each CPU has a
+//! [`StackPool`] of preallocated [`UserStack`] buffers: the sampling interrupt takes a free one,
+//! fills it ([`StackPool::take`]) and queues it with its sample; `buffer_sync` writes it as a
+//! USER_STACK record (after a USER_MAPS record of the task's executable mappings, once per
+//! task and CPU pass: [`MapsWritten`]) and gives it back ([`StackPool::give_back`]). No
+//! allocation happens in the interrupt. What is counted (global `stats/`):
+//!
+//! - `user_stack_no_buffer`: no free buffer (the sync pass has not caught up);
+//! - `user_stack_fault`: the stack could not be read (no mapping at sp, a page not present);
+//! - `user_stack_lost`: the record did not fit the event buffer, or the task's mappings could
+//!   not be listed.
+//!
+//! A sample without its snapshot keeps its frame-pointer chain; nothing is guessed.
+
+use crate::bridge::{self, regs::Regs, ring::Ring, user};
+use crate::common::event::{self, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_STACK_HEADER};
+use crate::common::sync::EventSink;
+use crate::image_ids::ImageIds;
+use crate::stats::{self, Stats};
+use kernel::mm::MmWithUserAsync;
+use kernel::prelude::*;
+use kernel::sync::aref::ARef;
+
+/// Largest `user_stack_size`, bytes (perf's `--call-graph dwarf` default is 8192).
+pub(crate) const USER_STACK_SIZE_MAX: u64 = 16384;
+/// Snapshot buffers per CPU: about 2.5 sync intervals of samples at 1,000 samples/s.
+pub(crate) const POOL_BUFFERS: u32 = 256;
+/// Mappings listed per USER_MAPS record at most.
+const MAX_MAPS: usize = 256;
+
+/// One snapshot: the USER_STACK record's words, written in place (header, registers, stack),
+/// and a reference to the task's mm for its USER_MAPS record.
+///
+/// # Invariants
+///
+/// `words.len() == USER_STACK_HEADER + stack words`, fixed at allocation; `len <=
+/// words.len()` words of it form the record.
+pub(crate) struct UserStack {
+    words: KVec<usize>,
+    len: usize,
+    tgid: i32,
+    mm: Option<ARef<MmWithUserAsync>>,
+}
+
+impl UserStack {
+    fn new(stack_words: usize) -> Result<KBox<Self>> {
+        let n = stack_words.checked_add(USER_STACK_HEADER).ok_or(EINVAL)?;
+        let mut words = KVec::with_capacity(n, GFP_KERNEL)?;
+        words.resize(n, 0, GFP_KERNEL)?;
+        Ok(KBox::new(UserStack { words, len: 0, tgid: 0, mm: None }, GFP_KERNEL)?)
+    }
+
+    /// Fills the snapshot with user registers `uregs` and the current task's stack above their
+    /// sp (interrupt context); false when the stack cannot be read.
+    fn fill(&mut self, uregs: &[usize; USER_REGS], tgid: i32) -> bool {
+        let sp = uregs[13];
+        let Some(stack_end) = bridge::user::mapping_end_irq(sp) else { return false };
+        let room = self.words.len().saturating_sub(USER_STACK_HEADER);
+        let n = room.min(stack_end.saturating_sub(sp) / core::mem::size_of::<usize>());
+        let Some(stack) = self.words.get_mut(USER_STACK_HEADER..USER_STACK_HEADER + n) else { return false };
+        if !bridge::regs::read_user_words(sp, stack) {
+            return false;
+        }
+        let head = event::user_stack_header(n);
+        self.words[..3].copy_from_slice(&head);
+        self.words[3..USER_STACK_HEADER].copy_from_slice(uregs);
+        self.len = USER_STACK_HEADER + n;
+        self.tgid = tgid;
+        self.mm = bridge::user::mm_get_irq();
+        true
+    }
+}
+
+/// One CPU's free snapshot buffers: taken by its sampling interrupt, given back by the sync
+/// pass ([`Ring`]: one consumer and one producer at a time).
+pub(crate) struct StackPool {
+    free: Ring<KBox<UserStack>>,
+}
+
+impl StackPool {
+    /// [`POOL_BUFFERS`] buffers of `stack_words` words. Errors: `ENOMEM`.
+    pub(crate) fn new(stack_words: usize) -> Result<Self> {
+        let free = Ring::new(POOL_BUFFERS)?;
+        for _ in 0..POOL_BUFFERS {
+            free.push(UserStack::new(stack_words)?).map_err(|_| EINVAL)?;
+        }
+        Ok(StackPool { free })
+    }
+
+    /// A snapshot of the user context of `regs` (interrupt context); `None` for a kernel
+    /// thread, and, counted in `stats`, when none can be taken.
+    pub(crate) fn take(&self, stats: &Stats, regs: &Regs, tgid: i32) -> Option<KBox<UserStack>> {
+        let uregs = regs.user_regs()?;
+        let Some(mut buf) = self.free.pop() else {
+            stats::inc(&stats.user_stack_no_buffer);
+            return None;
+        };
+        if buf.fill(&uregs, tgid) {
+            return Some(buf);
+        }
+        stats::inc(&stats.user_stack_fault);
+        // The interrupt is the pool's only consumer and the sync pass its only producer: the
+        // buffer goes back unless a sync pass is giving one back at this instant, and then it
+        // is freed (the pool shrinks by one; `kfree` is safe in any context).
+        let _ = self.free.push(buf);
+        None
+    }
+
+    /// Returns a written snapshot's buffer (process context, under the event buffer mutex).
+    pub(crate) fn give_back(&self, mut buf: KBox<UserStack>) {
+        buf.mm = None;
+        buf.len = 0;
+        let _ = self.free.push(buf);
+    }
+}
+
+/// The tasks whose USER_MAPS record was written in the current pass over one CPU (a record
+/// stays valid until the next CPU_SWITCH).
+pub(crate) struct MapsWritten {
+    tgids: KVec<i32>,
+}
+
+impl MapsWritten {
+    /// None yet. Allocates when the first task is added.
+    pub(crate) fn new() -> Self {
+        MapsWritten { tgids: KVec::new() }
+    }
+
+    /// Writes `stack` to `sink`, preceded by its task's USER_MAPS record unless written in this
+    /// pass. Process context (lists the mappings under `mmap_lock`). Counts what is lost.
+    pub(crate) fn write(&mut self, stack: &UserStack, images: &mut ImageIds, sink: &mut impl EventSink, stats: &Stats) {
+        if !self.tgids.contains(&stack.tgid) {
+            let Some(mm) = &stack.mm else {
+                return stats::inc(&stats.user_stack_lost);
+            };
+            match maps_record(mm, stack.tgid, images) {
+                Ok(words) if sink.write_group(&words) => {
+                    // Not remembered (ENOMEM): the record is written again next time.
+                    let _ = self.tgids.push(stack.tgid, GFP_KERNEL);
+                }
+                _ => return stats::inc(&stats.user_stack_lost),
+            }
+        }
+        if !stack.words.get(..stack.len).is_some_and(|w| sink.write_group(w)) {
+            stats::inc(&stats.user_stack_lost);
+        }
+    }
+}
+
+/// The USER_MAPS record of `mm` (task `tgid`): its executable file mappings with image ids.
+/// Errors: `EINTR`, `ENOMEM`, or an image that cannot be named.
+fn maps_record(mm: &MmWithUserAsync, tgid: i32, images: &mut ImageIds) -> Result<KVec<usize>> {
+    let mut maps = KVec::new();
+    let mut err = Ok(());
+    user::exec_maps(mm, |m| {
+        err = maps.push(m, GFP_KERNEL).map_err(Error::from);
+        err.is_ok() && maps.len() < MAX_MAPS
+    })?;
+    err?;
+    let mut words = KVec::with_capacity(USER_MAPS_HEADER + USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
+    words.extend_from_slice(&event::user_maps_header(tgid as usize, maps.len()), GFP_KERNEL)?;
+    for m in &maps {
+        let id = images.id_of(&m.file)?;
+        words.extend_from_slice(&[m.start, m.end, m.offset, id as usize], GFP_KERNEL)?;
+    }
+    Ok(words)
+}
