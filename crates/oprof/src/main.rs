@@ -23,6 +23,7 @@ mod aggregate;
 mod annotate;
 mod callgraph;
 mod calls;
+mod debugfile;
 mod diff;
 mod disasm;
 mod elf;
