@@ -49,6 +49,8 @@ mod tests_annotate;
 #[cfg(test)]
 mod tests_arm;
 #[cfg(test)]
+mod tests_debugfile;
+#[cfg(test)]
 mod tests_frames;
 #[cfg(test)]
 mod tests_pprof;

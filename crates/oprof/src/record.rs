@@ -414,7 +414,7 @@ fn archive_file(root: &Path, path: &Path) -> Result<PathBuf> {
 /// Copies the target file `path` under `root` ([`archive_file`]) and records its build-id and
 /// `.gnu_debuglink` (read from the copy; nothing for a file with neither, or no ELF file) in
 /// `ids` by target path: what a host needs to find the debug file later. Errors: the copy's.
-fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, crate::debugfile::Ids>) -> Result<()> {
+pub fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, crate::debugfile::Ids>) -> Result<()> {
     let dest = archive_file(root, path)?;
     if let Some(found) = crate::debugfile::Ids::read(&dest).filter(|i| !i.is_empty()) {
         ids.insert(path.display().to_string(), found);
