@@ -252,14 +252,46 @@ fn collect_symbols(
     .collect()
 }
 
+/// The `PT_LOAD` headers of `file` with file bytes.
+fn loads_of(file: &object::File<'_>) -> Vec<Load> {
+    file.segments()
+        .filter_map(|g| {
+            let (offset, filesz) = g.file_range();
+            Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
+        })
+        .collect()
+}
+
+/// The executable ranges of `file`: its executable sections, or without section headers its
+/// executable `PT_LOAD`s.
+fn text_of(file: &object::File<'_>, lay: &Layout, relocatable: bool) -> Vec<Range<u64>> {
+    let mut text: Vec<Range<u64>> = lay.exec.values().filter(|r| r.start < r.end).cloned().collect();
+    if text.is_empty() && !relocatable {
+        for g in file.segments() {
+            if let object::SegmentFlags::Elf { p_flags } = g.flags() {
+                if p_flags & object::elf::PF_X != 0 {
+                    if let Some(end) = g.address().checked_add(g.size()) {
+                        text.push(g.address()..end);
+                    }
+                }
+            }
+        }
+    }
+    text
+}
+
 /// Whether `file` has DWARF (a non-empty `.debug_info`).
 fn has_dwarf(file: &object::File<'_>) -> bool {
     file.section_by_name(".debug_info").is_some_and(|s| s.size() != 0)
 }
 
-/// ARM marks of a debug file moved onto the image's executable sections (by address: the
-/// section indexes of the two files need not agree).
-fn marks_onto(marks: ArmMarks, image: &Layout) -> ArmMarks {
+/// The ARM marks of `(file, its layout)` on the image's executable sections (`image`): moved
+/// by address when `file` is a debug file (the section indexes of the two need not agree).
+fn arm_marks_onto((file, lay): (&object::File<'_>, &Layout), image: &Layout, relocatable: bool) -> ArmMarks {
+    let marks = crate::calls::arm_marks(file, &lay.base, &lay.exec_set(), relocatable);
+    if std::ptr::eq(lay, image) {
+        return marks;
+    }
     let mut all: Vec<(u64, Isa)> = marks.into_values().flatten().collect();
     all.sort_by_key(|m| m.0);
     image
@@ -349,26 +381,8 @@ impl ElfImage {
         }
         let is_arm = file.architecture() == object::Architecture::Arm;
         let lay = Layout::of(&file, placement);
-        let mut text: Vec<Range<u64>> = lay.exec.values().filter(|r| r.start < r.end).cloned().collect();
-        let loads: Vec<Load> = file
-            .segments()
-            .filter_map(|g| {
-                let (offset, filesz) = g.file_range();
-                Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
-            })
-            .collect();
-        if text.is_empty() && !relocatable {
-            // No section headers: executable PT_LOADs are the text.
-            for g in file.segments() {
-                if let object::SegmentFlags::Elf { p_flags } = g.flags() {
-                    if p_flags & object::elf::PF_X != 0 {
-                        if let Some(end) = g.address().checked_add(g.size()) {
-                            text.push(g.address()..end);
-                        }
-                    }
-                }
-            }
-        }
+        let text = text_of(&file, &lay, relocatable);
+        let loads = loads_of(&file);
         let collect = |f: &object::File<'_>, l: &Layout| collect_symbols(f.symbols(), l, which, is_arm, relocatable);
         let mut syms = collect(&file, &lay);
         let own_symtab = !syms.is_empty();
@@ -384,28 +398,23 @@ impl ElfImage {
             Some((d, l, DebugSource { file: f.path.clone(), method: f.method }))
         });
         let mut source = own_symtab.then(|| DebugSource { file: path.to_path_buf(), method: Method::Image });
-        let mut symbols_from_debug = false;
-        if let (false, Some((d, l, src))) = (own_symtab, &separate) {
-            let theirs = collect(d, l);
-            if !theirs.is_empty() {
-                syms = theirs;
-                source = Some(src.clone());
-                symbols_from_debug = true;
+        // Symbols and ARM marks from the debug file when the image has no .symtab, else from
+        // the image (its .dynsym as the last resort).
+        let theirs = separate.as_ref().filter(|_| !own_symtab).map(|(d, l, src)| (d, l, src, collect(d, l)));
+        let marks_from = match theirs {
+            Some((d, l, src, ds)) if !ds.is_empty() => {
+                (syms, source) = (ds, Some(src.clone()));
+                (d, l)
             }
-        }
+            _ => (&file, &lay),
+        };
         if syms.is_empty() {
             syms = collect_symbols(file.dynamic_symbols(), &lay, which, is_arm, relocatable);
             if !syms.is_empty() {
                 source = Some(DebugSource { file: path.to_path_buf(), method: Method::Dynsym });
             }
         }
-        let marks = match &separate {
-            _ if !is_arm => Default::default(),
-            Some((d, l, _)) if symbols_from_debug => {
-                marks_onto(crate::calls::arm_marks(d, &l.base, &l.exec_set(), relocatable), &lay)
-            }
-            _ => crate::calls::arm_marks(&file, &lay.base, &lay.exec_set(), relocatable),
-        };
+        let marks = if is_arm { arm_marks_onto(marks_from, &lay, relocatable) } else { Default::default() };
         let (lines, lines_error) = if want_lines {
             let (f, l) = match &separate {
                 Some((d, l, src)) if !own_dwarf && has_dwarf(d) => {

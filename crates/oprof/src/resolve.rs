@@ -312,7 +312,9 @@ impl Resolver {
         out
     }
 
-    /// Records what named the loaded image `name` (see [`ImageInfo::debug`]).
+    /// Records what named the loaded ELF `e` of interned image `image` (see
+    /// [`ImageInfo::debug`]); images without symbols or with exported ones only are listed in
+    /// [`Resolver::notes`]' summary.
     fn note_debug(&mut self, image: ImageId, e: &ElfImage) {
         self.images[image].debug = e.debug.clone();
         match e.debug.as_ref().map(|d| d.method) {
