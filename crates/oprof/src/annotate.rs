@@ -230,7 +230,7 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
     let counters = p.counters.clone();
     // Missing line tables are noted per annotated symbol; the resolver's notes of the same kind
     // name every image of the session.
-    let warnings = res.warnings.iter().filter(|w| !w.ends_with(": no source lines")).cloned().collect();
+    let warnings = res.notes().into_iter().filter(|w| !w.ends_with(": no source lines")).collect();
     Ok(Annotated { total, counters, symbols, warnings })
 }
 

@@ -6,6 +6,8 @@
 //! (`/sys/module/NAME/sections/`), symbols become `section address + st_value`, and the DWARF is
 //! relocated against those addresses, so every lookup takes a runtime kernel address.
 
+use crate::calls::ArmMarks;
+use crate::debugfile::{Ids, Method, Search};
 use crate::symbols::{Binding, Symbol, SymbolTable};
 use anyhow::{anyhow, bail, Context, Result};
 use gimli::{EndianRcSlice, RelocateReader, RunTimeEndian};
@@ -124,6 +126,12 @@ pub struct ElfImage {
     /// ARM: where the instruction set changes (every executable section's marks of
     /// [`crate::calls::arm_marks`]), sorted by address.
     isa_marks: Vec<(u64, Isa)>,
+    /// Where the symbols and line tables came from; `None` without any.
+    pub debug: Option<DebugSource>,
+    /// Debug files looked at and refused (build-id or CRC mismatch, corrupt), one note each.
+    pub debug_notes: Vec<String>,
+    /// Its build-id and debuglink.
+    pub ids: Ids,
 }
 
 impl std::fmt::Debug for ElfImage {
@@ -143,34 +151,200 @@ fn elf_flags(s: &object::Section<'_, '_>) -> u64 {
     }
 }
 
+/// Where to look for the separate debug file of an image being loaded ([`crate::debugfile`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DebugLookup<'a> {
+    pub search: &'a Search,
+    /// The image's path on the target (for debuglink's `DEBUGDIR/TDIR/NAME`).
+    pub target: Option<&'a str>,
+    /// Its ids as recorded on the target (`session.json` `debug_ids`), if known.
+    pub recorded: Option<&'a Ids>,
+}
+
+/// Where an image's names came from: the file and how it was found.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DebugSource {
+    /// The separate debug file, or the image itself (`image`, `dynsym`, `minidebuginfo`), or
+    /// the kallsyms file.
+    pub file: PathBuf,
+    pub method: Method,
+}
+
+/// The sections of a parsed file at their (runtime) addresses.
+struct Layout {
+    /// Base address of each section: its `sh_addr`, or for a placed `ET_REL` its runtime
+    /// address (non-allocated sections, e.g. debug sections, are at 0).
+    base: HashMap<SectionIndex, u64>,
+    /// Executable sections and their address ranges.
+    exec: HashMap<SectionIndex, Range<u64>>,
+    /// Executable sections with file bytes.
+    code: Vec<CodeSection>,
+}
+
+impl Layout {
+    fn of(file: &object::File<'_>, placement: Option<&BTreeMap<String, u64>>) -> Layout {
+        let mut lay = Layout { base: HashMap::new(), exec: HashMap::new(), code: Vec::new() };
+        for s in file.sections() {
+            let flags = elf_flags(&s);
+            let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
+            let b = match placement {
+                Some(p) if alloc => match s.name().ok().and_then(|n| p.get(n)) {
+                    Some(&a) => a,
+                    None => continue,
+                },
+                Some(_) => 0,
+                None => s.address(),
+            };
+            lay.base.insert(s.index(), b);
+            if alloc && flags & u64::from(object::elf::SHF_EXECINSTR) != 0 {
+                lay.exec.insert(s.index(), b..b.saturating_add(s.size()));
+                if let Some((file_offset, size)) = s.file_range() {
+                    lay.code.push(CodeSection { addr: b, size, file_offset });
+                }
+            }
+        }
+        lay
+    }
+
+    fn exec_set(&self) -> HashSet<SectionIndex> {
+        self.exec.keys().copied().collect()
+    }
+}
+
+/// The function symbols of `it` (and with [`Symbols::WithLabels`] untyped labels in executable
+/// sections) at runtime addresses of `lay`.
+fn collect_symbols(
+    it: object::SymbolIterator<'_, '_>,
+    lay: &Layout,
+    which: Symbols,
+    is_arm: bool,
+    relocatable: bool,
+) -> Vec<Symbol> {
+    it.filter(|s| {
+        (s.kind() == SymbolKind::Text && s.is_definition())
+            || (which == Symbols::WithLabels
+                && s.kind() == SymbolKind::Unknown
+                && matches!(s.section(), SymbolSection::Section(i) if lay.exec.contains_key(&i)))
+    })
+    .filter_map(|s| {
+        let name = s.name().ok()?;
+        // ARM mapping symbols ($a, $t, $d) mark code/data regions, not functions.
+        if name.is_empty() || name.starts_with('$') {
+            return None;
+        }
+        // Thumb function symbols have bit 0 set.
+        let value = if is_arm { s.address() & !1 } else { s.address() };
+        let addr = if relocatable {
+            let SymbolSection::Section(i) = s.section() else { return None };
+            lay.base.get(&i)?.checked_add(value)?
+        } else {
+            value
+        };
+        let binding = if s.is_weak() {
+            Binding::Weak
+        } else if s.is_global() {
+            Binding::Global
+        } else {
+            Binding::Local
+        };
+        Some(Symbol { addr, size: s.size(), name: name.to_string(), binding })
+    })
+    .collect()
+}
+
+/// The `PT_LOAD` headers of `file` with file bytes.
+fn loads_of(file: &object::File<'_>) -> Vec<Load> {
+    file.segments()
+        .filter_map(|g| {
+            let (offset, filesz) = g.file_range();
+            Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
+        })
+        .collect()
+}
+
+/// The executable ranges of `file`: its executable sections, or without section headers its
+/// executable `PT_LOAD`s.
+fn text_of(file: &object::File<'_>, lay: &Layout, relocatable: bool) -> Vec<Range<u64>> {
+    let mut text: Vec<Range<u64>> = lay.exec.values().filter(|r| r.start < r.end).cloned().collect();
+    if text.is_empty() && !relocatable {
+        for g in file.segments() {
+            if let object::SegmentFlags::Elf { p_flags } = g.flags() {
+                if p_flags & object::elf::PF_X != 0 {
+                    if let Some(end) = g.address().checked_add(g.size()) {
+                        text.push(g.address()..end);
+                    }
+                }
+            }
+        }
+    }
+    text
+}
+
+/// Whether `file` has DWARF (a non-empty `.debug_info`).
+fn has_dwarf(file: &object::File<'_>) -> bool {
+    file.section_by_name(".debug_info").is_some_and(|s| s.size() != 0)
+}
+
+/// The ARM marks of `(file, its layout)` on the image's executable sections (`image`): moved
+/// by address when `file` is a debug file (the section indexes of the two need not agree).
+fn arm_marks_onto((file, lay): (&object::File<'_>, &Layout), image: &Layout, relocatable: bool) -> ArmMarks {
+    let marks = crate::calls::arm_marks(file, &lay.base, &lay.exec_set(), relocatable);
+    if std::ptr::eq(lay, image) {
+        return marks;
+    }
+    let mut all: Vec<(u64, Isa)> = marks.into_values().flatten().collect();
+    all.sort_by_key(|m| m.0);
+    image
+        .exec
+        .iter()
+        .map(|(&i, r)| (i, all.iter().copied().filter(|m| r.contains(&m.0)).collect()))
+        .collect()
+}
+
 impl ElfImage {
     /// Loads an executable, shared object or vmlinux (its own virtual addresses); with
-    /// `want_lines`, also its DWARF line tables.
+    /// `want_lines`, also its DWARF line tables. No debug file is looked for.
     /// Errors name `path`; their root cause is a short reason (shown as `(unreadable: reason)`).
+    #[cfg(test)]
     pub fn load(path: &Path, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_placed(path, None, Symbols::Functions, want_lines, |_| Ok(())).map(|(image, ())| image)
+        ElfImage::load_with_debug(path, want_lines, None)
     }
 
-    /// Loads a vmlinux like [`ElfImage::load`], with its code labels too (see
+    /// Like [`ElfImage::load`]; with `debug`, a stripped image's symbols (no `.symtab`) and
+    /// line tables (none in the image, with `want_lines`) come from its separate debug file
+    /// ([`crate::debugfile`]). Errors as [`ElfImage::load`]'s; a debug file never makes one.
+    pub fn load_with_debug(path: &Path, want_lines: bool, debug: Option<DebugLookup<'_>>) -> Result<ElfImage> {
+        ElfImage::load_placed(path, None, Symbols::Functions, want_lines, debug, |_| Ok(())).map(|(image, ())| image)
+    }
+
+    /// Loads a vmlinux like [`ElfImage::load_with_debug`], with its code labels too (see
     /// [`Symbols::WithLabels`]), so that it names addresses as the kernel's kallsyms does.
-    pub fn load_kernel(path: &Path, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_kernel_with(path, want_lines, |_| Ok(())).map(|(image, ())| image)
+    pub fn load_kernel(path: &Path, want_lines: bool, debug: Option<DebugLookup<'_>>) -> Result<ElfImage> {
+        ElfImage::load_placed(path, None, Symbols::WithLabels, want_lines, debug, |_| Ok(())).map(|(image, ())| image)
     }
 
-    /// Like [`ElfImage::load_kernel`], also returning what `inspect` finds in the same parsed
-    /// file (one read and parse for callers that need more than symbols). Errors name `path`.
+    /// Like [`ElfImage::load_kernel`] (no debug file), also returning what `inspect` finds in
+    /// the same parsed file (one read and parse for callers that need more than symbols).
+    /// Errors name `path`.
     pub fn load_kernel_with<T>(
         path: &Path,
         want_lines: bool,
         inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
     ) -> Result<(ElfImage, T)> {
-        ElfImage::load_placed(path, None, Symbols::WithLabels, want_lines, inspect)
+        ElfImage::load_placed(path, None, Symbols::WithLabels, want_lines, None, inspect)
     }
 
     /// Loads a kernel module (`ET_REL`) with its sections at the runtime addresses `placement`
-    /// (section name → address). Sections without an address get no symbols.
-    pub fn load_module(path: &Path, placement: &BTreeMap<String, u64>, want_lines: bool) -> Result<ElfImage> {
-        ElfImage::load_placed(path, Some(placement), Symbols::Functions, want_lines, |_| Ok(())).map(|(image, ())| image)
+    /// (section name → address). Sections without an address get no symbols. `debug`: as
+    /// [`ElfImage::load_with_debug`] (the debug file is placed the same way).
+    pub fn load_module(
+        path: &Path,
+        placement: &BTreeMap<String, u64>,
+        want_lines: bool,
+        debug: Option<DebugLookup<'_>>,
+    ) -> Result<ElfImage> {
+        ElfImage::load_placed(path, Some(placement), Symbols::Functions, want_lines, debug, |_| Ok(()))
+            .map(|(image, ())| image)
     }
 
     fn load_placed<T>(
@@ -178,9 +352,11 @@ impl ElfImage {
         placement: Option<&BTreeMap<String, u64>>,
         which: Symbols,
         want_lines: bool,
+        debug: Option<DebugLookup<'_>>,
         inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
     ) -> Result<(ElfImage, T)> {
-        ElfImage::parse_placed(path, placement, which, want_lines, inspect).with_context(|| path.display().to_string())
+        ElfImage::parse_placed(path, placement, which, want_lines, debug, inspect)
+            .with_context(|| path.display().to_string())
     }
 
     fn parse_placed<T>(
@@ -188,6 +364,7 @@ impl ElfImage {
         placement: Option<&BTreeMap<String, u64>>,
         which: Symbols,
         want_lines: bool,
+        debug: Option<DebugLookup<'_>>,
         inspect: impl FnOnce(&object::File<'_>) -> Result<T>,
     ) -> Result<(ElfImage, T)> {
         let data = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}"))?;
@@ -203,92 +380,50 @@ impl ElfImage {
             bail!("not a relocatable object (ET_REL), as kernel modules are");
         }
         let is_arm = file.architecture() == object::Architecture::Arm;
-        // Base address of each section: its sh_addr, or for a placed ET_REL its runtime address
-        // (non-allocated sections, e.g. debug sections, are at 0).
-        let mut base: HashMap<SectionIndex, u64> = HashMap::new();
-        let mut text: Vec<Range<u64>> = Vec::new();
-        let mut exec_sections: HashSet<SectionIndex> = HashSet::new();
-        let mut code: Vec<CodeSection> = Vec::new();
-        for s in file.sections() {
-            let flags = elf_flags(&s);
-            let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
-            let b = match placement {
-                Some(p) if alloc => match s.name().ok().and_then(|n| p.get(n)) {
-                    Some(&a) => a,
-                    None => continue,
-                },
-                Some(_) => 0,
-                None => s.address(),
-            };
-            base.insert(s.index(), b);
-            if alloc && flags & u64::from(object::elf::SHF_EXECINSTR) != 0 {
-                exec_sections.insert(s.index());
-                if let Some(end) = b.checked_add(s.size()) {
-                    text.push(b..end);
-                }
-                if let Some((file_offset, size)) = s.file_range() {
-                    code.push(CodeSection { addr: b, size, file_offset });
-                }
-            }
-        }
-        let loads: Vec<Load> = file
-            .segments()
-            .filter_map(|g| {
-                let (offset, filesz) = g.file_range();
-                Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
-            })
-            .collect();
-        if text.is_empty() && !relocatable {
-            // No section headers: executable PT_LOADs are the text.
-            for g in file.segments() {
-                if let object::SegmentFlags::Elf { p_flags } = g.flags() {
-                    if p_flags & object::elf::PF_X != 0 {
-                        if let Some(end) = g.address().checked_add(g.size()) {
-                            text.push(g.address()..end);
-                        }
-                    }
-                }
-            }
-        }
-        let collect = |it: object::SymbolIterator<'_, '_>| -> Vec<Symbol> {
-            it.filter(|s| {
-                (s.kind() == SymbolKind::Text && s.is_definition())
-                    || (which == Symbols::WithLabels
-                        && s.kind() == SymbolKind::Unknown
-                        && matches!(s.section(), SymbolSection::Section(i) if exec_sections.contains(&i)))
-            })
-                .filter_map(|s| {
-                    let name = s.name().ok()?;
-                    // ARM mapping symbols ($a, $t, $d) mark code/data regions, not functions.
-                    if name.is_empty() || name.starts_with('$') {
-                        return None;
-                    }
-                    // Thumb function symbols have bit 0 set.
-                    let value = if is_arm { s.address() & !1 } else { s.address() };
-                    let addr = if relocatable {
-                        let SymbolSection::Section(i) = s.section() else { return None };
-                        base.get(&i)?.checked_add(value)?
-                    } else {
-                        value
-                    };
-                    let binding = if s.is_weak() {
-                        Binding::Weak
-                    } else if s.is_global() {
-                        Binding::Global
-                    } else {
-                        Binding::Local
-                    };
-                    Some(Symbol { addr, size: s.size(), name: name.to_string(), binding })
-                })
-                .collect()
+        let lay = Layout::of(&file, placement);
+        let text = text_of(&file, &lay, relocatable);
+        let loads = loads_of(&file);
+        let collect = |f: &object::File<'_>, l: &Layout| collect_symbols(f.symbols(), l, which, is_arm, relocatable);
+        let mut syms = collect(&file, &lay);
+        let own_symtab = !syms.is_empty();
+        let own_dwarf = has_dwarf(&file);
+        // The debug file: looked for when the image lacks what is wanted.
+        let lookup = match debug {
+            Some(d) if !own_symtab || (want_lines && !own_dwarf) => d.search.find(&file, path, d.target, d.recorded),
+            _ => Default::default(),
         };
-        let mut syms = collect(file.symbols());
+        let separate = lookup.found.as_ref().and_then(|f| {
+            let d = object::File::parse(&*f.data).ok()?;
+            let l = Layout::of(&d, placement);
+            Some((d, l, DebugSource { file: f.path.clone(), method: f.method }))
+        });
+        let mut source = own_symtab.then(|| DebugSource { file: path.to_path_buf(), method: Method::Image });
+        // Symbols and ARM marks from the debug file when the image has no .symtab, else from
+        // the image (its .dynsym as the last resort).
+        let theirs = separate.as_ref().filter(|_| !own_symtab).map(|(d, l, src)| (d, l, src, collect(d, l)));
+        let marks_from = match theirs {
+            Some((d, l, src, ds)) if !ds.is_empty() => {
+                (syms, source) = (ds, Some(src.clone()));
+                (d, l)
+            }
+            _ => (&file, &lay),
+        };
         if syms.is_empty() {
-            syms = collect(file.dynamic_symbols());
+            syms = collect_symbols(file.dynamic_symbols(), &lay, which, is_arm, relocatable);
+            if !syms.is_empty() {
+                source = Some(DebugSource { file: path.to_path_buf(), method: Method::Dynsym });
+            }
         }
-        let marks = if is_arm { crate::calls::arm_marks(&file, &base, &exec_sections, relocatable) } else { Default::default() };
+        let marks = if is_arm { arm_marks_onto(marks_from, &lay, relocatable) } else { Default::default() };
         let (lines, lines_error) = if want_lines {
-            match load_dwarf(&file, relocatable.then_some(&base)) {
+            let (f, l) = match &separate {
+                Some((d, l, src)) if !own_dwarf && has_dwarf(d) => {
+                    source = Some(src.clone());
+                    (d, l)
+                }
+                _ => (&file, &lay),
+            };
+            match load_dwarf(f, relocatable.then_some(&l.base)) {
                 Ok(Some(c)) => (Some(c), None),
                 Ok(None) => (None, Some("no debug info".to_string())),
                 Err(e) => (None, Some(format!("bad debug info: {e:#}"))),
@@ -297,14 +432,27 @@ impl ElfImage {
             (None, None)
         };
         let found = inspect(&file)?;
-        let entered = crate::calls::entered_without_call(&file, &base, &marks, &syms);
+        let entered = crate::calls::entered_without_call(&file, &lay.base, &marks, &syms);
         let mut symbols = SymbolTable::new(syms, text);
         symbols.set_entered_without_call(entered);
         let arch = file.architecture();
+        let mut code = lay.code;
         code.sort_by_key(|c| c.addr);
         let mut isa_marks: Vec<(u64, Isa)> = marks.into_values().flatten().collect();
         isa_marks.sort_by_key(|m| m.0);
-        let image = ElfImage { path: path.to_path_buf(), loads, symbols, lines, lines_error, arch, code, isa_marks };
+        let image = ElfImage {
+            path: path.to_path_buf(),
+            loads,
+            symbols,
+            lines,
+            lines_error,
+            arch,
+            code,
+            isa_marks,
+            debug: source,
+            debug_notes: lookup.notes,
+            ids: Ids::of(&file),
+        };
         Ok((image, found))
     }
 
@@ -320,6 +468,9 @@ impl ElfImage {
             arch: object::Architecture::Unknown,
             code: vec![],
             isa_marks: vec![],
+            debug: None,
+            debug_notes: vec![],
+            ids: Ids::default(),
         }
     }
 
@@ -386,7 +537,7 @@ fn load_dwarf(
     file: &object::File<'_>,
     bases: Option<&HashMap<SectionIndex, u64>>,
 ) -> Result<Option<addr2line::Context<Reader>>> {
-    if file.section_by_name(".debug_info").is_none_or(|s| s.size() == 0) {
+    if !has_dwarf(file) {
         return Ok(None);
     }
     let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };

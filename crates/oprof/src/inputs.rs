@@ -45,6 +45,11 @@ pub struct Inputs {
     /// NAME.ko (`-`/`_` swapped too); tried after --sysroot. Repeatable.
     #[arg(long = "image-path", value_name = "DIR")]
     pub image_path: Vec<PathBuf>,
+    /// Directory of separate debug files (as gdb's debug-file-directory, e.g. /usr/lib/debug):
+    /// `DIR/.build-id/xx/yyyy.debug` and `DIR/TARGETDIR/DEBUGLINK`; searched before
+    /// `SYSROOT/usr/lib/debug` of each sysroot. Repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dirs: Vec<PathBuf>,
     /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
     /// else 4 as on ARM32).
     #[arg(long)]
@@ -113,24 +118,26 @@ impl Inputs {
         let input = aggregate::open(&buffer, word_size)?;
         let images = images.as_deref().map(ImageMap::read).transpose()?;
         let snapshot = ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
-        let mut ropts =
-            resolve::Options { image_path: self.image_path.clone(), lines: want.lines, ..Default::default() };
+        let mut ropts = resolve::Options {
+            image_path: self.image_path.clone(),
+            debug_dirs: self.debug_dirs.clone(),
+            lines: want.lines,
+            ..Default::default()
+        };
+        let here = ses.as_ref().is_some_and(|s| s.recorded_here(&target::uname()));
+        ropts.sysroots.extend(ses.as_ref().and_then(Session::archive_root));
+        ropts.sysroots.extend(self.sysroot.clone());
+        if here {
+            ropts.sysroots.push(PathBuf::from("/"));
+        }
+        resolve::check_dirs(&ropts)?;
         let mut vm = match &self.vmlinux {
-            Some(p) => {
-                let e = ElfImage::load_kernel(p, want.kernel_lines).context("--vmlinux")?;
-                anyhow::ensure!(!e.symbols.is_empty(), "{}: no function symbols (stripped?)", p.display());
-                Some((p.clone(), e))
-            }
+            Some(p) => Some((p.clone(), load_vmlinux(p, want.kernel_lines, &ropts)?)),
             None => None,
         };
         let mut notes = vec![];
         if let Some(s) = &ses {
-            let here = s.recorded_here(&target::uname());
-            ropts.sysroots.extend(s.archive_root());
-            ropts.sysroots.extend(self.sysroot.clone());
-            if here {
-                ropts.sysroots.push(PathBuf::from("/"));
-            }
+            ropts.recorded_ids = s.info.debug_ids.clone();
             for (name, ko) in &s.info.modules {
                 let archived = s.archive_root().map(|r| r.join(ko.trim_start_matches('/'))).filter(|p| p.is_file());
                 let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
@@ -152,6 +159,7 @@ impl Inputs {
                                 ));
                             }
                             vm = Some((k.clone(), ElfImage::from_symbols(&k, t, vec![])));
+                            ropts.kallsyms = Some(k.clone());
                         }
                         None => notes.push(format!(
                             "{}: no kernel symbols (hidden by kptr_restrict?); give --vmlinux",
@@ -160,14 +168,24 @@ impl Inputs {
                     }
                 }
             }
-        } else {
-            ropts.sysroots.extend(self.sysroot.clone());
         }
-        resolve::check_dirs(&ropts)?;
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
         res.warnings.extend(notes);
         let counts = aggregate::read(input, word_size, want.keys, Default::default())
             .with_context(|| format!("decoding {}", buffer.display()))?;
         Ok(Profile { path, session: ses, cpu_type, counters, counts, res })
     }
+}
+
+/// Loads `--vmlinux` (symbols from its debug file when it is stripped). Errors: unreadable, or
+/// no function symbols from either.
+fn load_vmlinux(p: &std::path::Path, lines: bool, ropts: &resolve::Options) -> Result<ElfImage> {
+    let search = crate::debugfile::Search::new(&ropts.debug_dirs, &ropts.sysroots);
+    let lookup = crate::elf::DebugLookup { search: &search, target: None, recorded: None };
+    let e = ElfImage::load_kernel(p, lines, Some(lookup)).context("--vmlinux")?;
+    if e.symbols.is_empty() {
+        let why = e.debug_notes.first().map_or(String::new(), |n| format!("; {n}"));
+        anyhow::bail!("{}: no function symbols (stripped, and no debug file found{why})", p.display());
+    }
+    Ok(e)
 }

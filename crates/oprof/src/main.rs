@@ -23,6 +23,7 @@ mod aggregate;
 mod annotate;
 mod callgraph;
 mod calls;
+mod debugfile;
 mod diff;
 mod disasm;
 mod elf;
@@ -47,6 +48,8 @@ mod target;
 mod tests_annotate;
 #[cfg(test)]
 mod tests_arm;
+#[cfg(test)]
+mod tests_debugfile;
 #[cfg(test)]
 mod tests_frames;
 #[cfg(test)]
@@ -138,6 +141,11 @@ enum Cmd {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also print which file named each image (its separate debug file found by build-id,
+        /// .gnu_debuglink or MiniDebugInfo, or the image itself) and how it was found (JSON
+        /// has it always: `debug_file`, `debug_found_by` per image).
+        #[arg(short = 'v', long)]
+        verbose: bool,
         /// Show at most this many rows (0: all); also call graph entries.
         #[arg(long, short = 'n', default_value_t = 0)]
         limit: usize,
@@ -222,6 +230,10 @@ enum Cmd {
         /// Directory with host copies of target files, for both. Repeatable.
         #[arg(long = "image-path", value_name = "DIR")]
         image_path: Vec<PathBuf>,
+        /// Directory of separate debug files, for both (see `oprof report --debug-dir`).
+        /// Repeatable.
+        #[arg(long = "debug-dir", value_name = "DIR")]
+        debug_dirs: Vec<PathBuf>,
         /// Word size in bytes of both streams (default: the sessions', else 4).
         #[arg(long)]
         word_size: Option<usize>,
@@ -484,6 +496,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             vmlinux,
             sysroot,
             image_path,
+            debug_dirs,
             word_size,
             cpu_type,
             symbols,
@@ -498,6 +511,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 vmlinux: vmlinux.clone(),
                 sysroot: sysroot.clone(),
                 image_path: image_path.clone(),
+                debug_dirs: debug_dirs.clone(),
                 word_size,
                 counters: vec![],
                 cpu_type: cpu_type.clone(),
@@ -519,7 +533,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 emit(&diff::render(&d, limit))?;
             }
         }
-        Cmd::Report { inputs, symbols, debug_info, callgraph, flame, folded, pprof, json, limit } => {
+        Cmd::Report { inputs, symbols, debug_info, callgraph, flame, folded, pprof, json, verbose, limit } => {
             let opts = report::Options { lines: debug_info, flame: flame.is_some() || folded };
             // pprof locations carry source lines wherever the images have DWARF.
             let want = inputs::Want {
@@ -549,6 +563,10 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 }
                 let view = if symbols || debug_info || callgraph { report::View::Symbols } else { report::View::Images };
                 let mut out = report::render(&r, view, limit);
+                if verbose {
+                    out.push('\n');
+                    out.push_str(&report::render_debug_files(&r));
+                }
                 if callgraph {
                     out.push('\n');
                     out.push_str(&report::render_callgraph(&r, limit));

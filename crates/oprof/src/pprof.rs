@@ -169,11 +169,7 @@ pub struct Meta {
 
 /// The GNU build id of an ELF file, as lowercase hex.
 fn build_id(path: &Path) -> Option<String> {
-    use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let f = object::File::parse(&*data).ok()?;
-    let id = f.build_id().ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+    crate::debugfile::Ids::read(path)?.build_id
 }
 
 /// Builds the profile of `agg` (counted with [`crate::aggregate::Options::task`]), resolving

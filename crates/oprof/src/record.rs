@@ -401,13 +401,25 @@ fn find_kos(dir: &Path) -> BTreeMap<String, PathBuf> {
 }
 
 /// Copies target file `path` to `root/path`. Errors name the file.
-fn archive_file(root: &Path, path: &Path) -> Result<u64> {
+fn archive_file(root: &Path, path: &Path) -> Result<PathBuf> {
     let rel = path.strip_prefix("/").unwrap_or(path);
     let dest = root.join(rel);
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
-    std::fs::copy(path, &dest).with_context(|| format!("copying {} to {}", path.display(), dest.display()))
+    std::fs::copy(path, &dest).with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
+    Ok(dest)
+}
+
+/// Copies the target file `path` under `root` ([`archive_file`]) and records its build-id and
+/// `.gnu_debuglink` (read from the copy; nothing for a file with neither, or no ELF file) in
+/// `ids` by target path: what a host needs to find the debug file later. Errors: the copy's.
+pub fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, crate::debugfile::Ids>) -> Result<()> {
+    let dest = archive_file(root, path)?;
+    if let Some(found) = crate::debugfile::Ids::read(&dest).filter(|i| !i.is_empty()) {
+        ids.insert(path.display().to_string(), found);
+    }
+    Ok(())
 }
 
 /// Bytes of every file under `dir`.
@@ -716,13 +728,14 @@ fn record(
             modules.insert(name.clone(), p.display().to_string());
         }
     }
+    let mut debug_ids = BTreeMap::new();
     if args.archive {
         let root = dir.join(session::ROOT);
         let map = crate::images::ImageMap::parse(&std::fs::read(dir.join(session::IMAGES))?, "images")?;
         let mut copied = 0;
         for id in &facts.images {
             match map.path(*id) {
-                Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => match archive_file(&root, Path::new(p)) {
+                Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => match archive_image(&root, Path::new(p), &mut debug_ids) {
                     Ok(_) => copied += 1,
                     Err(e) => notes.push(format!("archive: {e:#}")),
                 },
@@ -734,7 +747,7 @@ fn record(
             let Some((base, size)) = m.core else { continue };
             let sampled = facts.kernel_pcs.iter().any(|&pc| pc >= base && pc - base < size);
             if let (true, Some(p)) = (sampled, modules.get(name)) {
-                match archive_file(&root, Path::new(p)) {
+                match archive_image(&root, Path::new(p), &mut debug_ids) {
                     Ok(_) => copied += 1,
                     Err(e) => notes.push(format!("archive: {e:#}")),
                 }
@@ -792,6 +805,7 @@ fn record(
         archive: args.archive,
         kprof: kprof_info,
         notes,
+        debug_ids,
     };
     write(session::SESSION, (serde_json::to_string_pretty(&info)? + "\n").as_bytes())?;
     let mib = dir_bytes(dir) as f64 / (1024.0 * 1024.0);

@@ -61,6 +61,13 @@ pub struct ImageRow {
     pub image: String,
     /// The host file that gave the image's symbols, if any.
     pub path_on_host: Option<String>,
+    /// The file that named the image's addresses: a separate debug file, the image itself, or
+    /// the kallsyms file; null when nothing did.
+    pub debug_file: Option<String>,
+    /// How `debug_file` was found: `build-id`, `debuglink`, `minidebuginfo` (the image's
+    /// `.gnu_debugdata`), `image` (its own `.symtab`), `dynsym` (its exported symbols only),
+    /// `kallsyms`; null with `debug_file`.
+    pub debug_found_by: Option<&'static str>,
     pub per_event: BTreeMap<u64, u64>,
 }
 
@@ -373,6 +380,8 @@ impl Tally {
                     percent: pct(n),
                     image: info.name.clone(),
                     path_on_host: info.host_path.as_ref().map(|p| p.display().to_string()),
+                    debug_file: info.debug.as_ref().map(|d| d.file.display().to_string()),
+                    debug_found_by: info.debug.as_ref().map(|d| d.method.name()),
                     per_event: m,
                 }
             })
@@ -383,7 +392,7 @@ impl Tally {
                 (res.images[*img].name.clone(), name.clone())
             }));
         }
-        r.warnings = res.warnings.iter().cloned().collect();
+        r.warnings = res.notes();
         r
     }
 }
@@ -570,6 +579,19 @@ pub fn render(r: &Report, view: View, limit: usize) -> String {
             };
             out.push_str(&render_table(r, labels, &rows, limit));
         }
+    }
+    out
+}
+
+/// The `--verbose` section: which file named each image of the report and how it was found.
+pub fn render_debug_files(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("Debug files (image: file that named it, how it was found):\n");
+    for i in &r.images {
+        let _ = match (&i.debug_file, i.debug_found_by) {
+            (Some(f), Some(how)) => writeln!(out, "  {}: {f} ({how})", i.image),
+            _ => writeln!(out, "  {}: none", i.image),
+        };
     }
     out
 }

@@ -15,7 +15,8 @@
 //! (image, demangled symbol) and [`Resolver::locs`] (symbol, source line), indexed by
 //! [`ImageId`], [`SymId`], [`LocId`].
 
-use crate::elf::{ElfImage, SourceLine};
+use crate::debugfile::{Ids, Method, Search};
+use crate::elf::{DebugLookup, DebugSource, ElfImage, SourceLine};
 use crate::images::{ImageMap, ModuleSnapshot};
 use crate::stream::SampleCtx;
 #[cfg(test)]
@@ -52,6 +53,16 @@ pub struct Options {
     pub module_symbols: BTreeMap<String, SymbolTable>,
     /// Load DWARF line tables (`-g`).
     pub lines: bool,
+    /// `--debug-dir` directories: searched for separate debug files before
+    /// `SYSROOT/usr/lib/debug` of each sysroot ([`crate::debugfile`]).
+    pub debug_dirs: Vec<PathBuf>,
+    /// The file kernel and module symbols came from when no vmlinux or `.ko` named them (a
+    /// session's `kallsyms`).
+    pub kallsyms: Option<PathBuf>,
+    /// Build-id and debuglink of images as read on the target (`session.json` `debug_ids`),
+    /// by target path: they find debug files for host copies without them, and reveal host
+    /// copies that are not the profiled file.
+    pub recorded_ids: BTreeMap<String, Ids>,
 }
 
 /// The address space a word was taken in.
@@ -121,6 +132,9 @@ pub struct ImageInfo {
     pub name: String,
     /// The host file that gave its symbols.
     pub host_path: Option<PathBuf>,
+    /// The file that named its addresses and how it was found (a separate debug file, the image
+    /// itself, kallsyms); `None` when nothing did.
+    pub debug: Option<DebugSource>,
 }
 
 /// Index into [`Resolver::images`].
@@ -186,6 +200,11 @@ pub struct Resolver {
     user_cache: HashMap<u64, UserImage>,
     /// Notes for the user (missing files, …), each once.
     pub warnings: BTreeSet<String>,
+    /// Loaded images without a debug file: display name → what named them (`None`: nothing,
+    /// `Some(Dynsym)`: exported symbols only). Summarised in one note by [`Resolver::notes`].
+    unnamed: BTreeMap<String, Option<Method>>,
+    /// Where separate debug files are looked for.
+    search: Search,
 }
 
 /// Strips the ` (deleted)` the kernel appends to paths of unlinked files.
@@ -202,6 +221,7 @@ impl Resolver {
         vmlinux: Option<(PathBuf, ElfImage)>,
         snapshot: &ModuleSnapshot,
     ) -> Resolver {
+        let search = Search::new(&opts.debug_dirs, &opts.sysroots);
         let mut r = Resolver {
             opts,
             images_file,
@@ -217,11 +237,14 @@ impl Resolver {
             elf_cache: HashMap::new(),
             user_cache: HashMap::new(),
             warnings: BTreeSet::new(),
+            unnamed: BTreeMap::new(),
+            search,
         };
         if let Some((_, v)) = &r.vmlinux {
             if let Some(e) = &v.lines_error {
                 r.warnings.insert(format!("vmlinux: {e}: no source lines"));
             }
+            r.warnings.extend(v.debug_notes.iter().cloned());
         }
         for m in snapshot.modules.values() {
             let ko = match r.find_ko(&m.name) {
@@ -230,8 +253,11 @@ impl Resolver {
                     _ => Ko::NotFound,
                 },
                 Some(p) if m.sections.is_empty() => Ko::Unplaced(p),
-                Some(p) => match ElfImage::load_module(&p, &m.sections, r.opts.lines) {
-                    Ok(e) => Ko::Loaded(Rc::new(e)),
+                Some(p) => match ElfImage::load_module(&p, &m.sections, r.opts.lines, Some(r.lookup(None))) {
+                    Ok(e) => {
+                        r.warnings.extend(e.debug_notes.iter().cloned());
+                        Ko::Loaded(Rc::new(e))
+                    }
                     Err(e) => {
                         r.warnings.insert(format!("unreadable module: {e:#}"));
                         Ko::Unreadable(p, e.root_cause().to_string())
@@ -242,6 +268,70 @@ impl Resolver {
             r.modules.push(Module { name: m.name.clone(), core, ko });
         }
         r
+    }
+
+    /// Where to look for the debug file of an image at target path `target`.
+    fn lookup<'a>(&'a self, target: Option<&'a str>) -> DebugLookup<'a> {
+        let recorded = target.and_then(|t| self.opts.recorded_ids.get(t));
+        DebugLookup { search: &self.search, target, recorded }
+    }
+
+    /// A note when the host copy `e` of target image `target` has another build-id than the
+    /// one recorded on the target.
+    fn check_recorded(&mut self, target: &str, e: &ElfImage) {
+        let recorded = self.opts.recorded_ids.get(target).and_then(|r| r.build_id.as_deref());
+        if let (Some(want), Some(got)) = (recorded, e.ids.build_id.as_deref()) {
+            if want != got {
+                self.warnings.insert(format!(
+                    "{}: build-id {got} differs from the profiled {target}'s {want} (recorded on the target): its names may not be the profiled code's",
+                    e.path.display()
+                ));
+            }
+        }
+    }
+
+    /// Notes for the user: [`Resolver::warnings`], and one note listing the loaded images that
+    /// no debug file named.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.warnings.iter().cloned().collect();
+        if !self.unnamed.is_empty() {
+            let list: Vec<String> = self
+                .unnamed
+                .iter()
+                .map(|(name, m)| format!("{name} ({})", if m.is_some() { "exported symbols only" } else { "no symbols" }))
+                .collect();
+            let dirs: Vec<String> = self.search.dirs.iter().map(|d| d.display().to_string()).collect();
+            out.push(format!(
+                "no debug file (build-id, .gnu_debuglink, .gnu_debugdata) for {} stripped image{} (searched {}; try --debug-dir): {}",
+                list.len(),
+                if list.len() == 1 { "" } else { "s" },
+                if dirs.is_empty() { "no debug directories".to_string() } else { dirs.join(", ") },
+                list.join(", ")
+            ));
+        }
+        out
+    }
+
+    /// Records what named the loaded ELF `e` of interned image `image` (see
+    /// [`ImageInfo::debug`]); images without symbols or with exported ones only are listed in
+    /// [`Resolver::notes`]' summary.
+    fn note_debug(&mut self, image: ImageId, e: &ElfImage) {
+        self.images[image].debug = e.debug.clone();
+        match e.debug.as_ref().map(|d| d.method) {
+            None => {
+                self.unnamed.insert(self.images[image].name.clone(), None);
+            }
+            Some(Method::Dynsym) => {
+                self.unnamed.insert(self.images[image].name.clone(), Some(Method::Dynsym));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// What kallsyms names (a kernel or module image without an ELF file).
+    fn kallsyms_source(&self) -> DebugSource {
+        let file = self.opts.kallsyms.clone().unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
+        DebugSource { file, method: Method::Kallsyms }
     }
 
     fn find_ko(&self, name: &str) -> Option<PathBuf> {
@@ -276,7 +366,7 @@ impl Resolver {
             return id;
         }
         let id = self.images.len();
-        self.images.push(ImageInfo { name: name.to_string(), host_path: host_path.map(Path::to_path_buf) });
+        self.images.push(ImageInfo { name: name.to_string(), host_path: host_path.map(Path::to_path_buf), debug: None });
         self.image_ids.insert(name.to_string(), id);
         id
     }
@@ -370,8 +460,14 @@ impl Resolver {
             if v.symbols.text_range(pc).is_some() {
                 let sym = v.symbols.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name));
                 let src = self.source_of(Some(v), pc);
-                let path = path.clone();
+                let (path, v) = (path.clone(), v.clone());
                 let i = self.image(VMLINUX, Some(&path));
+                if self.images[i].debug.is_none() {
+                    match v.debug {
+                        Some(_) => self.note_debug(i, &v),
+                        None => self.images[i].debug = Some(self.kallsyms_source()),
+                    }
+                }
                 return self.loc(i, &sym, src);
             }
         }
@@ -427,7 +523,19 @@ impl Resolver {
         if let Some(w) = warn {
             self.warnings.insert(w);
         }
+        let debug = match &m.ko {
+            Ko::Loaded(e) => Some(e.clone()),
+            _ => None,
+        };
+        let kallsyms = matches!(m.ko, Ko::Kallsyms(_));
         let i = self.image(&name, host.as_deref());
+        if self.images[i].debug.is_none() {
+            if let Some(e) = debug {
+                self.note_debug(i, &e);
+            } else if kallsyms {
+                self.images[i].debug = Some(self.kallsyms_source());
+            }
+        }
         self.loc(i, &sym, src)
     }
 
@@ -461,20 +569,22 @@ impl Resolver {
                     UserImage { image: i, elf: Err(IMAGE_NOT_FOUND), unreadable: None }
                 }
                 Some(host) => {
-                    let lines = self.opts.lines;
-                    let loaded = self
-                        .elf_cache
-                        .entry(host.clone())
-                        .or_insert_with(|| {
-                            ElfImage::load(&host, lines).map(Rc::new).map_err(|e| e.root_cause().to_string())
-                        })
-                        .clone();
+                    let loaded = match self.elf_cache.get(&host) {
+                        Some(l) => l.clone(),
+                        None => {
+                            let l = ElfImage::load_with_debug(&host, self.opts.lines, Some(self.lookup(Some(&t))))
+                                .map(Rc::new)
+                                .map_err(|e| e.root_cause().to_string());
+                            self.elf_cache.insert(host.clone(), l.clone());
+                            l
+                        }
+                    };
                     let i = self.image(&t, Some(&host));
                     match loaded {
                         Ok(e) => {
-                            if e.symbols.is_empty() {
-                                self.warnings.insert(format!("{}: no symbols", host.display()));
-                            }
+                            self.warnings.extend(e.debug_notes.iter().cloned());
+                            self.note_debug(i, &e);
+                            self.check_recorded(&t, &e);
                             if let Some(err) = &e.lines_error {
                                 self.warnings.insert(format!("{}: {err}: no source lines", host.display()));
                             }
@@ -556,12 +666,16 @@ impl Resolver {
     }
 }
 
-/// Fails unless every given directory exists (typos in `--sysroot`/`--image-path`).
+/// Fails unless every given directory exists (typos in `--sysroot`/`--image-path`/
+/// `--debug-dir`): one line naming the first that does not.
 pub fn check_dirs(opts: &Options) -> Result<()> {
     for d in opts.sysroots.iter().chain(&opts.image_path) {
         if !d.is_dir() {
             bail!("{}: not a directory", d.display());
         }
+    }
+    if let Some(d) = opts.debug_dirs.iter().find(|d| !d.is_dir()) {
+        bail!("--debug-dir {}: not a directory", d.display());
     }
     Ok(())
 }

@@ -173,6 +173,10 @@ pub struct SessionInfo {
     /// Notes (e.g. kallsyms hidden by kptr_restrict).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// `--archive`: build-id and `.gnu_debuglink` of each archived image, by target path, so
+    /// that a host finds their debug files (the board has none) and can tell a different copy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub debug_ids: BTreeMap<String, crate::debugfile::Ids>,
 }
 
 /// Samples taken and lost, from a `stats.json` map (the accounting of

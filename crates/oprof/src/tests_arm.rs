@@ -248,7 +248,7 @@ fn kernel_module_placed_from_sections() {
     snap.add_proc_modules("my_mod 16384 0 - Live 0xbf000000 (O)\nother 4096 0 - Live 0xbf200000\n", "pm").unwrap();
     snap.add_sections("my_mod .text 0xbf000000\nmy_mod .init.text 0xbf100000\nmy_mod .data 0xbf002000\n", "ms").unwrap();
 
-    let placed = ElfImage::load_module(&ko, &snap.modules["my_mod"].sections, true).unwrap();
+    let placed = ElfImage::load_module(&ko, &snap.modules["my_mod"].sections, true, None).unwrap();
     let fn_pc = 0xbf00_0000 + fn_val + 4;
     let init_pc = 0xbf10_0000 + init_val + 4;
     assert_eq!(placed.symbols.lookup(fn_pc).unwrap().name, "mod_fn");
