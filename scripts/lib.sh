@@ -3,6 +3,9 @@
 KVER=${KVER:-7.3}
 CACHE=${OPROFILE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oprofile-rs}
 KSRC=${KSRC:-$CACHE/src/linux-source-$KVER}
+# Debian's armhf glibc and its debug files (scripts/setup-host.sh): the guest's C library, and
+# ARMHF_LIBC/usr/lib/debug the host's --debug-dir for it.
+ARMHF_LIBC=$CACHE/armhf-libc
 BINDGEN=${BINDGEN:-$CACHE/bindgen/bin/bindgen}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The kernel's Rust must be Debian's rustc-web (1.96), not rustup's; clang/lld from llvm-19.

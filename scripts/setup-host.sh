@@ -117,6 +117,20 @@ main() {
         install -D -m 0755 "$d/x/bin/busybox" "$CACHE/busybox/bin/busybox"
         rm -rf "$d"
     fi
+    # Guest C library: Debian's armhf glibc (libc6:armhf) and its debug files (libc6-dbg:armhf,
+    # the same version: found by build-id), unpacked (not installed) into the cache. The cross
+    # toolchain's libc6-armhf-cross has no debug package.
+    if [ ! -f "$ARMHF_LIBC/.complete" ]; then
+        apt_update
+        step "apt-get download libc6:armhf libc6-dbg:armhf"
+        local d; d=$(mktemp -d)
+        (cd "$d" && apt-get download -qq libc6:armhf libc6-dbg:armhf)
+        rm -rf "$ARMHF_LIBC"; mkdir -p "$ARMHF_LIBC"
+        dpkg-deb -x "$d"/libc6_*_armhf.deb "$ARMHF_LIBC"
+        dpkg-deb -x "$d"/libc6-dbg_*_armhf.deb "$ARMHF_LIBC"
+        touch "$ARMHF_LIBC/.complete"
+        rm -rf "$d"
+    fi
     # Kernel source: linux-source-7.3 from trixie-backports, downloaded only.
     if [ ! -f "$KSRC/Makefile" ]; then
         apt_update

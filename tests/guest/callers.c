@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * callers: call chains with a known answer, built as distributions build C for armhf
+ * (arm-linux-gnueabihf-gcc -O2: Thumb-2, no frame pointer) and stripped on the board.
+ *
+ *   callers split SECONDS   leaf() runs under caller_a() and caller_b() in a 2:1 split (the same
+ *                           work per call, caller_a called twice per round), for SECONDS of wall
+ *                           clock; prints "callers: N rounds"
+ *   callers sort N          libc's qsort() of N words, whose comparison function cmp_words()
+ *                           calls leaf(): chains leaf <- cmp_words <- (libc qsort) <- sort_words
+ *                           <- main
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+volatile unsigned int leaf_sink;
+
+/* noipa: no inlining, cloning or identical-code folding, so each caller is its own frame. */
+__attribute__((noipa)) unsigned int leaf(unsigned int n)
+{
+	unsigned int x = leaf_sink;
+
+	for (unsigned int i = 0; i < n; i++)
+		x = x * 1103515245u + 12345u;
+	leaf_sink = x;
+	return x;
+}
+
+__attribute__((noipa)) unsigned int caller_a(unsigned int n)
+{
+	return leaf(n) + 1;	/* not a tail call: caller_a stays on the stack */
+}
+
+__attribute__((noipa)) unsigned int caller_b(unsigned int n)
+{
+	return leaf(n) ^ 3;
+}
+
+static int cmp_words(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	leaf(64);
+	return x < y ? -1 : x > y;
+}
+
+__attribute__((noipa)) static unsigned int sort_words(unsigned int *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_words);
+	return v[0];	/* not a tail call: sort_words stays on the stack */
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "split")) {
+		double end = now() + atof(argv[2]);
+		unsigned long rounds = 0;
+		unsigned int acc = 0;
+
+		while (now() < end) {
+			acc += caller_a(4000);
+			acc += caller_a(4000);
+			acc += caller_b(4000);
+			rounds++;
+		}
+		printf("callers: %lu rounds (%u)\n", rounds, acc & 1);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "sort")) {
+		size_t n = strtoul(argv[2], NULL, 0);
+		unsigned int *v = malloc(n * sizeof(*v));
+
+		if (!v)
+			return 1;
+		for (size_t i = 0; i < n; i++)
+			v[i] = (unsigned int)(i * 2654435761u);
+		printf("callers: sorted %zu words (%u)\n", n, sort_words(v, n) & 1);
+		free(v);
+		return 0;
+	}
+	fprintf(stderr, "usage: callers split SECONDS | callers sort N\n");
+	return 2;
+}
