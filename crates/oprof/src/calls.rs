@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 pub type ArmMarks = HashMap<SectionIndex, Vec<(u64, Isa)>>;
 
 /// Whether the ARM (A32) instruction `w` is a call: `BL`, `BLX imm`, `BLX Rm`.
-fn arm_is_call(w: u32) -> bool {
+pub(crate) fn arm_is_call(w: u32) -> bool {
     let bl = (w & 0x0F00_0000) == 0x0B00_0000 && (w >> 28) != 0xF;
     let blx_imm = (w & 0xFE00_0000) == 0xFA00_0000;
     let blx_reg = (w & 0x0FFF_FFF0) == 0x012F_FF30;
@@ -43,7 +43,7 @@ fn arm_is_mov_lr_pc(w: u32) -> bool {
 
 /// Whether the code `before` a symbol start (the section's bytes up to it) ends in a call, in
 /// state `state` (ARM, Thumb or data); `None` when there are too few bytes to tell.
-fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
+pub(crate) fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
     let u16_at = |end: usize| -> Option<u16> {
         let b = before.get(before.len().checked_sub(end)?..)?.get(..2)?;
         Some(u16::from_le_bytes([b[0], b[1]]))

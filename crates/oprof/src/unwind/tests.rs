@@ -1,0 +1,1 @@
+//! Real-stack tests (qemu-arm).
