@@ -60,26 +60,33 @@ impl Source {
     }
 }
 
-/// The `.ARM.exidx` table of `file`, if it has entries. The last entry is taken to end with the
-/// function symbol at its start (the largest one there), else with its executable section.
+/// The `.ARM.exidx` table of `file`, if it has entries.
+///
+/// The table does not say where its last entry ends. A program built without unwind tables
+/// has one entry, crt1.o's `EXIDX_CANTUNWIND` for `_start`, placed before all the program's
+/// functions: taken as unbounded it would claim all of them. The last entry is taken to end
+/// with the function symbol at its start (its size), else at the next function symbol, else
+/// with its executable section; beyond that no entry covers an address (`NoUnwindInfo`).
 fn exidx_of(file: &object::File<'_>) -> Option<Exidx> {
     let s = file.section_by_name(".ARM.exidx")?;
     let data = section_bytes(&s)?;
     let extab = file.section_by_name(".ARM.extab").and_then(|e| Some((e.address(), section_bytes(&e)?)));
     let probe = Exidx::parse(&data, s.address(), None, u64::MAX);
     let last = probe.entries().last()?.0;
-    let sym_end = file
+    let funcs: Vec<(u64, u64)> = file
         .symbols()
         .chain(file.dynamic_symbols())
-        .filter(|y| y.kind() == SymbolKind::Text && y.address() & !1 == last && y.size() > 0)
-        .map(|y| last.saturating_add(y.size()))
-        .max();
+        .filter(|y| y.kind() == SymbolKind::Text && y.is_definition())
+        .map(|y| (y.address() & !1, y.size()))
+        .collect();
+    let sized = funcs.iter().filter(|f| f.0 == last && f.1 > 0).map(|f| last.saturating_add(f.1)).max();
+    let next = funcs.iter().map(|f| f.0).filter(|&a| a > last).min();
     let sec_end = file
         .sections()
         .filter(|x| x.kind() == SectionKind::Text && x.address() <= last)
         .map(|x| x.address().saturating_add(x.size()))
         .find(|&end| end > last);
-    let last_end = sym_end.or(sec_end).unwrap_or(last);
+    let last_end = sized.or(next).or(sec_end).unwrap_or(last);
     Some(Exidx::parse(&data, s.address(), extab, last_end))
 }
 
