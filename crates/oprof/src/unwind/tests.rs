@@ -320,6 +320,8 @@ fn no_tables_no_guess_and_debug_file() {
     let mut procs = images(&cap);
     let i = procs.images.iter().position(|t| t.path == stripped).unwrap();
     procs.images[i].add_debug_file(&debug).unwrap();
+    let sources: Vec<&Path> = procs.images[i].sources.iter().map(|s| s.path.as_path()).collect();
+    assert_eq!(sources, [stripped.as_path(), debug.as_path()]);
     let chain = unwind(&cap, &procs);
     assert_eq!(names(&chain, &procs, &stripped), ["leaf", "caller_b", "main", "lib:libc.so.6", "lib:libc.so.6", "_start"]);
     assert_eq!(chain.frames[0].via, Some(Via::Cfi));
