@@ -201,18 +201,28 @@ impl Unwinder {
         let at = if leaf { place.elf_addr } else { place.elf_addr.checked_sub(1).ok_or(End::NoMapping)? };
         if let Some(cfi) = place.tables.cfi_for(at) {
             let row = cfi.row(&mut self.ctx, at).map_err(|_| End::BadTable)?.ok_or(End::BadTable)?;
-            return apply_cfi(&row, s, stack).map(|n| (n, Via::Cfi));
+            return apply_cfi(&row, s, leaf, stack).map(|n| (n, Via::Cfi));
         }
         if let Some((exidx, entry, range)) = place.tables.exidx_for(at) {
             let ops = ehabi::decode_all(&exidx.opcodes(entry).map_err(stop_end)?);
             if leaf {
-                let isa = if s.r[15] & 1 != 0 { Isa::Thumb } else { Isa::Arm };
-                leaf::prove(place.tables, isa, &range, at, &ops).map_err(|_| End::UnprovenLeaf { pc })?;
+                prove_leaf(place.tables, s, &range, at, &ops).map_err(|_| End::UnprovenLeaf { pc })?;
             }
-            return apply_ehabi(&ops, s, stack).map(|n| (n, Via::Ehabi));
+            return apply_ehabi(&ops, s, leaf, stack).map(|n| (n, Via::Ehabi));
         }
         Err(End::NoUnwindInfo { pc })
     }
+}
+
+/// [`leaf::prove`] on the function containing the interrupted PC `at` (ELF address): the part
+/// of the EHABI entry's `range` inside the function symbol there. `ld` merges adjacent
+/// identical index entries, so an entry's start may be an earlier function's: without a
+/// function symbol around the PC the function's start is not known, and nothing is proved.
+fn prove_leaf(tables: &ImageTables, s: &State, range: &std::ops::Range<u64>, at: u64, ops: &[Op]) -> Result<(), leaf::Unproven> {
+    let sym = tables.function_at(at).ok_or(leaf::Unproven)?;
+    let func = range.start.max(sym.start)..range.end.min(sym.end);
+    let isa = if s.r[15] & 1 != 0 { Isa::Thumb } else { Isa::Arm };
+    leaf::prove(tables, isa, &func, at, ops)
 }
 
 fn stop_end(s: Stop) -> End {
@@ -224,7 +234,13 @@ fn stop_end(s: Stop) -> End {
 }
 
 /// Runs EHABI opcodes on `s`: popped registers become known; `vsp = r[n]` needs r[n] known.
-fn apply_ehabi(ops: &[Op], s: &State, stack: &Stack<'_>) -> Result<State, End> {
+/// Above the interrupted frame (`leaf` false) the return address must come from the stack: a
+/// call overwrote LR, so opcodes that pop neither r14 nor r15 there are a bad table.
+fn apply_ehabi(ops: &[Op], s: &State, leaf: bool, stack: &Stack<'_>) -> Result<State, End> {
+    let pops_ra = ops.iter().any(|op| matches!(op, Op::Pop(m) if m & 0xC000 != 0));
+    if !leaf && !pops_ra {
+        return Err(End::BadTable);
+    }
     let mut known = s.known;
     for op in ops {
         match *op {
@@ -241,8 +257,13 @@ fn apply_ehabi(ops: &[Op], s: &State, stack: &Stack<'_>) -> Result<State, End> {
     Ok(State { r, known })
 }
 
-/// Applies a CFI row to `s` (DWARF numbers 0–15 are r0–r15; the caller's SP is the CFA).
-fn apply_cfi(row: &cfi::Row, s: &State, stack: &Stack<'_>) -> Result<State, End> {
+/// Applies a CFI row to `s` (DWARF numbers 0–15 are r0–r15; the caller's SP is the CFA). Above
+/// the interrupted frame (`leaf` false) a return address column without a rule is a bad table
+/// (a call overwrote LR).
+fn apply_cfi(row: &cfi::Row, s: &State, leaf: bool, stack: &Stack<'_>) -> Result<State, End> {
+    if !leaf && row.rule(row.ra) == cfi::Rule::Same {
+        return Err(End::BadTable);
+    }
     let cfa = match row.cfa {
         cfi::Cfa::RegOffset(reg, off) => offset(reg_value(s, reg)?, off)?,
         cfi::Cfa::Expression => return Err(End::Unsupported),

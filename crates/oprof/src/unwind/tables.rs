@@ -31,6 +31,8 @@ pub struct ImageTables {
     code: Vec<(u64, Rc<[u8]>)>,
     /// Table sources in order of preference (the image, then its debug file).
     pub sources: Vec<Source>,
+    /// Sized function symbols (`.symtab` and `.dynsym`): (start, end), sorted by start.
+    funcs: Vec<(u64, u64)>,
 }
 
 fn section_bytes(s: &object::Section<'_, '_>) -> Option<Rc<[u8]>> {
@@ -107,7 +109,23 @@ impl ImageTables {
                 Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
             })
             .collect();
-        ImageTables { path: path.to_path_buf(), loads, code, sources: vec![Source::from_object(file, path)] }
+        let mut funcs: Vec<(u64, u64)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|y| y.kind() == SymbolKind::Text && y.is_definition() && y.size() > 0)
+            .filter_map(|y| Some((y.address() & !1, (y.address() & !1).checked_add(y.size())?)))
+            .collect();
+        funcs.sort_unstable();
+        funcs.dedup();
+        let sources = vec![Source::from_object(file, path)];
+        ImageTables { path: path.to_path_buf(), loads, code, sources, funcs }
+    }
+
+    /// The function symbol (of the image's own symbol tables) containing `addr`: its range; of
+    /// nested ones the innermost (latest start).
+    pub fn function_at(&self, addr: u64) -> Option<Range<u64>> {
+        let n = self.funcs.partition_point(|f| f.0 <= addr);
+        self.funcs[..n].iter().rev().take(8).find(|f| addr < f.1).map(|f| f.0..f.1)
     }
 
     /// Reads the image at `path`. Errors name it.

@@ -307,6 +307,16 @@ fn no_tables_no_guess_and_debug_file() {
     assert_eq!(names(&chain, &procs, &bare), ["leaf"]);
     assert_eq!(chain.end, End::NoUnwindInfo { pc: cap.regs.r[15] });
 
+    // EHABI tables but no symbols: the interrupted function's start is not known (ld merges
+    // identical adjacent index entries), so its frame is not proved.
+    let exidx = build(dir.path(), "o2-exidx", &["-O2", "-funwind-tables"]);
+    let no_syms = dir.path().join("o2-exidx-stripped");
+    assert!(Command::new("arm-linux-gnueabihf-objcopy").arg("--strip-all").arg(&exidx).arg(&no_syms).status().unwrap().success());
+    let cap = capture(&no_syms, "b");
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: cap.regs.r[15] }));
+
     let full = build(dir.path(), "o2g", &["-O2", "-g"]);
     let debug = dir.path().join("o2g.debug");
     let stripped = dir.path().join("o2g-stripped");
