@@ -101,6 +101,14 @@ main() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             -t bookworm-backports qemu-system-arm
     fi
+    # qemu-user (qemu-arm): runs armhf test programs on the host; the unwinder's tests
+    # (crates/oprof/src/unwind/tests.rs) capture real stacks with it. Same version as above.
+    if [ -z "$(missing_pkgs qemu-user)" ] && qemu-arm --version | grep -q 'version 10'; then :; else
+        need_root; apt_update
+        step "apt-get install -t bookworm-backports qemu-user"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            -t bookworm-backports qemu-user
+    fi
     # bindgen-cli: the kernel needs >= 0.71.1; bookworm ships 0.60.
     if ! "$BINDGEN" --version 2>/dev/null | grep -q '0\.72\.1'; then
         step "cargo install bindgen-cli 0.72.1"

@@ -32,7 +32,7 @@ pub type ArmMarks = HashMap<SectionIndex, Vec<(u64, Isa)>>;
 
 /// Whether the code `before` a symbol start (the section's bytes up to it) ends in a call, in
 /// state `state` (ARM, Thumb or data); `None` when there are too few bytes to tell.
-fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
+pub(crate) fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
     let u16_at = |end: usize| -> Option<u16> {
         let b = before.get(before.len().checked_sub(end)?..)?.get(..2)?;
         Some(u16::from_le_bytes([b[0], b[1]]))

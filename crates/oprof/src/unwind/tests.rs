@@ -1,0 +1,636 @@
+//! The unwinder on real stacks: a C program built with Debian's armhf flags captures its own
+//! registers and stack in `leaf` (reached from `caller_a`, `caller_b`, and glibc's `qsort`
+//! through a comparison callback) under `qemu-arm` user mode (package `qemu-user`), and the
+//! chains unwound from those captures are checked frame by frame; plus the EHABI decoder
+//! against `arm-linux-gnueabihf-readelf -u`, and the CFI reader on x86-64 code.
+
+use super::cfi::{Cfa, Cfi, Kind, Rule};
+use super::ehabi::{decode, Entry, Op};
+use super::maps::ProcessImages;
+use super::*;
+use crate::elf::ElfImage;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The test program: argv[1] picks the path to `leaf` (a, b, or q for qsort), argv[2] the
+/// output directory.
+const SRC: &str = r#"/* Captures its own registers and stack at a known instruction in leaf(), reached from
+ * caller_a, caller_b or qsort's comparison callback (argv[1]: a, b or q), and writes
+ * DIR/regs (r0-r15 and CPSR, hex), DIR/stack (bytes from SP up) and DIR/maps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned int regs[17];
+static const char *dir;
+static int armed;
+volatile int sink;
+
+static void put(const char *name, const void *p, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f))
+		exit(2);
+}
+
+__attribute__((noinline)) void dump(void)
+{
+	static char text[65536];
+	static unsigned char stack[16384];
+	unsigned long lo, hi, top = 0, sp = regs[13];
+	FILE *m = fopen("/proc/self/maps", "r");
+	size_t n = m ? fread(text, 1, sizeof(text) - 1, m) : 0;
+	char *line;
+
+	if (!armed)
+		return;
+	armed = 0;
+	text[n] = 0;
+	put("maps", text, n);
+	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : 0)
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= sp && sp < hi)
+			top = hi;
+	n = top - sp < sizeof(stack) ? top - sp : sizeof(stack);
+	memcpy(stack, (void *)sp, n);
+	put("stack", stack, n);
+	char out[256];
+	size_t k = 0;
+	for (int i = 0; i < 17; i++)
+		k += snprintf(out + k, sizeof(out) - k, "%08x\n", regs[i]);
+	put("regs", out, k);
+}
+
+__attribute__((noinline)) int leaf(int x)
+{
+	/* r0-r12 first, then SP and LR as they are at label 1, whose address is the PC. */
+	__asm__ volatile(
+		"stm %0, {r0-r12}\n\t"
+		"str sp, [%0, #52]\n\t"
+		"str lr, [%0, #56]\n\t"
+		"1: adr ip, 1b\n\t"
+		"str ip, [%0, #60]\n\t"
+		"mrs ip, apsr\n\t"
+		"str ip, [%0, #64]\n\t"
+		: : "r"(regs) : "ip", "memory");
+#ifdef __thumb__
+	regs[16] |= 1 << 5;
+#endif
+	dump();
+	return x * 3 + sink;
+}
+
+__attribute__((noinline)) int caller_a(int x)
+{
+	return leaf(x + 1) * 5 + x;
+}
+
+__attribute__((noinline)) int caller_b(int x)
+{
+	return leaf(x - 1) * 7 - x;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	return leaf(*(const int *)a) - leaf(*(const int *)b) + sink;
+}
+
+int main(int argc, char **argv)
+{
+	int v[8] = { 5, 3, 7, 1, 8, 2, 6, 4 };
+
+	if (argc != 3)
+		return 1;
+	dir = argv[2];
+	armed = 1;
+	switch (argv[1][0]) {
+	case 'a':
+		sink = caller_a(argc);
+		break;
+	case 'b':
+		sink = caller_b(argc);
+		break;
+	default:
+		qsort(v, 8, sizeof(v[0]), cmp);
+		sink = v[0];
+	}
+	return armed;
+}
+"#;
+
+/// The cross toolchain's root: `qemu-arm -L` and the host copies of the target's libraries.
+const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
+
+/// Builds the test program with `flags` in `dir` as `name`.
+fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join("stacks.c");
+    std::fs::write(&src, SRC).unwrap();
+    let exe = dir.join(name);
+    let st = Command::new("arm-linux-gnueabihf-gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("arm-linux-gnueabihf-gcc (scripts/setup-host.sh)");
+    assert!(st.success(), "{flags:?}");
+    exe
+}
+
+/// What the program wrote.
+struct Capture {
+    regs: Regs,
+    stack: Vec<u8>,
+    maps: String,
+}
+
+/// Runs `exe` under qemu-arm taking path `mode` to `leaf`.
+fn capture(exe: &Path, mode: &str) -> Capture {
+    let out = exe.with_extension(format!("out-{mode}"));
+    std::fs::create_dir_all(&out).unwrap();
+    let st = Command::new("qemu-arm")
+        .args(["-L", SYSROOT])
+        .arg(exe)
+        .arg(mode)
+        .arg(&out)
+        .status()
+        .expect("qemu-arm (package qemu-user, scripts/setup-host.sh)");
+    assert!(st.success(), "{} {mode}: {st}", exe.display());
+    let words: Vec<u32> = std::fs::read_to_string(out.join("regs"))
+        .unwrap()
+        .lines()
+        .map(|l| u32::from_str_radix(l, 16).unwrap())
+        .collect();
+    assert_eq!(words.len(), 17);
+    let mut r = [0; 16];
+    r.copy_from_slice(&words[..16]);
+    Capture {
+        regs: Regs { r, cpsr: words[16] },
+        stack: std::fs::read(out.join("stack")).unwrap(),
+        maps: std::fs::read_to_string(out.join("maps")).unwrap(),
+    }
+}
+
+/// The host file of a target path: itself, else the sysroot's `lib/` copy.
+fn host_file(path: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    if p.exists() {
+        return p;
+    }
+    let base = p.file_name().unwrap();
+    Path::new(SYSROOT).join("lib").join(base)
+}
+
+fn images(cap: &Capture) -> ProcessImages {
+    ProcessImages::from_maps(&cap.maps, |p| Some(ImageTables::load(&host_file(p)).unwrap()))
+}
+
+/// Each frame named `SYMBOL` (the program's symbols) or `lib:BASENAME` (other images).
+fn names(chain: &Chain, procs: &ProcessImages, exe: &Path) -> Vec<String> {
+    let elf = ElfImage::load(exe, false).unwrap();
+    chain
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let Some(place) = procs.find(f.addr) else { return format!("?{:#x}", f.addr) };
+            if place.tables.path != exe {
+                return format!("lib:{}", place.tables.path.file_name().unwrap().to_string_lossy());
+            }
+            let at = if i == 0 { place.elf_addr } else { place.elf_addr - 1 };
+            elf.symbols.lookup(at).map_or_else(|| format!("?{at:#x}"), |s| s.name.clone())
+        })
+        .collect()
+}
+
+fn unwind(cap: &Capture, procs: &ProcessImages) -> Chain {
+    let stack = Stack { sp: cap.regs.r[13], bytes: &cap.stack };
+    Unwinder::new(64).unwind(procs, &cap.regs, &stack)
+}
+
+
+/// The program's instructions by ELF address, from `arm-linux-gnueabihf-objdump -d`.
+fn objdump(exe: &Path) -> BTreeMap<u64, String> {
+    let out = Command::new("arm-linux-gnueabihf-objdump").arg("-d").arg(exe).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (a, rest) = l.split_once(":\t")?;
+            Some((u64::from_str_radix(a.trim(), 16).ok()?, rest.to_string()))
+        })
+        .collect()
+}
+
+/// The build variants (Debian's default Thumb-2; ARM; EHABI tables only; -O0 with r7 frames)
+/// and the table that must unwind the program's frames.
+const VARIANTS: [(&str, &[&str], Via); 4] = [
+    ("o2g", &["-O2", "-g"], Via::Cfi),
+    ("o2g-arm", &["-O2", "-g", "-marm"], Via::Cfi),
+    ("o2-exidx", &["-O2", "-funwind-tables"], Via::Ehabi),
+    ("o0g", &["-O0", "-g"], Via::Cfi),
+];
+
+/// The chain of `mode` in the program `exe`, checked: frames named as expected (libc frames
+/// as `lib:libc.so.6`; for qsort at least one between `cmp` and `main`), ending at crt1.o's
+/// `_start` (EXIDX_CANTUNWIND); the sampled PC first; the program's frames unwound by `via`
+/// and in its instruction set; every program return address right after a BL/BLX (objdump)
+/// that calls the frame before it, when that is in the program.
+fn check_chain(exe: &Path, mode: &str, via: Via, thumb: bool) {
+    let cap = capture(exe, mode);
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    let got = names(&chain, &procs, exe);
+    let ctx = format!("{} {mode}: {got:?} {chain:?}", exe.display());
+    let caller = match mode {
+        "a" => vec!["caller_a"],
+        "b" => vec!["caller_b"],
+        _ => vec!["cmp"],
+    };
+    let libc = "lib:libc.so.6";
+    let mut want: Vec<&str> = [vec!["leaf"], caller].concat();
+    if mode == "q" {
+        let k = got.iter().skip(2).take_while(|n| *n == libc).count();
+        assert!(k >= 1, "qsort's frames: {ctx}");
+        want.extend(std::iter::repeat_n(libc, k));
+    }
+    want.extend(["main", libc, libc, "_start"]);
+    assert_eq!(got, want, "{ctx}");
+    assert_eq!(chain.end, End::CantUnwind, "{ctx}");
+    assert_eq!(chain.frames[0].addr, cap.regs.r[15], "{ctx}");
+    let code = objdump(exe);
+    for (i, f) in chain.frames.iter().enumerate() {
+        let place = procs.find(f.addr).unwrap();
+        if place.tables.path != exe {
+            assert!(f.via == Some(Via::Ehabi) || f.via.is_none(), "libc frames by libc's exidx: {ctx}");
+            continue;
+        }
+        if got[i] != "_start" {
+            assert_eq!(f.via, Some(via), "frame {i}: {ctx}");
+        }
+        if got[i] != "_start" && got[i] != "main" {
+            assert_eq!(f.thumb, thumb, "frame {i}: {ctx}");
+        }
+        if i == 0 {
+            continue;
+        }
+        let call = code.get(&(place.elf_addr - 4)).unwrap_or_else(|| panic!("frame {i}: {ctx}"));
+        assert!(call.contains("\tbl"), "frame {i} follows {call:?}: {ctx}");
+        if !got[i - 1].starts_with("lib:") {
+            assert!(call.ends_with(&format!("<{}>", got[i - 1])) || call.contains("blx\tr"), "frame {i}: {call:?} {ctx}");
+        }
+    }
+}
+
+#[test]
+fn chains_through_callers_and_qsort() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, flags, via) in VARIANTS {
+        let exe = build(dir.path(), name, flags);
+        let thumb = !flags.contains(&"-marm");
+        for mode in ["a", "b", "q"] {
+            check_chain(&exe, mode, via, thumb);
+        }
+    }
+}
+
+/// Without tables the chain ends at the sampled PC; a stripped program's chain comes back
+/// with its separate debug file as a second table source.
+#[test]
+fn no_tables_no_guess_and_debug_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = build(dir.path(), "o2", &["-O2"]);
+    let cap = capture(&bare, "a");
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    assert_eq!(names(&chain, &procs, &bare), ["leaf"]);
+    assert_eq!(chain.end, End::NoUnwindInfo { pc: cap.regs.r[15] });
+
+    // EHABI tables but no symbols: the interrupted function's start is not known (ld merges
+    // identical adjacent index entries), so its frame is not proved.
+    let exidx = build(dir.path(), "o2-exidx", &["-O2", "-funwind-tables"]);
+    let no_syms = dir.path().join("o2-exidx-stripped");
+    assert!(Command::new("arm-linux-gnueabihf-objcopy").arg("--strip-all").arg(&exidx).arg(&no_syms).status().unwrap().success());
+    let cap = capture(&no_syms, "b");
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: cap.regs.r[15] }));
+
+    let full = build(dir.path(), "o2g", &["-O2", "-g"]);
+    let debug = dir.path().join("o2g.debug");
+    let stripped = dir.path().join("o2g-stripped");
+    for args in [vec!["--only-keep-debug".as_ref(), full.as_os_str(), debug.as_os_str()], vec!["--strip-debug".as_ref(), full.as_os_str(), stripped.as_os_str()]] {
+        assert!(Command::new("arm-linux-gnueabihf-objcopy").args(args).status().unwrap().success());
+    }
+    let cap = capture(&stripped, "b");
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    assert_eq!((chain.frames.len(), chain.end), (1, End::NoUnwindInfo { pc: cap.regs.r[15] }));
+    let mut procs = images(&cap);
+    let i = procs.images.iter().position(|t| t.path == stripped).unwrap();
+    procs.images[i].add_debug_file(&debug).unwrap();
+    let sources: Vec<&Path> = procs.images[i].sources.iter().map(|s| s.path.as_path()).collect();
+    assert_eq!(sources, [stripped.as_path(), debug.as_path()]);
+    let chain = unwind(&cap, &procs);
+    assert_eq!(names(&chain, &procs, &stripped), ["leaf", "caller_b", "main", "lib:libc.so.6", "lib:libc.so.6", "_start"]);
+    assert_eq!(chain.frames[0].via, Some(Via::Cfi));
+}
+
+/// A corrupted saved LR, a short snapshot, or a sampled PC in the prologue (EHABI) end the
+/// chain where the bad value is met, with no frame made up.
+#[test]
+fn corrupt_stack_ends_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, flags, _) in [VARIANTS[0], VARIANTS[2]] {
+        let exe = build(dir.path(), name, flags);
+        let cap = capture(&exe, "a");
+        let procs = images(&cap);
+        let good = unwind(&cap, &procs);
+        let ra = good.frames[1].addr | u32::from(good.frames[1].thumb);
+        // The leaf's saved LR: the first stack word holding caller_a's return address.
+        let slot = cap.stack.chunks_exact(4).position(|w| w == ra.to_le_bytes()).unwrap() * 4;
+        let with = |word: u32| {
+            let mut c = Capture { regs: cap.regs, stack: cap.stack.clone(), maps: cap.maps.clone() };
+            c.stack[slot..slot + 4].copy_from_slice(&word.to_le_bytes());
+            unwind(&c, &procs)
+        };
+        let leaf_only = |c: &Chain, end: End| {
+            assert_eq!(c.frames.iter().map(|f| f.addr).collect::<Vec<_>>(), [cap.regs.r[15]], "{name}: {c:?}");
+            assert_eq!(c.end, end, "{name}: {c:?}");
+        };
+        // leaf's own first instruction: mapped code, not after a call.
+        let leaf_start = cap.regs.r[15] & !0xF;
+        let not_call = (0..64).map(|k| leaf_start - 2 * k).find(|a| {
+            let p = procs.find(*a).unwrap();
+            let b = p.tables.code(p.elf_addr - 4..p.elf_addr).unwrap();
+            crate::calls::ends_in_call(b, crate::elf::Isa::Thumb) == Some(false)
+                && crate::calls::ends_in_call(b, crate::elf::Isa::Arm) == Some(false)
+        });
+        leaf_only(&with(not_call.unwrap() | 1), End::NotACall);
+        leaf_only(&with(0x1234_5679), End::NoMapping);
+        // The stack (rw-) is mapped, but not executable.
+        leaf_only(&with(cap.regs.r[13] | 1), End::NoMapping);
+        let short = Capture { regs: cap.regs, stack: cap.stack[..slot].to_vec(), maps: cap.maps.clone() };
+        leaf_only(&unwind(&short, &procs), End::StackOutside);
+    }
+    // EHABI at the leaf's first instruction (before its push): not proved.
+    let exe = dir.path().join("o2-exidx");
+    let cap = capture(&exe, "a");
+    let procs = images(&cap);
+    let elf = ElfImage::load(&exe, false).unwrap();
+    let place = procs.find(cap.regs.r[15]).unwrap();
+    let start = elf.symbols.lookup(place.elf_addr).unwrap().addr;
+    let mut regs = cap.regs;
+    regs.r[15] = cap.regs.r[15] - u32::try_from(place.elf_addr - start).unwrap();
+    let stack = Stack { sp: regs.r[13], bytes: &cap.stack };
+    let chain = Unwinder::new(64).unwind(&procs, &regs, &stack);
+    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: regs.r[15] }));
+    // The depth bound.
+    let stack = Stack { sp: cap.regs.r[13], bytes: &cap.stack };
+    let chain = Unwinder::new(3).unwind(&procs, &cap.regs, &stack);
+    assert_eq!((chain.frames.len(), chain.end), (3, End::Depth));
+}
+
+/// Functions whose EHABI tables use compact models 0 and 1, vpush'ed d registers, `vsp = r7`,
+/// pop {r0-r3}, a generic-model entry (gcc's `__gcc_personality_v0`, from `-fexceptions` and a
+/// cleanup) and `.cantunwind`.
+const TABLES_SRC: &str = r#"
+void g(int *p);
+__attribute__((noinline)) void g(int *p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+int small(int x) { int a[2] = { x, x }; g(a); return a[0]; }
+int big(int x) { int a[100]; a[0] = x; g(a); return a[1]; }
+double fl(double x, double y) { double z = x * y; g((int *)&z); return z + x * y; }
+int many(int a, int b, int c, int d) { int r = a; g(&r); g(&a); return r + a + b * c + d; }
+double vfp4(double a, double b, double c, double d, double e) { double z = a * b; g((int *)&z); return z * c + d * e + a * b * c * d * e; }
+int vla(int n) { int a[n]; a[0] = n; g(a); return a[n / 2]; }
+__asm__(".text\n.global cant\n.type cant,%function\ncant:\n.fnstart\n.cantunwind\nbx lr\n.fnend\n.size cant,.-cant\n");
+static void done(int *p) { g(p); }
+int cleanup(int x) { int __attribute__((cleanup(done))) v = x; g(&v); return v + 1; }
+__attribute__((visibility("hidden"))) void __gcc_personality_v0(void) {}
+void _Unwind_Resume(void *p) { g(p); for (;;); }
+"#;
+
+/// Builds TABLES_SRC as a shared object with `flags`.
+fn build_tables(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join("tables.c");
+    std::fs::write(&src, TABLES_SRC).unwrap();
+    let out = dir.join(name);
+    let st = Command::new("arm-linux-gnueabihf-gcc")
+        .args(["-O2", "-funwind-tables", "-fexceptions", "-shared", "-fPIC", "-nostdlib"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+/// readelf's text of an op.
+fn readelf_text(op: Op) -> String {
+    let regs = |mask: u16| (0..16).filter(|n| mask & (1 << n) != 0).map(|n| format!("r{n}")).collect::<Vec<_>>().join(", ");
+    match op {
+        Op::VspAdd(n) => format!("vsp = vsp + {n}"),
+        Op::VspSub(n) => format!("vsp = vsp - {n}"),
+        Op::Pop(mask) => format!("pop {{{}}}", regs(mask)),
+        Op::SetVsp(n) => format!("vsp = r{n}"),
+        Op::PopVfp { first, count: 1, fstmx: false } => format!("pop {{D{first}}}"),
+        Op::PopVfp { first, count, fstmx: false } => format!("pop {{D{first}-D{}}}", first + count - 1),
+        Op::Finish => "finish".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `arm-linux-gnueabihf-readelf -u` of `file`: per function address, `cantunwind` or the ops
+/// as (bytes, text) up to the first `finish`.
+fn readelf_unwind(file: &Path) -> BTreeMap<u64, Vec<(Vec<u8>, String)>> {
+    let out = Command::new("arm-linux-gnueabihf-readelf").arg("-u").arg(file).output().unwrap();
+    let mut map: BTreeMap<u64, Vec<(Vec<u8>, String)>> = BTreeMap::new();
+    let mut cur = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(rest) = line.strip_prefix("0x") {
+            let addr = u64::from_str_radix(rest.split(|c: char| !c.is_ascii_hexdigit()).next().unwrap(), 16).unwrap();
+            let ops = map.entry(addr).or_default();
+            if line.ends_with("[cantunwind]") {
+                ops.push((vec![], "cantunwind".into()));
+            }
+            cur = Some(addr);
+        } else if let (Some(a), Some(op)) = (cur, line.strip_prefix("  0x")) {
+            let mut bytes = vec![];
+            let mut words = format!("0x{op}").split_whitespace().map(String::from).collect::<Vec<_>>().into_iter().peekable();
+            while let Some(b) = words.next_if(|w| w.len() == 4 && w.starts_with("0x")) {
+                bytes.push(u8::from_str_radix(&b[2..], 16).unwrap());
+            }
+            let ops = map.get_mut(&a).unwrap();
+            if ops.last().is_none_or(|o| o.1 != "finish") {
+                ops.push((bytes, words.collect::<Vec<_>>().join(" ")));
+            }
+        }
+    }
+    map
+}
+
+type Decoded = BTreeMap<u64, Vec<(Vec<u8>, String)>>;
+
+/// Asserts that both decodings have the same entries, naming the first differences.
+fn same_entries(ours: &Decoded, readelf: &Decoded, name: &str) {
+    let keys: std::collections::BTreeSet<u64> = ours.keys().chain(readelf.keys()).copied().collect();
+    let diff: Vec<_> = keys.iter().filter(|k| ours.get(k) != readelf.get(k)).take(5).map(|k| (k, ours.get(k), readelf.get(k))).collect();
+    assert!(diff.is_empty(), "{name}: {} entries, differences (address, ours, readelf): {diff:#x?}", ours.len());
+}
+
+/// Our decoding of every entry, in the same shape.
+fn our_unwind(file: &Path) -> BTreeMap<u64, Vec<(Vec<u8>, String)>> {
+    let t = ImageTables::load(file).unwrap();
+    let x = t.sources[0].exidx.as_ref().unwrap();
+    x.entries()
+        .iter()
+        .map(|&(addr, e)| {
+            let ops = match e {
+                Entry::CantUnwind => vec![(vec![], "cantunwind".to_string())],
+                e => {
+                    let bytes = x.opcodes(e).unwrap();
+                    let mut at = 0;
+                    let mut ops = vec![];
+                    while let Some((op, n)) = decode(&bytes[at..]) {
+                        ops.push((bytes[at..at + n].to_vec(), readelf_text(op)));
+                        at += n;
+                        if op == Op::Finish {
+                            break;
+                        }
+                    }
+                    ops
+                }
+            };
+            (addr, ops)
+        })
+        .collect()
+}
+
+#[test]
+fn ehabi_tables_as_readelf_decodes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, flags) in [("thumb.so", &[][..]), ("arm.so", &["-marm"][..])] {
+        let so = build_tables(dir.path(), name, flags);
+        let ours = our_unwind(&so);
+        same_entries(&ours, &readelf_unwind(&so), name);
+        // The forms the source is there for.
+        let all: Vec<&String> = ours.values().flatten().map(|o| &o.1).collect();
+        // gcc's frame pointer is r7 in Thumb code, r11 in ARM code.
+        let isa_forms: &[&str] = if flags.is_empty() { &["vsp = r7", "pop {r3}"] } else { &["vsp = r11", "vsp = vsp - 12"] };
+        for want in ["cantunwind", "pop {D8}", "pop {D8-D11}", "pop {r4, r14}"].iter().chain(isa_forms) {
+            assert!(all.iter().any(|t| *t == want), "{name}: {want} in {all:?}");
+        }
+        let t = ImageTables::load(&so).unwrap();
+        let x = t.sources[0].exidx.as_ref().unwrap();
+        let kinds = |f: fn(&Entry) -> bool| x.entries().iter().filter(|e| f(&e.1)).count();
+        assert!(kinds(|e| matches!(e, Entry::Inline(_))) > 0 && kinds(|e| matches!(e, Entry::Extab(_))) >= 3, "{name}");
+    }
+    // Debian's libc: every entry decodes as readelf decodes it.
+    let libc = Path::new(SYSROOT).join("lib/libc.so.6");
+    // readelf decodes a generic-model entry only when it can name the personality routine, and
+    // the stripped libc's `__gcc_personality_v0` has no symbol: those entries must decode
+    // to known instructions.
+    let mut ours = our_unwind(&libc);
+    let readelf = readelf_unwind(&libc);
+    assert!(ours.len() > 800, "{}", ours.len());
+    let generic: Vec<u64> = readelf.iter().filter(|e| e.1.is_empty()).map(|e| *e.0).collect();
+    assert!(generic.len() > 50, "{}", generic.len());
+    for a in &generic {
+        let ops = ours.remove(a).unwrap();
+        assert!(!ops.is_empty() && ops.iter().all(|o| o.1.starts_with("pop {r") || o.1.starts_with("vsp") || o.1 == "finish"), "{a:#x}: {ops:?}");
+    }
+    let readelf = readelf.into_iter().filter(|e| !e.1.is_empty()).collect();
+    same_entries(&ours, &readelf, "libc.so.6");
+}
+
+/// DWARF register numbers of readelf's column names (ARM `rN`, x86-64 names).
+fn dwarf_reg(name: &str, ra: u16) -> u16 {
+    const X86: [&str; 16] = ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"];
+    if name == "ra" {
+        return ra;
+    }
+    if let Some(i) = X86.iter().position(|n| *n == name) {
+        return i as u16;
+    }
+    name.strip_prefix('r').unwrap().parse().unwrap()
+}
+
+/// Checks every row `readelf -wF` (`readelf`) prints for `file`'s CFI `section` against ours.
+/// Returns the rows checked.
+fn check_cfi(readelf: &str, file: &Path, section: &str) -> usize {
+    let data = std::fs::read(file).unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    use object::{Object, ObjectSection};
+    let sec = obj.section_by_name(section).unwrap();
+    let kind = if section == ".eh_frame" { Kind::EhFrame { addr: sec.address() } } else { Kind::DebugFrame };
+    let text = obj.section_by_name(".text").unwrap().address();
+    let size = if obj.is_64() { 8 } else { 4 };
+    let cfi = Cfi::new(kind, std::rc::Rc::from(sec.data().unwrap()), gimli::RunTimeEndian::Little, size, text);
+    let out = Command::new(readelf).arg("-wF").arg(file).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let mut ctx = gimli::UnwindContext::new();
+    let (mut cols, mut in_fde, mut rows) = (vec![], false, 0);
+    for line in out.lines() {
+        if line.contains(" FDE ") || line.contains(" CIE ") {
+            in_fde = line.contains(" FDE ");
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.is_empty() {
+            in_fde = false;
+        }
+        if f.first() == Some(&"LOC") {
+            cols = f[2..].to_vec();
+            continue;
+        }
+        if !in_fde || f.len() < 2 {
+            continue;
+        }
+        let loc = u64::from_str_radix(f[0], 16).unwrap();
+        let row = cfi.row(&mut ctx, loc).unwrap().unwrap_or_else(|| panic!("{section} {loc:#x}"));
+        let cfa = match row.cfa {
+            Cfa::RegOffset(r, o) => {
+                let name = if size == 8 { ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp"].get(usize::from(r)).map(|s| s.to_string()) } else { Some(format!("r{r}")) };
+                format!("{}{o:+}", name.unwrap())
+            }
+            Cfa::Expression => "exp".into(),
+        };
+        assert_eq!(cfa, f[1], "{} {loc:#x}", file.display());
+        for (c, v) in cols.iter().zip(&f[2..]) {
+            let rule = row.rule(dwarf_reg(c, row.ra));
+            let ours = match rule {
+                Rule::Same | Rule::Undefined => "u".to_string(),
+                Rule::Offset(n) => format!("c{n}"),
+                other => format!("{other:?}"),
+            };
+            assert_eq!(&ours, v, "{} {loc:#x} {c}", file.display());
+        }
+        rows += 1;
+    }
+    rows
+}
+
+#[test]
+fn cfi_rows_as_readelf_interprets_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // armhf .debug_frame (Thumb-2 and ARM), with -g instead of EHABI-only tables.
+    for (name, flags) in [("thumb-g.so", &["-g"][..]), ("arm-g.so", &["-g", "-marm"][..])] {
+        let so = build_tables(dir.path(), name, flags);
+        assert!(check_cfi("arm-linux-gnueabihf-readelf", &so, ".debug_frame") > 20, "{name}");
+    }
+    // x86-64 .eh_frame (a DWARF expression CFA in the PLT's FDE, rbp-based frames).
+    let src = dir.path().join("x.c");
+    std::fs::write(
+        &src,
+        "void g(long *p);\n__attribute__((noinline)) void g(long *p) { __asm__ volatile(\"\" : : \"r\"(p) : \"memory\"); }\n\
+         long many(long a, long b, long c, long d) { long r = a; g(&r); long s = b * c; g(&s); return r + s + d + a * b; }\n\
+         long vla(long n) { long a[n]; a[0] = n; g(a); return a[n / 2]; }\n",
+    )
+    .unwrap();
+    let so = dir.path().join("x.so");
+    assert!(Command::new("gcc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().unwrap().success());
+    assert!(check_cfi("readelf", &so, ".eh_frame") > 10);
+}
