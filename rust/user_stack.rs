@@ -121,29 +121,32 @@ impl StackPool {
     }
 }
 
-/// The tasks whose USER_MAPS record was written in the current pass over one CPU (a record
-/// stays valid until the next CPU_SWITCH).
+/// The address spaces whose USER_MAPS record was written in the current pass over one CPU (a
+/// record stays valid until the next CPU_SWITCH), by task and mm: an `exec` gives the task a new
+/// mm, whose mappings are written again. (A snapshot holds its mm, so an mm address cannot be
+/// reused while a snapshot of it waits.)
 pub(crate) struct MapsWritten {
-    tgids: KVec<i32>,
+    written: KVec<(i32, usize)>,
 }
 
 impl MapsWritten {
     /// None yet. Allocates when the first task is added.
     pub(crate) fn new() -> Self {
-        MapsWritten { tgids: KVec::new() }
+        MapsWritten { written: KVec::new() }
     }
 
     /// Writes `stack` to `sink`, preceded by its task's USER_MAPS record unless written in this
     /// pass. Process context (lists the mappings under `mmap_lock`). Counts what is lost.
     pub(crate) fn write(&mut self, stack: &UserStack, images: &mut ImageIds, sink: &mut impl EventSink, stats: &Stats) {
-        if !self.tgids.contains(&stack.tgid) {
-            let Some(mm) = &stack.mm else {
-                return stats::inc(&stats.user_stack_lost);
-            };
+        let Some(mm) = &stack.mm else {
+            return stats::inc(&stats.user_stack_lost);
+        };
+        let key = (stack.tgid, mm.as_raw() as usize);
+        if !self.written.contains(&key) {
             match maps_record(mm, stack.tgid, images) {
                 Ok(words) if sink.write_group(&words) => {
                     // Not remembered (ENOMEM): the record is written again next time.
-                    let _ = self.tgids.push(stack.tgid, GFP_KERNEL);
+                    let _ = self.written.push(key, GFP_KERNEL);
                 }
                 _ => return stats::inc(&stats.user_stack_lost),
             }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the guest initramfs: busybox (armhf, static), optool, opfuzz, oprofile.ko, the static ARM
 # oprof (/usr/bin/oprof, with /usr/bin/oprofile.ko beside it: `make target-tools`), tests/guest/*.sh, the
-# guest programs (hot, churn + libspin.so, opwork: dynamic, with symbols, debug info and frame
-# pointers; hot_t2: hot built -O2 -g, Thumb-2 without frame pointers) and the armhf glibc they need.
+# guest programs (hot, churn + libspin.so: dynamic, with symbols, debug info and frame pointers;
+# hot_t2, callers, opwork: -O2 Thumb-2 without frame pointers, the last two stripped with their
+# debug files in OUT.debug) and Debian's armhf glibc.
 # Usage: initramfs.sh OUT.cpio.gz MODULE.ko [OPSETUP.sh]   (KVARIANT: which optest.ko, see lib.sh)
 #   OPSETUP.sh (optional): counter set-up lines (`oprof setup`), installed as /tests/opsetup.sh.
 # The tree is kept next to OUT as OUT-without-.cpio.gz + ".root": the sysroot `oprof report`
@@ -24,13 +25,26 @@ arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -o "$root/bin/optool" "$REPO/t
 arm-linux-gnueabihf-gcc -static -O2 -Wall -Werror -pthread -o "$root/bin/opfuzz" "$REPO/tests/guest/opfuzz.c"
 # Profiled programs: -marm -fno-omit-frame-pointer is what the user backtrace walker follows.
 cflags=(-O1 -g -marm -fno-omit-frame-pointer -Wall -Werror)
-for p in hot churn opwork; do
+for p in hot churn; do
     arm-linux-gnueabihf-gcc "${cflags[@]}" -o "$root/bin/$p" "$REPO/tests/guest/$p.c"
 done
 arm-linux-gnueabihf-gcc "${cflags[@]}" -shared -fPIC -o "$root/lib/libspin.so" "$REPO/tests/guest/libspin.c"
-# hot as distributions build C for armhf (Debian's defaults: -O2, Thumb-2, no frame pointer).
+# hot, callers and opwork (make run's program) as distributions build C for armhf (Debian's
+# defaults: -O2, Thumb-2, no frame pointer). callers and opwork are stripped as a package would
+# ship them; their debug files (found by build-id) go to the host-only OUT.debug/.build-id/ (the
+# report's --debug-dir), as a -dbgsym package would.
 arm-linux-gnueabihf-gcc -O2 -g -Wall -Werror -o "$root/bin/hot_t2" "$REPO/tests/guest/hot.c"
-install -m 0755 /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 /usr/arm-linux-gnueabihf/lib/libc.so.6 "$root/lib/"
+debug=${out%.cpio.gz}.debug
+rm -rf "$debug"
+for p in callers opwork; do
+    arm-linux-gnueabihf-gcc -O2 -g -Wall -Werror -Wl,--build-id -o "$root/bin/$p" "$REPO/tests/guest/$p.c"
+    id=$(arm-linux-gnueabihf-readelf -n "$root/bin/$p" | sed -n 's/.*Build ID: \([0-9a-f]*\)/\1/p')
+    mkdir -p "$debug/.build-id/${id:0:2}"
+    arm-linux-gnueabihf-objcopy --only-keep-debug "$root/bin/$p" "$debug/.build-id/${id:0:2}/${id:2}.debug"
+    arm-linux-gnueabihf-strip --strip-all "$root/bin/$p"
+done
+# Debian's armhf glibc (libc6:armhf), whose debug files libc6-dbg:armhf has (ARMHF_LIBC).
+install -m 0755 "$ARMHF_LIBC"/lib/arm-linux-gnueabihf/{ld-linux-armhf.so.3,libc.so.6} "$root/lib/"
 install -m 0644 "$ko" "$root/oprofile.ko"
 # oprof record loads the module from beside its binary when modprobe cannot.
 install -m 0755 "$OPROF_TARGET" "$root/usr/bin/oprof"

@@ -41,8 +41,11 @@ rm -rf "$out/session" "$out/session.tgz" "$out/profile.pb.gz"
 log_stream "$out/guest.log" session "$out/session.tgz" && tar -C "$out" -xzf "$out/session.tgz" ||
     die "no session directory came back from the guest (see $out/guest.log)"
 # The guest's files: the initramfs tree is the sysroot, libraries by name, modules' .ko files.
+# Debug files: opwork's (built -O2 Thumb-2 and stripped, as a distribution ships it; initramfs.sh)
+# and Debian's libc6-dbg:armhf for the guest's libc (setup-host.sh), found by build-id.
 host=(--vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
-      --image-path "$moddir" --image-path "$kmoddir")
+      --image-path "$moddir" --image-path "$kmoddir" --debug-dir "$out/initramfs.debug"
+      --debug-dir "$ARMHF_LIBC/usr/lib/debug")
 step "report of the session directory $out/session (oprof report $out/session ...)"
 echo
 "$oprof" report "$out/session" "${host[@]}" -n 12
@@ -66,6 +69,12 @@ print(r["image"] + "\t" + r["symbol"] if r else "")')
         "$oprof" annotate "$out/session" "${host[@]}" --image "$img" --symbol "$sym" | head -n 60
         echo
     fi
+fi
+if grep -q cmp_u32 <("$oprof" report "$out/session" "${host[@]}" --folded 2>/dev/null); then
+    step "opwork's qsort callback cmp_u32, unwound through libc back to main (the heaviest stacks, oprof report --folded)"
+    "$oprof" report "$out/session" "${host[@]}" --folded 2>/dev/null | grep cmp_u32 |
+        awk '{ n = $NF; $NF = ""; print n "\t" $0 }' | sort -rn | head -n 3
+    echo
 fi
 if [ -f "$out/session/profile_points" ]; then
     step "profile points of oprofile.ko during the run (session/profile_points)"

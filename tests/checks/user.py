@@ -4,11 +4,14 @@ sysroot: exact accounting, image records, symbols and source lines, call graphs,
 samples in unmapped/exec'd/exited code and in a module loaded while profiling; `oprof annotate`
 of hot_a and `oprof diff` of hot_timer (70/30) against flip (the same program at 30/70).
 
-Cases: hot_timer, flip, hot_thumb (hot built -O2: Thumb-2, no frame pointer), churn, kmod,
-and on boards with a PMU interrupt (virt-a15) hot_cycles.
+Cases: hot_timer, flip, hot_thumb (hot built -O2: Thumb-2, no frame pointer), split, sort,
+corrupt (tests/guest/callers.c, -O2 Thumb-2, stripped, its debug file on the host only; with
+user-stack snapshots), churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles and
+split_cycles.
 Plan: per case 3 checks, + 3 for hot_*, + 7 for hot_timer, + 2 for flip, + 2 for hot_thumb, + 4
-for churn, + 2 for kmod: hot_timer 13, flip 5, hot_thumb 8, churn 7, kmod 5, hot_cycles 6 (38 on
-realview-pb-a8, 44 on virt-a15). A case
+for split*, + 6 for sort, + 5 for corrupt, + 4 for churn, + 2 for kmod: hot_timer 13, flip 5,
+hot_thumb 8, split 7, sort 9, corrupt 8, churn 7, kmod 5, hot_cycles 6, split_cycles 7 (62 on
+realview-pb-a8, 75 on virt-a15). A case
 whose stream, session blocks or reports are missing reports its planned checks as failed.
 
 Usage (see tests/checks/logcheck.py for every option):
@@ -30,16 +33,27 @@ from logcheck import stats as read_stats
 # Where oprofile.ko and optest.ko of the kernel the guest ran were built (tests/run-qemu-tests.sh
 # exports them; scripts/lib.sh mod_dirs), by default the plain kernel's.
 MODDIR = os.environ.get("MODDIR") or os.path.join(REPO, "build/plain")
+# Debian's armhf glibc debug files (scripts/lib.sh ARMHF_LIBC).
+ARMHF_LIBC_DEBUG = os.path.join(os.environ.get("OPROFILE_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "oprofile-rs"), "armhf-libc/usr/lib/debug")
+CALLERS = "/bin/callers"
+LIBC = "/lib/libc.so.6"
+# Every call of tests/guest/callers.c: callee -> its callers in the program (the one libc caller
+# that calls back into it, main's, is libc's __libc_start_call_main; cmp_words' are qsort's).
+CALLS = {"leaf": {"caller_a", "caller_b", "cmp_words"}, "caller_a": {"main"}, "caller_b": {"main"},
+         "sort_words": {"main"}, "spin_on_junk": {"main"}}
 KMODDIR = os.environ.get("KMODDIR") or os.path.join(MODDIR, "kmod")
 
 
 def cases(board):
-    return ["hot_timer", "flip", "hot_thumb", "churn", "kmod"] + (["hot_cycles"] if board in PMU_IRQ else [])
+    return (["hot_timer", "flip", "hot_thumb", "split", "sort", "corrupt", "churn", "kmod"]
+            + (["hot_cycles", "split_cycles"] if board in PMU_IRQ else []))
 
 
 def case_plan(c):
     return (3 + 3 * c.startswith("hot") + 7 * (c == "hot_timer") + 2 * (c == "flip") + 2 * (c == "hot_thumb")
-            + 4 * (c == "churn") + 2 * (c == "kmod"))
+            + 4 * c.startswith("split") + 6 * (c == "sort") + 5 * (c == "corrupt") + 4 * (c == "churn")
+            + 2 * (c == "kmod"))
 
 
 def plan(board):
@@ -63,9 +77,12 @@ def idle_samples(decode):
 
 
 def host_files(s):
-    """oprof options for the host copies of the guest's files (shared by every case)."""
+    """oprof options for the host copies of the guest's files (shared by every case): the
+    initramfs tree, its host-only debug files (scripts/initramfs.sh) and Debian's armhf libc
+    debug files (scripts/setup-host.sh)."""
     return ["--vmlinux", f"{s.kout}/vmlinux", "--sysroot", s.root, "--image-path", f"{s.root}/lib",
-            "--image-path", MODDIR, "--image-path", KMODDIR]
+            "--image-path", MODDIR, "--image-path", KMODDIR, "--debug-dir", s.root[:-len(".root")] + ".debug",
+            "--debug-dir", ARMHF_LIBC_DEBUG]
 
 
 def run_oprof(s, c):
@@ -193,6 +210,8 @@ def check_case(s, c, rep, allstats):
         s.check(thumb >= a + b > 0,
                 f"{c}: every traced Thumb user sample ended its chain counted: stats/bt_user_thumb {thumb} >= "
                 f"hot_a + hot_b samples {a + b}")
+    if c.startswith("split") or c in ("sort", "corrupt"):
+        check_unwound(s, c, rep, st, samples)
     if c == "churn":
         lib = samples("/lib/libspin.so", "spin_in_lib")
         s.check(lib > 0, f"{c}: samples in dlclose()d /lib/libspin.so spin_in_lib ({lib})")
@@ -218,6 +237,74 @@ def check_case(s, c, rep, allstats):
         s.check(spin >= 30 and share >= 0.4,
                 f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples, "
                 f"{share:.0%} of the {busy} samples outside the idle task; want >= 30 and >= 40%)")
+
+
+def callgraph(rep):
+    """The JSON call graph as {(image, symbol): {(image, symbol): samples of its callers}}."""
+    return {(e["image"], e["symbol"]): {(r["image"], r["symbol"]): r["samples"] for r in e["callers"]}
+            for e in rep.get("callgraph") or []}
+
+
+def snapshot_note(rep):
+    """The counts of oprof's "user stack snapshots: ..." note (unwind/expand.rs), or {}."""
+    for w in rep.get("warnings", []):
+        m = re.match(r"user stack snapshots: (\d+) unwound into (\d+) frames; chains ended: (.*); (\d+) not used", w)
+        if m:
+            ends = {k: int(v) for v, k in re.findall(r"(\d+) ([a-z ]+)", m.group(3))}
+            return {"snapshots": int(m.group(1)), "frames": int(m.group(2)), "ends": ends, "unused": int(m.group(4))}
+    return {}
+
+
+def check_unwound(s, c, rep, st, samples):
+    """Cases of tests/guest/callers.c: callers unwound from user-stack snapshots."""
+    cg = callgraph(rep)
+    made_up = sorted((callee, caller) for (img, callee), callers in cg.items() if img == CALLERS and callee in CALLS
+                     for (cimg, caller) in callers if cimg != CALLERS or caller not in CALLS[callee])
+    s.check(bool(cg) and not made_up, f"{c}: every caller of the program's functions calls them in callers.c "
+                                      f"(made up: {made_up[:5]})")
+    note = snapshot_note(rep)
+    lost = {k: st.get(k, 0) for k in ("user_stack_no_buffer", "user_stack_lost")}
+    # Every user-mode sample of the program carried a snapshot, unless the module counted why not;
+    # a snapshot is left unused only where the module cut its chain before user space (counted).
+    user = sum(r["samples"] for r in rep["rows"] if r["image"] == CALLERS)
+    taken = note.get("snapshots", 0) + st.get("user_stack_fault", 0)
+    cut = st.get("bt_lost_no_mapping", 0) + sum(v for k, v in st.items() if k.endswith("/backtrace_aborted"))
+    s.check(user > 0 and taken >= user and note.get("unused", -1) in range(cut + 1) and not any(lost.values()),
+            f"{c}: snapshots {note.get('snapshots')} + user_stack_fault {st.get('user_stack_fault', 0)} cover the "
+            f"{user} samples in {CALLERS}; {note.get('unused')} unused <= {cut} chains the module cut "
+            f"(bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost})")
+    if c.startswith("split"):
+        callers = cg.get((CALLERS, "leaf"), {})
+        a, b = callers.get((CALLERS, "caller_a"), 0), callers.get((CALLERS, "caller_b"), 0)
+        share = a / (a + b) if a + b else 0
+        s.check(a + b >= 300 and abs(share - 2 / 3) <= 0.05,
+                f"{c}: leaf's callers caller_a {a} / caller_b {b} = {share:.1%} (want 66.7% +-5 points)")
+        main = cg.get((CALLERS, "main"), {})
+        s.check(cg.get((CALLERS, "caller_a"), {}).keys() == {(CALLERS, "main")}
+                and (LIBC, "__libc_start_call_main") in main,
+                f"{c}: chains reach main and libc's __libc_start_call_main, named from its debug file "
+                f"(main's callers {sorted(main)})")
+    if c == "sort":
+        leaf = samples(CALLERS, "leaf")
+        callers = cg.get((CALLERS, "leaf"), {})
+        s.check(leaf >= 100 and set(callers) == {(CALLERS, "cmp_words")},
+                f"{c}: leaf ({leaf} samples) is called by cmp_words only ({sorted(callers)})")
+        libc_callers = {k for k, v in cg.get((CALLERS, "cmp_words"), {}).items()}
+        s.check(bool(libc_callers) and all(img == LIBC for img, _ in libc_callers),
+                f"{c}: cmp_words is called back by libc ({sorted(libc_callers)})")
+        into_libc = sorted(callee for (img, callee), callers in cg.items() if img == LIBC and (CALLERS, "sort_words") in callers)
+        s.check(bool(into_libc), f"{c}: the chains go on through libc back to sort_words (libc functions it calls: {into_libc})")
+        s.check(cg.get((CALLERS, "sort_words"), {}).keys() == {(CALLERS, "main")},
+                f"{c}: sort_words' caller is main ({sorted(cg.get((CALLERS, 'sort_words'), {}))})")
+    if c == "corrupt":
+        spin = samples(CALLERS, "spin_on_junk")
+        s.check(spin >= 100, f"{c}: samples with the stack pointer on random words ({spin} in spin_on_junk)")
+        ended = {k: v for k, v in note.get("ends", {}).items() if k not in ("cantunwind", "outermost")}
+        s.check(sum(ended.values()) >= spin // 2,
+                f"{c}: their chains end early, counted by reason ({ended}; {spin} samples)")
+        s.check(st.get("user_stack_fault", 0) + sum(ended.values()) > 0,
+                f"{c}: the module and the unwinder count what they could not follow "
+                f"(user_stack_fault {st.get('user_stack_fault', 0)})")
 
 
 def checks(s):

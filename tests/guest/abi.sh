@@ -2,8 +2,8 @@
 . /tests/lib.sh
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
-# 90 checks + 4 per possible CPU (its stats/cpuN/ files).
-plan $((90 + 4 * (last + 1)))
+# 92 checks + 4 per possible CPU (its stats/cpuN/ files).
+plan $((92 + 4 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -12,7 +12,7 @@ check "mount -t oprofilefs nodev $OP" mount -t oprofilefs nodev $OP
 expect "filesystem magic" "6f70726f" stat -f -c %t $OP
 
 mode() { stat -c %a "$OP/$1"; }
-for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth pointer_size; do
+for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth user_stack_size pointer_size; do
     expect "mode of $f" 644 mode $f
 done
 expect "mode of dump (root only, write only)" 200 mode dump
@@ -58,6 +58,7 @@ expect "backtrace_depth above 128 -> EINVAL" "ERR EINVAL" optool write $OP/backt
 expect "backtrace_depth=128 accepted" ok optool write $OP/backtrace_depth 128
 expect "backtrace_depth reads back" 128 cat $OP/backtrace_depth
 expect "backtrace_depth=0 accepted (opcontrol writes it)" ok optool write $OP/backtrace_depth 0
+expect "user_stack_size above 16384 -> EINVAL" "ERR EINVAL" optool write $OP/user_stack_size 16385
 expect "write cpu_type -> EINVAL" "ERR EINVAL" optool write $OP/cpu_type arm/armv7
 expect "write pointer_size -> EINVAL" "ERR EINVAL" optool write $OP/pointer_size 8
 expect "write stats file -> EINVAL" "ERR EINVAL" optool write $OP/stats/event_lost_overflow 0

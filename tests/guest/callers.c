@@ -4,8 +4,11 @@
  * (arm-linux-gnueabihf-gcc -O2: Thumb-2, no frame pointer) and stripped on the board.
  *
  *   callers split SECONDS   leaf() runs under caller_a() and caller_b() in a 2:1 split (the same
- *                           work per call, caller_a called twice per round), for SECONDS of wall
- *                           clock; prints "callers: N rounds"
+ *                           work per call; which caller calls next is drawn pseudo-randomly, 2 in
+ *                           3 caller_a, so that no sampling period can lock onto a fixed order),
+ *                           for SECONDS of wall clock; prints "callers: N calls"
+ *   callers corrupt SECONDS spin_on_junk() spins with sp pointing into a heap buffer of random
+ *                           words (a corrupted stack): its samples' chains must end, counted
  *   callers sort N          libc's qsort() of N words, whose comparison function cmp_words()
  *                           calls leaf(): chains leaf <- cmp_words <- (libc qsort) <- sort_words
  *                           <- main
@@ -52,6 +55,20 @@ __attribute__((noipa)) static unsigned int sort_words(unsigned int *v, size_t n)
 	return v[0];	/* not a tail call: sort_words stays on the stack */
 }
 
+/*
+ * Spins `n` rounds with sp moved to `junk` (no memory access meanwhile: nothing uses the bad
+ * stack, and interrupts run on the kernel's).
+ */
+__attribute__((noipa)) void spin_on_junk(void *junk, unsigned int n)
+{
+	__asm__ volatile("mov r12, sp\n\t"
+			 "mov sp, %0\n\t"
+			 "1: subs %1, %1, #1\n\t"
+			 "bne 1b\n\t"
+			 "mov sp, r12"
+			 : "+r"(junk), "+r"(n) : : "r12", "cc", "memory");
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -64,16 +81,32 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "split")) {
 		double end = now() + atof(argv[2]);
-		unsigned long rounds = 0;
-		unsigned int acc = 0;
+		unsigned long calls = 0;
+		unsigned int acc = 0, x = 2463534242u;
 
 		while (now() < end) {
-			acc += caller_a(4000);
-			acc += caller_a(4000);
-			acc += caller_b(4000);
-			rounds++;
+			for (int i = 0; i < 16; i++, calls++) {
+				x ^= x << 13, x ^= x >> 17, x ^= x << 5;	/* xorshift32 */
+				acc += x % 3 ? caller_a(2000) : caller_b(2000);
+			}
 		}
-		printf("callers: %lu rounds (%u)\n", rounds, acc & 1);
+		printf("callers: %lu calls (%u)\n", calls, acc & 1);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "corrupt")) {
+		double end = now() + atof(argv[2]);
+		unsigned int *junk = malloc(64 * 1024), x = 2463534242u;
+
+		if (!junk)
+			return 1;
+		for (size_t i = 0; i < 64 * 1024 / sizeof(*junk); i++) {
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;	/* xorshift32 */
+			junk[i] = x;
+		}
+		while (now() < end)
+			spin_on_junk(junk + 8 * 1024, 1000000);
+		printf("callers: spun on junk\n");
+		free(junk);
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "sort")) {
@@ -88,6 +121,6 @@ int main(int argc, char **argv)
 		free(v);
 		return 0;
 	}
-	fprintf(stderr, "usage: callers split SECONDS | callers sort N\n");
+	fprintf(stderr, "usage: callers split SECONDS | callers corrupt SECONDS | callers sort N\n");
 	return 2;
 }

@@ -4,8 +4,8 @@
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
 a15=0; grep -q realview /proc/device-tree/compatible || a15=1
-# 17 checks, + 3 on the A15 (the hot_cycles case with hardware events).
-plan $((17 + 3 * a15))
+# 23 checks, + 6 on the A15 (the hot_cycles and split_cycles cases with hardware events).
+plan $((23 + 6 * a15))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -30,6 +30,14 @@ check "images names libc" sh -c "grep -q '^[1-9][0-9]* /lib/libc.so.6\$' $OP/ima
 case_run flip /bin/hot 2 3000 7000
 # hot as Debian builds C (-O2: Thumb-2, r11 no frame pointer): chains must end, not invent.
 case_run hot_thumb /bin/hot_t2 3
+# Distribution code's callers from user-stack snapshots (user_stack_size), unwound on the host:
+# a 2:1 split of leaf's callers, a qsort callback back through libc, a corrupted stack.
+expect "user_stack_size=2048" ok optool write $OP/user_stack_size 2048
+expect "buffer_size=1048576 (a snapshot is about 540 words)" ok optool write $OP/buffer_size 1048576
+case_run split /bin/callers split 3
+case_run sort /bin/callers sort 300000
+case_run corrupt /bin/callers corrupt 2
+expect "user_stack_size=0" ok optool write $OP/user_stack_size 0
 expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
 case_run churn /bin/churn 8 40
 expect "backtrace_depth=0" ok optool write $OP/backtrace_depth 0
@@ -43,6 +51,9 @@ if [ $a15 = 1 ]; then
     # CPU_CYCLES (0xff, the cycle counter) every 1M cycles, user and kernel.
     for f in "0/enabled 1" "0/event 0xff" "0/count 1000000"; do echo ${f#* } > $OP/${f% *}; done
     case_run hot_cycles /bin/hot 3
+    expect "backtrace_depth=16" ok optool write $OP/backtrace_depth 16
+    expect "user_stack_size=2048" ok optool write $OP/user_stack_size 2048
+    case_run split_cycles /bin/callers split 3
     check "unload" unload
 fi
 summary

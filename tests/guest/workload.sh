@@ -10,8 +10,10 @@ EVENTS=
 [ -z "$EVENTS" ] || echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null
 n=$(nproc)
-# opwork (tests/guest/opwork.c, with symbols): read + CRC-32 + histogram + libc qsort + write;
-# busybox sha256sum and gzip (stripped: no symbols); one kernel-bound dd per CPU.
+# opwork (tests/guest/opwork.c, built as Debian builds C: -O2, Thumb-2, stripped; its debug file
+# stays on the host): read + CRC-32 + histogram + libc qsort + write; busybox sha256sum and gzip
+# (stripped, no debug package: no symbols); one kernel-bound dd per CPU. `-g` records user-stack
+# snapshots, which the host report unwinds.
 work="opwork /tmp/data /tmp/sorted 4; sha256sum /tmp/data; gzip -c /tmp/data > /tmp/data.gz; ls -l /tmp/data.gz; i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=15000 & i=\$((i+1)); done; wait"
 echo "# oprof record -g 16 --kprof --points ${EVENTS:+$EVENTS }-o /tmp/session -- sh -c '<workload>'"
 # shellcheck disable=SC2086

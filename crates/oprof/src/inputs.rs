@@ -15,7 +15,7 @@ use crate::kallsyms::Kallsyms;
 use crate::report::Counter;
 use crate::resolve::{self, Resolver};
 use crate::session::{self, Session};
-use crate::{events, target};
+use crate::{events, target, unwind};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -171,10 +171,33 @@ impl Inputs {
         }
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
         res.warnings.extend(notes);
-        let counts = aggregate::read(input, word_size, want.keys, Default::default())
-            .with_context(|| format!("decoding {}", buffer.display()))?;
+        let depth = ses.as_ref().map_or(0, |s| s.info.settings.backtrace_depth);
+        let counts = match unwound(&buffer, word_size, depth, &mut res)? {
+            Some(bytes) => aggregate::read(std::io::Cursor::new(bytes), word_size, want.keys, Default::default()),
+            None => aggregate::read(input, word_size, want.keys, Default::default()),
+        }
+        .with_context(|| format!("decoding {}", buffer.display()))?;
         Ok(Profile { path, session: ses, cpu_type, counters, counts, res })
     }
+}
+
+/// The stream at `buffer` with its user-stack snapshots unwound into call-chain frames
+/// ([`unwind::expand`]), or `None` when it has none. `depth`: the session's backtrace depth
+/// (0: unknown, then at most 64 frames per unwound chain). Notes what was unwound in `res`.
+fn unwound(buffer: &std::path::Path, word_size: usize, depth: u64, res: &mut Resolver) -> Result<Option<Vec<u8>>> {
+    let bytes = std::fs::read(buffer).with_context(|| format!("reading {}", buffer.display()))?;
+    let words: Vec<u64> = bytes
+        .chunks_exact(word_size)
+        .map(|c| c.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b)))
+        .collect();
+    if !unwind::expand::has_snapshots(&words, word_size) {
+        return Ok(None);
+    }
+    let depth = if depth == 0 { 64 } else { depth as usize };
+    let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
+    res.warnings.insert(stats.note());
+    Ok(Some(out.iter().flat_map(|&w| w.to_le_bytes()[..word_size].to_vec()).collect()))
 }
 
 /// Loads `--vmlinux` (symbols from its debug file when it is stripped). Errors: unreadable, or

@@ -30,6 +30,13 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// `oprof record` options.
+/// `--user-stack` default, bytes: perf's `--call-graph dwarf` takes 8192; 2048 holds the chains
+/// of C programs (a qsort comparison back to main) at a quarter of the words per sample.
+const DEFAULT_USER_STACK: u64 = 2048;
+/// `buffer_size` (words) with snapshots unless `--buffer-size` is given: a sample takes about
+/// 540 words, so the legacy 131072 would hold 100 ms of 2 CPUs at 1,000 samples/s, no more.
+const SNAPSHOT_BUFFER_SIZE: u64 = 1 << 20;
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct RecordArgs {
     /// Hardware event, `NAME[:COUNT[:UNITMASK[:KERNEL[:USER]]]]` as opcontrol/operf spell it
@@ -42,7 +49,14 @@ pub struct RecordArgs {
     /// Record call chains of up to DEPTH frames per sample (`backtrace_depth`, 0..=128).
     #[arg(short = 'g', long = "callgraph", value_name = "DEPTH")]
     pub callgraph: Option<u64>,
-    /// Event buffer size in words (`buffer_size`; default 131072).
+    /// With -g: bytes of user stack copied per sample (`user_stack_size`, 0..=16384; default
+    /// 2048 where the module has the file, 0 turns it off), unwound by `oprof report` with
+    /// the images' .ARM.exidx/.debug_frame/.eh_frame: call chains of code without frame
+    /// pointers (Thumb-2, -O2).
+    #[arg(long, value_name = "BYTES")]
+    pub user_stack: Option<u64>,
+    /// Event buffer size in words (`buffer_size`; default 131072, 1048576 with user stack
+    /// snapshots).
     #[arg(long, value_name = "WORDS")]
     pub buffer_size: Option<u64>,
     /// Per-CPU buffer size in samples (`cpu_buffer_size`; default 8192).
@@ -553,12 +567,21 @@ fn record(
         bail!("{}: unexpected pointer_size {pointer_size}", fs.path("pointer_size").display());
     }
     let placed = placements(args, &cpu_type)?;
-    for (name, v) in [("buffer_size", args.buffer_size), ("buffer_watershed", args.watershed), ("cpu_buffer_size", args.cpu_buffer_size)] {
+    let depth = args.callgraph.unwrap_or(0);
+    let stack = if depth > 0 && fs.exists("user_stack_size") { args.user_stack.unwrap_or(DEFAULT_USER_STACK) } else { 0 };
+    if args.user_stack.is_some_and(|s| s > 0) && !fs.exists("user_stack_size") {
+        bail!("--user-stack: this oprofile.ko has no user_stack_size");
+    }
+    let buffer_size = args.buffer_size.or((stack > 0).then_some(SNAPSHOT_BUFFER_SIZE));
+    for (name, v) in [("buffer_size", buffer_size), ("buffer_watershed", args.watershed), ("cpu_buffer_size", args.cpu_buffer_size)] {
         if let Some(v) = v {
             fs.set(name, v)?;
         }
     }
-    fs.set("backtrace_depth", args.callgraph.unwrap_or(0))?;
+    fs.set("backtrace_depth", depth)?;
+    if fs.exists("user_stack_size") {
+        fs.set("user_stack_size", stack)?;
+    }
     if let Some(m) = events::model(Some(&cpu_type))? {
         for (file, v) in events::counter_writes(m, &placed) {
             fs.set(&file, v)?;
@@ -569,6 +592,7 @@ fn record(
         buffer_watershed: fs.read_u64("buffer_watershed")?,
         cpu_buffer_size: fs.read_u64("cpu_buffer_size")?,
         backtrace_depth: fs.read_u64("backtrace_depth")?,
+        user_stack_size: stack,
     };
     if settings.buffer_watershed >= settings.buffer_size {
         bail!(

@@ -347,6 +347,24 @@ impl Resolver {
             .find(|p| p.is_file())
     }
 
+    /// The unwind tables ([`crate::unwind::ImageTables`]) of the user image with id `id`: its
+    /// host file and, when one is found, its separate debug file (build-id or debuglink: CFI
+    /// of `-g` builds lives there). `None` without a host file or when it cannot be read.
+    pub fn unwind_tables(&self, id: u64) -> Option<crate::unwind::ImageTables> {
+        let target = self.image_path(id)?;
+        let host = self.find_host_file(target)?;
+        let mut tables = crate::unwind::ImageTables::load(&host).ok()?;
+        let data = std::fs::read(&host).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let lk = self.lookup(Some(target));
+        let found = lk.search.find(&file, &host, Some(target), lk.recorded).found;
+        if let Some(f) = found.filter(|f| f.method != crate::debugfile::Method::MiniDebugInfo) {
+            // A debug file that cannot be read adds nothing: the image's own tables stay.
+            let _ = tables.add_debug_file(&f.path);
+        }
+        Some(tables)
+    }
+
     /// The host file of target path `target`: `SYSROOT/target` for each sysroot, else
     /// `DIR/basename` for each `--image-path` DIR.
     pub fn find_host_file(&self, target: &str) -> Option<PathBuf> {

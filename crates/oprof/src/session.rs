@@ -75,6 +75,9 @@ pub struct Settings {
     pub cpu_buffer_size: u64,
     /// Frames recorded per sample.
     pub backtrace_depth: u64,
+    /// Bytes of user stack copied per traced sample (0: none; sessions before it: 0).
+    #[serde(default)]
+    pub user_stack_size: u64,
 }
 
 /// A point in time: Unix nanoseconds and the same as UTC text.

@@ -28,6 +28,7 @@
 
 pub mod cfi;
 pub mod ehabi;
+pub mod expand;
 pub mod leaf;
 pub mod maps;
 pub mod tables;

@@ -634,3 +634,95 @@ fn cfi_rows_as_readelf_interprets_them() {
     assert!(Command::new("gcc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().unwrap().success());
     assert!(check_cfi("readelf", &so, ".eh_frame") > 10);
 }
+
+/// The stream words of `recs` (4-byte words), with raw words appended after each.
+fn stream_words(parts: &[(Option<oprofile_common::event::Record>, Vec<u64>)]) -> Vec<u64> {
+    let mut out = vec![];
+    for (rec, raw) in parts {
+        if let Some(r) = rec {
+            let mut w = [0usize; 8];
+            let n = r.encode(&mut w).unwrap();
+            out.extend(w[..n].iter().map(|&x| u64::from(x as u32)));
+        }
+        out.extend(raw);
+    }
+    out
+}
+
+#[test]
+fn expand_turns_snapshots_into_frames() {
+    use crate::stream::{decode, Frame as StreamFrame, Stream};
+    use oprofile_common::event::{user_maps_header, user_stack_header, Record as R};
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "o2g", &["-O2", "-g"]);
+    let cap = capture(&exe, "a");
+    // Image ids as the module's `images` gives them: 1 the program, 2.. the libraries.
+    let mut paths: Vec<String> = vec![];
+    let mut maps = vec![];
+    for (start, end, exec, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
+        let (Some(path), true) = (path, exec) else { continue };
+        if !paths.iter().any(|p| p == path) {
+            paths.push(path.to_string());
+        }
+        let id = 1 + paths.iter().position(|p| p == path).unwrap() as u64;
+        maps.push((u64::from(start), u64::from(end), offset, id));
+    }
+    let place = |addr: u32| {
+        let a = u64::from(addr);
+        maps.iter().find(|m| m.0 <= a && a < m.1).map(|m| (m.3, m.2 + a - m.0)).unwrap()
+    };
+    let (cookie, offset) = place(cap.regs.r[15] & !1);
+    let mut maps_words: Vec<u64> = user_maps_header(5, maps.len()).iter().map(|&w| w as u32 as u64).collect();
+    maps_words.extend(maps.iter().flat_map(|m| [m.0, m.1, m.2, m.3]));
+    let stack: Vec<u64> = cap.stack.chunks_exact(4).map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect();
+    let mut stack_words: Vec<u64> = user_stack_header(stack.len()).iter().map(|&w| w as u32 as u64).collect();
+    stack_words.extend(cap.regs.r.iter().map(|&r| u64::from(r)));
+    stack_words.push(u64::from(cap.regs.cpsr));
+    stack_words.extend(&stack);
+    let none = || None::<R>;
+    let words = stream_words(&[
+        (Some(R::CpuSwitch { cpu: 0 }), vec![]),
+        (Some(R::CtxSwitch { pid: 5, tgid: 5, app_cookie: 1 }), vec![]),
+        (Some(R::KernelExit), vec![]),
+        (Some(R::TraceBegin), vec![]),
+        (Some(R::CookieSwitch { cookie }), vec![]),
+        (Some(R::Sample { pc: offset, event: 0 }), vec![]),
+        (none(), maps_words.clone()),
+        (none(), stack_words.clone()),
+        // An untraced sample that relies on the elided mode and image: they must survive.
+        (Some(R::Sample { pc: offset, event: 1 }), vec![]),
+        // A kernel-mode sample whose chain never reaches user space: its snapshot adds nothing.
+        (Some(R::KernelEnter), vec![]),
+        (Some(R::TraceBegin), vec![]),
+        (Some(R::Sample { pc: 0xc000_1000, event: 0 }), vec![]),
+        (none(), stack_words),
+        (Some(R::Sample { pc: 0xc000_2000, event: 0 }), vec![]),
+        (Some(R::CtxSwitch { pid: 6, tgid: 6, app_cookie: 0 }), vec![]),
+    ]);
+    let load = &mut |id: u64| paths.get(id as usize - 1).map(|p| ImageTables::load(&host_file(p)).unwrap());
+    let (out, stats) = expand::expand(&words, 4, 64, load).unwrap();
+    assert!(!expand::has_snapshots(&out, 4) && expand::has_snapshots(&words, 4));
+    let bytes: Vec<u8> = out.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+    let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
+    // The unwinder's own chain, as the stream's frames: (image id, file offset) of each caller.
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    assert_eq!(names(&chain, &procs, &exe)[..3], ["leaf", "caller_a", "main"]);
+    let want: Vec<StreamFrame> = chain.frames[1..]
+        .iter()
+        .map(|f| {
+            let (c, o) = place(f.addr);
+            StreamFrame { pc: o, in_kernel: Some(false), cookie: Some(c) }
+        })
+        .collect();
+    assert_eq!(d.samples.len(), 3);
+    assert_eq!(d.samples[0].frames, want);
+    assert_eq!((d.samples[1].ctx.in_kernel, d.samples[1].ctx.cookie), (Some(false), Some(cookie)), "state restored");
+    assert!(d.samples[1].frames.is_empty() && d.samples[1].event == 1);
+    assert_eq!(d.samples[2].frames, [StreamFrame { pc: 0xc000_2000, in_kernel: Some(true), cookie: Some(cookie) }]);
+    assert_eq!((stats.snapshots, stats.frames, stats.unused), (2, want.len() as u64, 1));
+    assert_eq!(stats.ends.values().sum::<u64>(), 2);
+    // A stream cut inside a snapshot names the offset.
+    let e = expand::expand(&words[..words.len() - 40], 4, 64, &mut |_| None).unwrap_err();
+    assert!(e.contains("truncated record"), "{e}");
+}

@@ -1,0 +1,258 @@
+//! The stage between reading a stream and counting it: every USER_STACK record (the user
+//! registers and stack copy the module took with a sample, `rust/user_stack.rs`) is unwound
+//! with its task's USER_MAPS record ([`super::Unwinder`]) and replaced by the user callers it
+//! proves, written as ordinary call-chain frames (`offset, 0` words after COOKIE_SWITCH) at
+//! the end of the sample's chain; USER_MAPS records go. The views downstream see a legacy
+//! stream with longer chains.
+//!
+//! The unwound frames are appended only where the stream's chain reaches user space: after a
+//! user-mode sample, or after the user frame a kernel-mode sample's chain ends its kernel part
+//! with (the PC the task entered the kernel from, which is the snapshot's PC). A chain the
+//! module cut short (a lost frame) gets none: no caller is put under a frame that did not call
+//! it. Each chain's end is counted by reason ([`Expansion::ends`]).
+
+use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
+use crate::elf::offset_to_vaddr;
+use crate::stream::{ChainState, Role, SampleCtx};
+use oprofile_common::event::{code, escape_code, Decoder, Record, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_STACK_HEADER};
+use std::collections::{BTreeMap, HashMap};
+
+/// One executable mapping of a USER_MAPS record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MapEntry {
+    start: u64,
+    end: u64,
+    /// File offset of `start`, bytes.
+    offset: u64,
+    /// Image id (`images`).
+    image: u64,
+}
+
+/// A task's mappings with the tables of their images: the unwinder's view of its address space.
+struct TaskImages<'a> {
+    maps: &'a [MapEntry],
+    tables: &'a HashMap<u64, Option<ImageTables>>,
+}
+
+impl TaskImages<'_> {
+    fn entry(&self, addr: u32) -> Option<&MapEntry> {
+        let a = u64::from(addr);
+        self.maps.iter().find(|m| m.start <= a && a < m.end)
+    }
+}
+
+impl Images for TaskImages<'_> {
+    fn find(&self, addr: u32) -> Option<Place<'_>> {
+        let m = self.entry(addr)?;
+        let tables = self.tables.get(&m.image)?.as_ref()?;
+        let off = m.offset.checked_add(u64::from(addr).checked_sub(m.start)?)?;
+        let elf_addr = offset_to_vaddr(&tables.loads, off)?;
+        Some(Place { tables, elf_addr, executable: true })
+    }
+}
+
+/// What [`expand`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Expansion {
+    /// USER_STACK records seen.
+    pub snapshots: u64,
+    /// User frames added to chains.
+    pub frames: u64,
+    /// Why each unwound chain ended, by [`End`] name (`Depth` included).
+    pub ends: BTreeMap<String, u64>,
+    /// Snapshots whose frames were not added: no USER_MAPS for the task, or the chain did not
+    /// reach user space in the stream.
+    pub unused: u64,
+}
+
+impl Expansion {
+    /// One line for the report's notes.
+    pub fn note(&self) -> String {
+        let ends: Vec<String> = self.ends.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        format!(
+            "user stack snapshots: {} unwound into {} frames; chains ended: {}; {} not used (no mappings, or a chain cut short)",
+            self.snapshots, self.frames, ends.join(", "), self.unused
+        )
+    }
+}
+
+/// Whether `words` may hold USER_STACK records (a cheap scan: an escape word followed by the
+/// code); streams without them need no [`expand`].
+pub fn has_snapshots(words: &[u64], word_bytes: usize) -> bool {
+    let esc = escape_code(word_bytes);
+    words.windows(2).any(|w| w[0] == esc && w[1] == code::USER_STACK as u64)
+}
+
+/// The stream state while expanding.
+struct Expander<'a> {
+    out: Vec<u64>,
+    ctx: SampleCtx,
+    chain: ChainState,
+    maps: HashMap<u64, Vec<MapEntry>>,
+    tables: HashMap<u64, Option<ImageTables>>,
+    load: &'a mut dyn FnMut(u64) -> Option<ImageTables>,
+    unwinder: Unwinder,
+    /// The open chain: whether the sample was in kernel mode, whether a user frame has been
+    /// seen, and the unwound user callers waiting to be appended.
+    sample_kernel: bool,
+    user_reached: bool,
+    pending: Option<Vec<(u64, u64)>>,
+    word_bytes: usize,
+    stats: Expansion,
+}
+
+/// Unwinds the snapshots of the stream `words` (`word_bytes` per word); `load(image_id)` gives
+/// an image's unwind tables (`None`: no host file). At most `depth` frames per unwound chain
+/// (the snapshot's PC included). Errors: a decode error, described with its byte offset.
+pub fn expand(words: &[u64], word_bytes: usize, depth: usize, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(Vec<u64>, Expansion), String> {
+    let mut x = Expander {
+        out: Vec::with_capacity(words.len()),
+        ctx: SampleCtx::default(),
+        chain: ChainState::default(),
+        maps: HashMap::new(),
+        tables: HashMap::new(),
+        load,
+        unwinder: Unwinder::new(depth.max(1)),
+        sample_kernel: false,
+        user_reached: false,
+        pending: None,
+        word_bytes,
+        stats: Expansion::default(),
+    };
+    for item in Decoder::new(words, word_bytes) {
+        let (at, rec) = item.map_err(|e| crate::stream::describe(e, word_bytes, words.len()))?;
+        let rec_words = words.get(at..at.saturating_add(rec.words())).unwrap_or(&[]);
+        x.record(&rec, rec_words);
+    }
+    x.flush();
+    Ok((x.out, x.stats))
+}
+
+impl Expander<'_> {
+    fn record(&mut self, rec: &Record, words: &[u64]) {
+        match *rec {
+            Record::UserMaps { tgid, .. } => return self.user_maps(tgid, words),
+            Record::UserStack { .. } => return self.user_stack(words),
+            _ => {}
+        }
+        let ends_chain = match *rec {
+            Record::TraceBegin | Record::CpuSwitch { .. } | Record::CtxSwitch { .. } => true,
+            Record::Sample { event, .. } => !self.chain.is_frame(event),
+            _ => false,
+        };
+        if ends_chain {
+            self.flush();
+        }
+        if let Record::CpuSwitch { .. } = rec {
+            self.maps.clear();
+        }
+        self.out.extend_from_slice(words);
+        self.ctx.apply(rec);
+        match self.chain.apply(rec) {
+            Some(Role::Sample { .. }) => {
+                self.sample_kernel = self.ctx.in_kernel == Some(true);
+                self.user_reached = !self.sample_kernel;
+            }
+            Some(Role::Frame) => self.user_reached = self.ctx.in_kernel == Some(false),
+            None => {}
+        }
+    }
+
+    fn user_maps(&mut self, tgid: u64, words: &[u64]) {
+        let entries = words.get(USER_MAPS_HEADER..).unwrap_or(&[]);
+        let maps: Vec<MapEntry> = entries
+            .chunks_exact(USER_MAPS_ENTRY)
+            .map(|e| MapEntry { start: e[0], end: e[1], offset: e[2], image: e[3] })
+            .collect();
+        for m in &maps {
+            if !self.tables.contains_key(&m.image) {
+                let t = (self.load)(m.image);
+                self.tables.insert(m.image, t);
+            }
+        }
+        self.maps.insert(tgid, maps);
+    }
+
+    /// Unwinds a snapshot of the open chain's sample; its callers wait in `pending`.
+    fn user_stack(&mut self, words: &[u64]) {
+        self.stats.snapshots += 1;
+        // The unwinder is AArch32's: snapshots of 64-bit tasks are left out (counted).
+        if self.word_bytes != 4 {
+            self.stats.unused += 1;
+            return;
+        }
+        let (Some(regs), Some(stack)) = (words.get(3..USER_STACK_HEADER), words.get(USER_STACK_HEADER..)) else {
+            return;
+        };
+        let Some(maps) = self.ctx.tgid.and_then(|t| self.maps.get(&t)) else {
+            self.stats.unused += 1;
+            return;
+        };
+        let mut r = [0u32; 16];
+        for (d, s) in r.iter_mut().zip(regs) {
+            *d = *s as u32;
+        }
+        let regs = Regs { r, cpsr: regs.get(USER_REGS - 1).map_or(0, |&c| c as u32) };
+        let bytes: Vec<u8> = stack.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+        let images = TaskImages { maps, tables: &self.tables };
+        let chain: Chain = self.unwinder.unwind(&images, &regs, &Stack { sp: regs.r[13], bytes: &bytes });
+        *self.stats.ends.entry(end_name(chain.end).to_string()).or_default() += 1;
+        // The first frame is the snapshot's PC: the sample itself, or the user frame the
+        // kernel's chain ends with. Its callers follow.
+        let callers = chain.frames.iter().skip(1).map_while(|f| {
+            let m = images.entry(f.addr)?;
+            Some((m.image, m.offset + (u64::from(f.addr) - m.start)))
+        });
+        self.pending = Some(callers.collect());
+    }
+
+    /// Appends the pending frames at the end of the open chain, if it reached user space.
+    fn flush(&mut self) {
+        let Some(frames) = self.pending.take() else { return };
+        if !self.user_reached || !self.chain.open {
+            self.stats.unused += 1;
+            return;
+        }
+        let esc = escape_code(self.word_bytes);
+        let (mode, cookie) = (self.ctx.in_kernel, self.ctx.cookie);
+        if mode != Some(false) {
+            self.emit(&Record::KernelExit, &[esc, code::KERNEL_EXIT_SWITCH as u64]);
+        }
+        for (image, offset) in frames {
+            if self.ctx.cookie != Some(image) {
+                self.emit(&Record::CookieSwitch { cookie: image }, &[esc, code::COOKIE_SWITCH as u64, image]);
+            }
+            self.out.extend([offset, 0]);
+            self.stats.frames += 1;
+        }
+        // What later records rely on (the module elides unchanged modes and images).
+        if mode == Some(true) {
+            self.emit(&Record::KernelEnter, &[esc, code::KERNEL_ENTER_SWITCH as u64]);
+        }
+        if let Some(c) = cookie.filter(|&c| self.ctx.cookie != Some(c)) {
+            self.emit(&Record::CookieSwitch { cookie: c }, &[esc, code::COOKIE_SWITCH as u64, c]);
+        }
+    }
+
+    fn emit(&mut self, rec: &Record, words: &[u64]) {
+        self.out.extend_from_slice(words);
+        self.ctx.apply(rec);
+    }
+}
+
+/// The name of an [`End`] without its address.
+fn end_name(e: End) -> &'static str {
+    match e {
+        End::Outermost => "outermost",
+        End::NoUnwindInfo { .. } => "no unwind info",
+        End::CantUnwind => "cantunwind",
+        End::UnprovenLeaf { .. } => "unproven leaf",
+        End::StackOutside => "stack outside the snapshot",
+        End::NotACall => "not after a call",
+        End::NoMapping => "no mapping",
+        End::Depth => "depth",
+        End::Loop => "loop",
+        End::BadTable => "bad table",
+        End::Unsupported => "unsupported CFI",
+    }
+}
