@@ -57,11 +57,13 @@ else
     "$oprof" report "$out/session" "${host[@]}" -l -n 30 --flame "$out/flame.svg" --pprof "$out/profile.pb.gz"
     flame="flame graph: $out/flame.svg; pprof: go tool pprof -top $out/profile.pb.gz; "
     echo
-    # The hottest user function with symbols (a user image: a target path), annotated.
+    # The hottest function of the workload's program (opwork; its source is in tests/guest), else
+    # of any user image with symbols, annotated.
     hottest=$("$oprof" report "$out/session" "${host[@]}" -l --json 2>/dev/null | python3 -c '
 import json, sys
 rows = json.load(sys.stdin)["rows"]
-r = next((r for r in rows if r["image"].startswith("/") and not r["symbol"].startswith("(")), None)
+named = [r for r in rows if r["image"].startswith("/") and not r["symbol"].startswith("(")]
+r = next((r for r in named if r["image"] == "/bin/opwork"), named[0] if named else None)
 print(r["image"] + "\t" + r["symbol"] if r else "")')
     if [ -n "$hottest" ]; then
         img=${hottest%%$'\t'*} sym=${hottest#*$'\t'}
