@@ -77,6 +77,8 @@ class Table:
                 return f"{x:.2f} s"
             if unit == "MB":
                 return f"{x:.0f} MB"
+            if unit == "B":
+                return f"{x:.0f} B"
             return f"{x:g}"
         hdr = ("figure", "ours", "peer", "ratio", "goal", "result")
         cells = [hdr] + [(r["figure"], num(r["ours"], r["unit"]), num(r["peer"], r["unit"]),
@@ -167,7 +169,12 @@ def p3(t, board, runs, info):
     t.add(f"P3 {board} bare interrupt ({rate}, empty handler): cost by slowdown", bare, None, "ns", None, None, None,
           dict(runs=bare_all, handler_self_ns=med(handler)))
     for wl, mode, what, goal in (("kernel", "ours", "kernel PC", True), ("cpu", "ours", "user PC", True),
-                                 ("cpu", "ours-bt", "user PC + 16-frame backtrace", False)):
+                                 ("cpu", "ours-bt", "user PC + 16-frame backtrace", False),
+                                 ("cpu", "ours-stack", "user PC + user-stack snapshot", False)):
+        size = [r["stream_bytes"] / r["count"] for r in p
+                if r["wl"] == wl and r["mode"] == mode and r.get("count") and r.get("stream_bytes") is not None]
+        if size:
+            t.add(f"P3 {board} stream bytes per sample, {what}", med(size), None, "B", None, None, None, dict(runs=size))
         sh = [r["avg_ns"] for r in p if r["wl"] == wl and r["mode"] == mode and "avg_ns" in r]
         m = med(sh)
         ratio = m / bare if m is not None and bare and bare > 0 else None

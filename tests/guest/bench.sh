@@ -7,11 +7,14 @@
 #   P1 overhead: a CPU-bound (opwork) and a kernel-bound (dd) workload timed bare, under
 #      `oprof record` in timer mode (1000 Hz per CPU), `oprof record -e CPU_CYCLES:N`, `perf
 #      record -a -e cycles -c N` and `perf record -a -e cpu-clock -F 1000`, each without and with
-#      call chains (-g 16 / -g); configurations interleaved, repeated.
+#      call chains (-g 16 --user-stack 0 / -g: frame-pointer chains on both sides);
+#      configurations interleaved, repeated.
 #   P2 losses: `oprof record` at rising rates for benchp2s seconds each with every CPU busy.
 #   P3 per-sample cost: the module's sample_handler profile point, and the slowdown per sample,
 #      against optest.ko's bare interrupts (bare_period / bare_hz: an empty handler) at the
-#      same rate.
+#      same rate; without chains, with frame-pointer chains (ours-bt) and with user-stack
+#      snapshots (ours-stack: -g 16 with oprof record's default --user-stack), and the stream
+#      bytes per sample of each.
 #   P4 sources (virt-a15): a captured stream and two perf.data files of the same workload, for
 #      the report speed figures on the host.
 . /tests/lib.sh
@@ -47,7 +50,7 @@ samples_of() {
 p1_run() {
     eval "w=\$W_$1"
     g=; pg=
-    [ "$3" = 0 ] || { g="-g 16"; pg=-g; }
+    [ "$3" = 0 ] || { g="-g 16 --user-stack 0"; pg=-g; }
     case $2 in
     bare)   out=$(optool time $w 2>&1) ;;
     timer)  out=$(oprof record -f -o /tmp/s $g -- optool time $w 2>&1) ;;
@@ -111,8 +114,8 @@ p3_run() {
         out=$(optool time $w 2>&1)
         extra="count=$(cat /sys/module/optest/parameters/bare_count) handler_ns=$(cat /sys/module/optest/parameters/bare_ns)"
         rmmod optest ;;
-    ours|ours-bt)
-        g=; [ $2 = ours ] || g="-g 16"
+    ours|ours-bt|ours-stack)
+        case $2 in ours) g= ;; ours-bt) g="-g 16 --user-stack 0" ;; *) g="-g 16" ;; esac
         if [ "$b" = a15 ]; then ev="-e CPU_CYCLES:$N"; else ev=; fi
         out=$(oprof record -f -o /tmp/s --points $ev $g -- optool time $w 2>&1)
         # sample_handler: the sampling interrupt's part; sync_pass, buffer_read: the rest of
@@ -120,7 +123,7 @@ p3_run() {
         sh=$(sed -n -e 's/^ *on *sample_handler *\([0-9.]*\) *\([0-9]*\) *\([0-9]*\)$/total_s=\1 nr=\2 avg_ns=\3/p' \
                     -e 's/^ *on *\(sync_pass\|buffer_read\) *\([0-9.]*\) *\([0-9]*\) *[0-9]*$/\1_s=\2 \1_nr=\3/p' /tmp/s/profile_points | tr '\n' ' ')
         rcv=$(tr -d '{}" \n' < /tmp/s/stats.json | tr ',' '\n' | sed -n 's/^cpu[0-9]*\/sample_received://p' | awk '{ s += $1 } END { print s + 0 }')
-        extra="count=$rcv $sh"
+        extra="count=$rcv stream_bytes=$(wc -c < /tmp/s/samples) $sh"
         unload
         rm -rf /tmp/s ;;
     esac
@@ -132,7 +135,7 @@ if want p3; then
     r=1
     while [ $r -le "$reps" ]; do
         for wl in kernel cpu; do
-            for m in none bare ours ours-bt; do p3_run $wl $m $r; done
+            for m in none bare ours ours-bt ours-stack; do p3_run $wl $m $r; done
         done
         r=$((r + 1))
     done

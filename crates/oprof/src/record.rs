@@ -62,7 +62,8 @@ pub struct RecordArgs {
     /// Per-CPU buffer size in samples (`cpu_buffer_size`; default 8192).
     #[arg(long, value_name = "SAMPLES")]
     pub cpu_buffer_size: Option<u64>,
-    /// Words left free when the reader is woken (`buffer_watershed`; default 32768).
+    /// Words left free when the reader is woken (`buffer_watershed`; default 32768, half the
+    /// buffer with snapshots unless --buffer-size is given).
     #[arg(long, value_name = "WORDS")]
     pub watershed: Option<u64>,
     /// Also run Plan 9 kprof (`kprof/kpctl` startclr .. stop) and save `kpdata`.
@@ -573,7 +574,10 @@ fn record(
         bail!("--user-stack: this oprofile.ko has no user_stack_size");
     }
     let buffer_size = args.buffer_size.or((stack > 0).then_some(SNAPSHOT_BUFFER_SIZE));
-    for (name, v) in [("buffer_size", buffer_size), ("buffer_watershed", args.watershed), ("cpu_buffer_size", args.cpu_buffer_size)] {
+    // The reader is woken when fewer than `buffer_watershed` words are free: with snapshots, at
+    // half the buffer (the legacy 32768 words would leave room for some 60 samples).
+    let watershed = args.watershed.or((stack > 0 && args.buffer_size.is_none()).then_some(SNAPSHOT_BUFFER_SIZE / 2));
+    for (name, v) in [("buffer_size", buffer_size), ("buffer_watershed", watershed), ("cpu_buffer_size", args.cpu_buffer_size)] {
         if let Some(v) = v {
             fs.set(name, v)?;
         }

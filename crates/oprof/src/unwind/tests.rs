@@ -546,16 +546,32 @@ fn ehabi_tables_as_readelf_decodes_them() {
     same_entries(&ours, &readelf, "libc.so.6");
 }
 
-/// DWARF register numbers of readelf's column names (ARM `rN`, x86-64 names).
+/// x86-64's DWARF registers 0-15 as readelf names them.
+const X86: [&str; 16] = ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"];
+
+/// DWARF register numbers of readelf's column names (ARM `rN`, AArch64 `xN` and `sp`, x86-64
+/// names).
 fn dwarf_reg(name: &str, ra: u16) -> u16 {
-    const X86: [&str; 16] = ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"];
     if name == "ra" {
         return ra;
+    }
+    if name == "sp" {
+        return 31;
     }
     if let Some(i) = X86.iter().position(|n| *n == name) {
         return i as u16;
     }
-    name.strip_prefix('r').unwrap().parse().unwrap()
+    name.strip_prefix('r').or(name.strip_prefix('x')).unwrap().parse().unwrap()
+}
+
+/// readelf's name of DWARF register `r` on `arch`.
+fn reg_name(arch: object::Architecture, r: u16) -> String {
+    match arch {
+        object::Architecture::X86_64 => X86[usize::from(r)].to_string(),
+        object::Architecture::Aarch64 if r == 31 => "sp".into(),
+        object::Architecture::Aarch64 => format!("x{r}"),
+        _ => format!("r{r}"),
+    }
 }
 
 /// Checks every row `readelf -wF` (`readelf`) prints for `file`'s CFI `section` against ours.
@@ -592,10 +608,7 @@ fn check_cfi(readelf: &str, file: &Path, section: &str) -> usize {
         let loc = u64::from_str_radix(f[0], 16).unwrap();
         let row = cfi.row(&mut ctx, loc).unwrap().unwrap_or_else(|| panic!("{section} {loc:#x}"));
         let cfa = match row.cfa {
-            Cfa::RegOffset(r, o) => {
-                let name = if size == 8 { ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp"].get(usize::from(r)).map(|s| s.to_string()) } else { Some(format!("r{r}")) };
-                format!("{}{o:+}", name.unwrap())
-            }
+            Cfa::RegOffset(r, o) => format!("{}{o:+}", reg_name(obj.architecture(), r)),
             Cfa::Expression => "exp".into(),
         };
         assert_eq!(cfa, f[1], "{} {loc:#x}", file.display());
@@ -633,6 +646,11 @@ fn cfi_rows_as_readelf_interprets_them() {
     let so = dir.path().join("x.so");
     assert!(Command::new("gcc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().unwrap().success());
     assert!(check_cfi("readelf", &so, ".eh_frame") > 10);
+    // AArch64 .eh_frame (x29-based frames after `add x29, sp`): the same code, no C library needed.
+    let so = dir.path().join("xa.so");
+    let st = Command::new("aarch64-linux-gnu-gcc").args(["-O2", "-shared", "-fPIC", "-nostdlib", "-o"]).arg(&so).arg(&src).status();
+    assert!(st.expect("aarch64-linux-gnu-gcc (scripts/setup-host.sh)").success());
+    assert!(check_cfi("aarch64-linux-gnu-readelf", &so, ".eh_frame") > 8);
 }
 
 /// The stream words of `recs` (4-byte words), with raw words appended after each.
