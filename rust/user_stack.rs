@@ -64,14 +64,17 @@ impl UserStack {
         let Some(stack_end) = bridge::user::mapping_end_irq(sp) else { return false };
         let room = self.words.len().saturating_sub(USER_STACK_HEADER);
         let n = room.min(stack_end.saturating_sub(sp) / core::mem::size_of::<usize>());
-        let Some(stack) = self.words.get_mut(USER_STACK_HEADER..USER_STACK_HEADER + n) else { return false };
+        let len = USER_STACK_HEADER + n;
+        let Some((head, stack)) = self.words.get_mut(..len).map(|w| w.split_at_mut(USER_STACK_HEADER)) else {
+            return false;
+        };
         if !bridge::regs::read_user_words(sp, stack) {
             return false;
         }
-        let head = event::user_stack_header(n);
-        self.words[..3].copy_from_slice(&head);
-        self.words[3..USER_STACK_HEADER].copy_from_slice(uregs);
-        self.len = USER_STACK_HEADER + n;
+        let (code, regs) = head.split_at_mut(3);
+        code.copy_from_slice(&event::user_stack_header(n));
+        regs.copy_from_slice(uregs);
+        self.len = len;
         self.tgid = tgid;
         self.mm = bridge::user::mm_get_irq();
         true

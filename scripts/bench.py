@@ -118,7 +118,7 @@ def p1(t, board, runs, info):
 
 P2_CAUSES = ("sample_lost_overflow", "sample_invalid_eip", "sample_lost_no_mm", "sample_lost_no_mapping",
              "event_lost_overflow", "sample_lost_no_irq", "sample_lost_overrun", "bt_lost_no_mapping",
-             "backtrace_aborted")
+             "backtrace_aborted", "user_stack_no_buffer", "user_stack_fault", "user_stack_lost")
 
 
 def p2(t, board, runs, info):
@@ -129,8 +129,11 @@ def p2(t, board, runs, info):
             name = k.split("/")[-1]
             if name in P2_CAUSES and isinstance(v, int) and v:
                 causes[name] = causes.get(name, 0) + v
+        # Samples lost; chains cut and snapshots not taken or lost show in the causes.
         lost = sum(v for k, v in causes.items() if k not in ("bt_lost_no_mapping", "backtrace_aborted",
-                                                             "sample_lost_no_irq", "sample_lost_overrun"))
+                                                             "sample_lost_no_irq", "sample_lost_overrun",
+                                                             "user_stack_no_buffer", "user_stack_fault",
+                                                             "user_stack_lost"))
         rate = r["rate"]
         secs = r.get("period_ns", 0) / 1e9 or r.get("seconds", 1)
         cpus = max(1, info.get("cpus", 1))

@@ -9,7 +9,8 @@
 #      record -a -e cycles -c N` and `perf record -a -e cpu-clock -F 1000`, each without and with
 #      call chains (-g 16 --user-stack 0 / -g: frame-pointer chains on both sides);
 #      configurations interleaved, repeated.
-#   P2 losses: `oprof record` at rising rates for benchp2s seconds each with every CPU busy.
+#   P2 losses: `oprof record` at rising rates for benchp2s seconds each with every CPU busy;
+#      mode stack: timer mode with -g 16 (user-stack snapshots, oprof record's default buffers).
 #   P3 per-sample cost: the module's sample_handler profile point, and the slowdown per sample,
 #      against optest.ko's bare interrupts (bare_period / bare_hz: an empty handler) at the
 #      same rate; without chains, with frame-pointer chains (ours-bt) and with user-stack
@@ -87,6 +88,9 @@ p2_run() {
     while [ $i -lt "$ncpu" ]; do dd if=/dev/zero of=/dev/null bs=64k count=100000000 2>/dev/null & i=$((i + 1)); done
     if [ "$1" = cycles ]; then
         out=$(oprof record -f -o /tmp/s -e CPU_CYCLES:$((1000000000 / $2)) --duration "$p2s" 2>&1)
+    elif [ "$1" = stack ]; then
+        insmod /oprofile.ko timer=1 timer_hz=$2
+        out=$(oprof record -f -o /tmp/s -g 16 --duration "$p2s" 2>&1)
     else
         insmod /oprofile.ko timer=1 timer_hz=$2
         out=$(oprof record -f -o /tmp/s --duration "$p2s" 2>&1)
@@ -101,6 +105,7 @@ p2_run() {
 
 if want p2; then
     for rate in 1000 5000 20000 50000; do p2_run timer $rate; done
+    for rate in 1000 5000; do p2_run stack $rate; done
     [ "$b" != a15 ] || for rate in 1000 10000; do p2_run cycles $rate; done
 fi
 
