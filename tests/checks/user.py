@@ -248,10 +248,13 @@ def callgraph(rep):
 def snapshot_note(rep):
     """The counts of oprof's "user stack snapshots: ..." note (unwind/expand.rs), or {}."""
     for w in rep.get("warnings", []):
-        m = re.match(r"user stack snapshots: (\d+) unwound into (\d+) frames; chains ended: (.*); (\d+) not used", w)
+        m = re.match(r"user stack snapshots: (\d+) unwound into (\d+) frames; chains ended: (.*); unused: (\d+) "
+                     r"without mappings, (\d+) chains cut short, (\d+) kernel parts at the depth; (\d+) chains cut", w)
         if m:
             ends = {k: int(v) for v, k in re.findall(r"(\d+) ([a-z ]+)", m.group(3))}
-            return {"snapshots": int(m.group(1)), "frames": int(m.group(2)), "ends": ends, "unused": int(m.group(4))}
+            n = [int(g) for g in m.groups()[3:]]
+            return {"snapshots": int(m.group(1)), "frames": int(m.group(2)), "ends": ends,
+                    "no_maps": n[0], "cut": n[1], "depth_taken": n[2], "truncated": n[3]}
     return {}
 
 
@@ -265,14 +268,16 @@ def check_unwound(s, c, rep, st, samples):
     note = snapshot_note(rep)
     lost = {k: st.get(k, 0) for k in ("user_stack_no_buffer", "user_stack_lost")}
     # Every user-mode sample of the program carried a snapshot, unless the module counted why not;
-    # a snapshot is left unused only where the module cut its chain before user space (counted).
+    # every snapshot had its task's mappings; one is left unused where the module cut its chain
+    # before user space (counted) or its kernel frames took the whole depth.
     user = sum(r["samples"] for r in rep["rows"] if r["image"] == CALLERS)
     taken = note.get("snapshots", 0) + st.get("user_stack_fault", 0)
     cut = st.get("bt_lost_no_mapping", 0) + sum(v for k, v in st.items() if k.endswith("/backtrace_aborted"))
-    s.check(user > 0 and taken >= user and note.get("unused", -1) in range(cut + 1) and not any(lost.values()),
+    s.check(user > 0 and taken >= user and note.get("no_maps") == 0 and note.get("cut", -1) in range(cut + 1)
+            and not any(lost.values()),
             f"{c}: snapshots {note.get('snapshots')} + user_stack_fault {st.get('user_stack_fault', 0)} cover the "
-            f"{user} samples in {CALLERS}; {note.get('unused')} unused <= {cut} chains the module cut "
-            f"(bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost})")
+            f"{user} samples in {CALLERS}; {note.get('no_maps')} without mappings; {note.get('cut')} chains cut "
+            f"short <= {cut} the module cut (bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost})")
     if c.startswith("split"):
         callers = cg.get((CALLERS, "leaf"), {})
         a, b = callers.get((CALLERS, "caller_a"), 0), callers.get((CALLERS, "caller_b"), 0)

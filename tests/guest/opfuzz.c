@@ -238,6 +238,7 @@ static const struct { const char *name; uint64_t min, max; } setting_rules[] = {
 	{ "buffer_watershed", 0, 1 << 24 },
 	{ "cpu_buffer_size", 16, 1 << 20 },
 	{ "backtrace_depth", 0, 128 },        /* ARM models record backtraces */
+	{ "user_stack_size", 0, 16384 },      /* rust/user_stack.rs USER_STACK_SIZE_MAX */
 };
 static const struct { const char *name; uint64_t min, max; } counter_rules[] = {
 	{ "enabled", 0, 1 }, { "event", 0, 0xffff }, { "count", 0, 0xffffffffULL },
@@ -1209,6 +1210,7 @@ static int settings(double secs)
 	static const char *cmds[][2] = {
 		{ OP "/buffer_watershed", "32768" }, { OP "/cpu_buffer_size", "4096" }, { OP "/cpu_buffer_size", "8192" },
 		{ OP "/backtrace_depth", "0" }, { OP "/buffer_size", "131072" }, { OP "/dump", "1" },
+		{ OP "/backtrace_depth", "16" }, { OP "/user_stack_size", "2048" }, { OP "/user_stack_size", "0" },
 		{ OP "/profile_points", "enable all" }, { OP "/profile_points", "disable all" },
 		{ OP "/profile_points", "reset all" }, { OP "/kprof/kpctl", "startclr" }, { OP "/kprof/kpctl", "stop" },
 		{ OP "/0/count", "1000000" }, { OP "/0/user", "1" }, { OP "/1/enabled", "0" },

@@ -5,7 +5,7 @@
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 38
+plan 39
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -70,13 +70,29 @@ err_case "an existing session is not overwritten without --force" 1 "/tmp/s1 hol
 oprof record --force -o /tmp/s1 -- true 2>/dev/null; rc=$?
 check "--force overwrites it" eval '[ $rc = 0 ] && grep -q "\"true\"" /tmp/s1/session.json'
 
+# --- user-stack snapshots (-g's default --user-stack) at 1000 samples/s per busy CPU, with
+# oprof record's default buffers for them: nothing lost, every snapshot written ---
+insmod /oprofile.ko timer=1 timer_hz=1000
+n=$(nproc); pids=
+i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
+oprof record -g 16 --duration 5 -o /tmp/snap > /tmp/snap.out 2>&1; rc=$?
+kill $pids; wait $pids 2>/dev/null
+cat /tmp/snap.out
+for s in event_lost_overflow user_stack_no_buffer user_stack_lost; do echo "snapshots: $s $(field /tmp/snap/stats.json $s)"; done
+check "snapshots at 1000/s/CPU: status 0, 0 lost, none of them lost" eval '[ $rc = 0 ] && grep -q "^oprof record: [0-9]* samples (0 lost)" /tmp/snap.out &&
+    [ "$(field /tmp/snap/stats.json user_stack_lost)" = 0 ] && [ "$(field /tmp/snap/stats.json user_stack_no_buffer)" = 0 ] &&
+    [ "$(field /tmp/snap/session.json user_stack_size)" = 2048 ]'
+rmmod oprofile
+rm -rf /tmp/snap /tmp/snap.out
+
 # --- a long kernel-bound system-wide run at default buffer sizes, module already loaded ---
 # At least 30 s, and on until the reader has taken more than ten event buffers (the achieved
-# sample rate depends on how fast the emulation runs); then Ctrl-C (SIGINT).
+# sample rate depends on how fast the emulation runs); then Ctrl-C (SIGINT). Frame-pointer
+# chains (--user-stack 0): snapshots would fill the guest's 256 MiB in 30 s.
 insmod /oprofile.ko timer=1 timer_hz=2500
 n=$(nproc); pids=
 i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
-oprof record -g 16 -o /tmp/long > /tmp/long.out 2>&1 & pid=$!
+oprof record -g 16 --user-stack 0 -o /tmp/long > /tmp/long.out 2>&1 & pid=$!
 want=$((10 * 131072 * 4))   # ten default event buffers (131072 words of 4 bytes on ARM32)
 t=0 size=0
 while [ $t -lt 300 ]; do

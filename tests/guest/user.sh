@@ -4,8 +4,8 @@
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
 a15=0; grep -q realview /proc/device-tree/compatible || a15=1
-# 23 checks, + 6 on the A15 (the hot_cycles and split_cycles cases with hardware events).
-plan $((23 + 6 * a15))
+# 24 checks, + 8 on the A15 (the hot_cycles and split_cycles cases with hardware events).
+plan $((24 + 8 * a15))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -34,6 +34,7 @@ case_run hot_thumb /bin/hot_t2 3
 # a 2:1 split of leaf's callers, a qsort callback back through libc, a corrupted stack.
 expect "user_stack_size=2048" ok optool write $OP/user_stack_size 2048
 expect "buffer_size=1048576 (a snapshot is about 540 words)" ok optool write $OP/buffer_size 1048576
+expect "buffer_watershed=524288 (the reader woken at half)" ok optool write $OP/buffer_watershed 524288
 case_run split /bin/callers split 3
 case_run sort /bin/callers sort 300000
 case_run corrupt /bin/callers corrupt 2
@@ -53,6 +54,8 @@ if [ $a15 = 1 ]; then
     case_run hot_cycles /bin/hot 3
     expect "backtrace_depth=16" ok optool write $OP/backtrace_depth 16
     expect "user_stack_size=2048" ok optool write $OP/user_stack_size 2048
+    expect "buffer_size=1048576" ok optool write $OP/buffer_size 1048576
+    expect "buffer_watershed=524288" ok optool write $OP/buffer_watershed 524288
     case_run split_cycles /bin/callers split 3
     check "unload" unload
 fi

@@ -60,9 +60,17 @@ pub struct Expansion {
     pub frames: u64,
     /// Why each unwound chain ended, by [`End`] name (`Depth` included).
     pub ends: BTreeMap<String, u64>,
-    /// Snapshots whose frames were not added: no USER_MAPS for the task, or the chain did not
-    /// reach user space in the stream.
-    pub unused: u64,
+    /// Snapshots whose frames were not added: no USER_MAPS for the task (or not a 32-bit
+    /// stream),
+    pub no_maps: u64,
+    /// the chain did not reach user space in the stream (the module cut it: a return address in
+    /// no mapping, `bt_lost_no_mapping`, or `backtrace_aborted`),
+    pub cut: u64,
+    /// or its kernel part took the whole depth.
+    pub depth_taken: u64,
+    /// Unwound chains shortened to the session's depth (kernel and user frames together, as
+    /// `backtrace_depth` counts them).
+    pub truncated: u64,
 }
 
 impl Expansion {
@@ -70,8 +78,15 @@ impl Expansion {
     pub fn note(&self) -> String {
         let ends: Vec<String> = self.ends.iter().map(|(k, v)| format!("{v} {k}")).collect();
         format!(
-            "user stack snapshots: {} unwound into {} frames; chains ended: {}; {} not used (no mappings, or a chain cut short)",
-            self.snapshots, self.frames, ends.join(", "), self.unused
+            "user stack snapshots: {} unwound into {} frames; chains ended: {}; unused: {} without mappings, \
+             {} chains cut short, {} kernel parts at the depth; {} chains cut at the depth",
+            self.snapshots,
+            self.frames,
+            ends.join(", "),
+            self.no_maps,
+            self.cut,
+            self.depth_taken,
+            self.truncated
         )
     }
 }
@@ -96,14 +111,17 @@ struct Expander<'a> {
     /// seen, and the unwound user callers waiting to be appended.
     sample_kernel: bool,
     user_reached: bool,
+    /// Frames of the open chain so far, and the most a chain has (`depth`).
+    chain_frames: usize,
+    depth: usize,
     pending: Option<Vec<(u64, u64)>>,
     word_bytes: usize,
     stats: Expansion,
 }
 
 /// Unwinds the snapshots of the stream `words` (`word_bytes` per word); `load(image_id)` gives
-/// an image's unwind tables (`None`: no host file). At most `depth` frames per unwound chain
-/// (the snapshot's PC included). Errors: a decode error, described with its byte offset.
+/// an image's unwind tables (`None`: no host file). A chain gets at most `depth` frames, kernel
+/// and user together (legacy `backtrace_depth`). Errors: a decode error, described with its byte offset.
 pub fn expand(words: &[u64], word_bytes: usize, depth: usize, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(Vec<u64>, Expansion), String> {
     let mut x = Expander {
         out: Vec::with_capacity(words.len()),
@@ -112,9 +130,12 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: usize, load: &mut dyn FnM
         maps: HashMap::new(),
         tables: HashMap::new(),
         load,
-        unwinder: Unwinder::new(depth.max(1)),
+        // The unwinder's first frame is the snapshot's PC, which the chain already has.
+        unwinder: Unwinder::new(depth.max(1).saturating_add(1)),
         sample_kernel: false,
         user_reached: false,
+        chain_frames: 0,
+        depth: depth.max(1),
         pending: None,
         word_bytes,
         stats: Expansion::default(),
@@ -152,8 +173,12 @@ impl Expander<'_> {
             Some(Role::Sample { .. }) => {
                 self.sample_kernel = self.ctx.in_kernel == Some(true);
                 self.user_reached = !self.sample_kernel;
+                self.chain_frames = 0;
             }
-            Some(Role::Frame) => self.user_reached = self.ctx.in_kernel == Some(false),
+            Some(Role::Frame) => {
+                self.user_reached = self.ctx.in_kernel == Some(false);
+                self.chain_frames += 1;
+            }
             None => {}
         }
     }
@@ -178,14 +203,14 @@ impl Expander<'_> {
         self.stats.snapshots += 1;
         // The unwinder is AArch32's: snapshots of 64-bit tasks are left out (counted).
         if self.word_bytes != 4 {
-            self.stats.unused += 1;
+            self.stats.no_maps += 1;
             return;
         }
         let (Some(regs), Some(stack)) = (words.get(3..USER_STACK_HEADER), words.get(USER_STACK_HEADER..)) else {
             return;
         };
         let Some(maps) = self.ctx.tgid.and_then(|t| self.maps.get(&t)) else {
-            self.stats.unused += 1;
+            self.stats.no_maps += 1;
             return;
         };
         let mut r = [0u32; 16];
@@ -206,12 +231,22 @@ impl Expander<'_> {
         self.pending = Some(callers.collect());
     }
 
-    /// Appends the pending frames at the end of the open chain, if it reached user space.
+    /// Appends the pending frames at the end of the open chain, if it reached user space, up to
+    /// the session's depth.
     fn flush(&mut self) {
-        let Some(frames) = self.pending.take() else { return };
+        let Some(mut frames) = self.pending.take() else { return };
         if !self.user_reached || !self.chain.open {
-            self.stats.unused += 1;
+            if self.chain_frames >= self.depth {
+                self.stats.depth_taken += 1;
+            } else {
+                self.stats.cut += 1;
+            }
             return;
+        }
+        let room = self.depth.saturating_sub(self.chain_frames);
+        if frames.len() > room {
+            frames.truncate(room);
+            self.stats.truncated += 1;
         }
         let esc = escape_code(self.word_bytes);
         let (mode, cookie) = (self.ctx.in_kernel, self.ctx.cookie);

@@ -713,8 +713,15 @@ fn expand_turns_snapshots_into_frames() {
         (Some(R::KernelEnter), vec![]),
         (Some(R::TraceBegin), vec![]),
         (Some(R::Sample { pc: 0xc000_1000, event: 0 }), vec![]),
-        (none(), stack_words),
+        (none(), stack_words.clone()),
         (Some(R::Sample { pc: 0xc000_2000, event: 0 }), vec![]),
+        // A kernel-mode sample whose chain ends with the user PC it entered the kernel from.
+        (Some(R::TraceBegin), vec![]),
+        (Some(R::Sample { pc: 0xc000_3000, event: 0 }), vec![]),
+        (none(), stack_words),
+        (Some(R::Sample { pc: 0xc000_4000, event: 0 }), vec![]),
+        (Some(R::KernelExit), vec![]),
+        (Some(R::Sample { pc: offset, event: 0 }), vec![]),
         (Some(R::CtxSwitch { pid: 6, tgid: 6, app_cookie: 0 }), vec![]),
     ]);
     let load = &mut |id: u64| paths.get(id as usize - 1).map(|p| ImageTables::load(&host_file(p)).unwrap());
@@ -733,13 +740,30 @@ fn expand_turns_snapshots_into_frames() {
             StreamFrame { pc: o, in_kernel: Some(false), cookie: Some(c) }
         })
         .collect();
-    assert_eq!(d.samples.len(), 3);
+    assert_eq!(d.samples.len(), 4);
     assert_eq!(d.samples[0].frames, want);
     assert_eq!((d.samples[1].ctx.in_kernel, d.samples[1].ctx.cookie), (Some(false), Some(cookie)), "state restored");
     assert!(d.samples[1].frames.is_empty() && d.samples[1].event == 1);
     assert_eq!(d.samples[2].frames, [StreamFrame { pc: 0xc000_2000, in_kernel: Some(true), cookie: Some(cookie) }]);
-    assert_eq!((stats.snapshots, stats.frames, stats.unused), (2, want.len() as u64, 1));
-    assert_eq!(stats.ends.values().sum::<u64>(), 2);
+    let entered = [
+        StreamFrame { pc: 0xc000_4000, in_kernel: Some(true), cookie: Some(cookie) },
+        StreamFrame { pc: offset, in_kernel: Some(false), cookie: Some(cookie) },
+    ];
+    assert_eq!(d.samples[3].frames, [&entered[..], &want].concat());
+    let n = want.len() as u64;
+    assert_eq!((stats.snapshots, stats.frames, stats.cut, stats.no_maps, stats.depth_taken, stats.truncated), (3, 2 * n, 1, 0, 0, 0));
+    // With a depth of 3 the first chain (no frames before its snapshot's) keeps 3 callers, the
+    // unwinder ending at the depth; the kernel sample's chain (1 kernel frame) is still cut short.
+    assert!(want.len() > 3);
+    let (short, stats) = expand::expand(&words, 4, 3, load).unwrap();
+    let bytes: Vec<u8> = short.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+    let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
+    assert_eq!(d.samples[0].frames, want[..3]);
+    assert_eq!(d.samples[3].frames, [&entered[..], &want[..1]].concat(), "3 frames, kernel and user together");
+    assert_eq!((stats.truncated, stats.cut, stats.depth_taken, stats.ends.get("depth")), (1, 1, 0, Some(&3)));
+    let (_, stats) = expand::expand(&words, 4, 1, load).unwrap();
+    assert_eq!((stats.cut, stats.depth_taken, stats.truncated), (0, 1, 1), "depth 1: the kernel frame took it");
+    assert_eq!(stats.ends.values().sum::<u64>(), 3, "every snapshot unwound has its end counted");
     // A stream cut inside a snapshot names the offset.
     let e = expand::expand(&words[..words.len() - 40], 4, 64, &mut |_| None).unwrap_err();
     assert!(e.contains("truncated record"), "{e}");
