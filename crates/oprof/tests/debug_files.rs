@@ -7,22 +7,8 @@ use oprofile_common::event::Record;
 use std::path::Path;
 use std::process::Command;
 
-fn words(records: &[Record]) -> Vec<u8> {
-    let mut out = vec![];
-    for r in records {
-        let mut w = [0usize; 7];
-        let n = r.encode(&mut w).unwrap();
-        for x in &w[..n] {
-            out.extend_from_slice(&(*x as u32).to_le_bytes());
-        }
-    }
-    out
-}
-
-fn oprof(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_oprof")).args(args).output().unwrap();
-    (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
+mod common;
+use common::{oprof, words};
 
 fn tool(dir: &Path, prog: &str, args: &[&str]) {
     let st = Command::new(prog).current_dir(dir).args(args).status().expect(prog);
