@@ -413,8 +413,9 @@ mod tests {
             1,
         ];
         let idx: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        // lu16 with one more word: 0x81 01 | a8 b0, then 0x3f 0x3f b0 b0; then a generic entry.
-        let extab: Vec<u8> = [0x8101_A83Fu32, 0x3FB0_B0B0, 0x7FFF_0000, 0x0100_A8B0, 0xB0B0_B0B0]
+        // lu16 with one more word: 0x81 01 | a8 b0, then 0x3f 0x3f b0 b0; then a generic entry;
+        // a reserved personality index; lu32 (model 2) without further words: 0x82 00 | a8 b0.
+        let extab: Vec<u8> = [0x8101_A83Fu32, 0x3FB0_B0B0, 0x7FFF_0000, 0x0100_A8B0, 0xB0B0_B0B0, 0x8200_A8B0]
             .iter()
             .flat_map(|w| w.to_le_bytes())
             .collect();
@@ -433,7 +434,8 @@ mod tests {
         // Generic model at extab + 8: personality prel31, then count 1 + a8 b0 .. + one word.
         assert_eq!(t.opcodes(Entry::Extab(extab_at + 8)).unwrap(), vec![0x00, 0xA8, 0xB0, 0xB0, 0xB0, 0xB0, 0xB0]);
         assert_eq!(t.opcodes(Entry::Extab(extab_at + 16)), Err(Stop::BadTable), "reserved personality index");
-        assert_eq!(t.opcodes(Entry::Extab(extab_at + 20)), Err(Stop::BadTable), "past extab");
+        assert_eq!(t.opcodes(Entry::Extab(extab_at + 20)).unwrap(), vec![0xA8, 0xB0], "model 2 (lu32)");
+        assert_eq!(t.opcodes(Entry::Extab(extab_at + 24)), Err(Stop::BadTable), "past extab");
         assert_eq!(t.opcodes(Entry::Extab(0x50)), Err(Stop::BadTable), "before extab");
     }
 }
