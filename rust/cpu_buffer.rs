@@ -133,7 +133,8 @@ impl Walk<'_> {
         };
         let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
         let entry = CpuSample { pc, loc, event: 0, flags, pid: self.pid, tgid: self.tgid, app: None, stack: None };
-        if self.buf.ring.push(entry).is_err() {
+        // Published with its sample (`add_sample`).
+        if self.buf.ring.push_pending(entry).is_err() {
             stats::inc(&self.cpu.backtrace_aborted);
             return false;
         }
@@ -230,7 +231,9 @@ impl CpuBuffer {
         // With a snapshot `oprof` unwinds the user callers; the frame-pointer walk is not
         // needed (the user PC a kernel-mode sample entered the kernel from still is).
         let walk_user = stack.is_none();
-        if self.ring.push(CpuSample { pc, loc, event, flags, pid, tgid, app, stack }).is_err() {
+        // The sample and its backtrace entries are published together (below), so a sync pass
+        // never takes a sample without the entries that follow it.
+        if self.ring.push_pending(CpuSample { pc, loc, event, flags, pid, tgid, app, stack }).is_err() {
             // Another producer was active (cannot happen from the sampling interrupt).
             stats::inc(&cpu.sample_lost_overflow);
             return;
@@ -242,6 +245,8 @@ impl CpuBuffer {
                 w.user_frames(&user, depth.saturating_sub(n), walk_user);
             }
         }
+        // Only another producer (which cannot run here) could refuse; it publishes these too.
+        self.ring.publish();
     }
 
     /// Hands every queued sample, oldest first, to `f`, then drops it (its references) and

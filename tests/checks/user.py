@@ -90,8 +90,10 @@ def run_oprof(s, c):
     buf = s.stream(f"{c}.buf", f"-{c}.buf")
     for b in ("images", "proc_modules", "module_sections"):
         s.block(f"{c}.{b}", f"-{c}.{b}")
+    # The depth user.sh recorded the case with (its stream is raw: no session.json says it).
+    depth = {"flip": 16, "hot_thumb": 16, "churn": 8, "kmod": 0, "hot_cycles": 0}.get(c, 16)
     session = ["--images", s.path(f"-{c}.images"), "--proc-modules", s.path(f"-{c}.proc_modules"),
-               "--module-sections", s.path(f"-{c}.module_sections")] + host_files(s)
+               "--module-sections", s.path(f"-{c}.module_sections"), "--backtrace-depth", str(depth)] + host_files(s)
     if c == "hot_timer":
         s.oprof("annotate", buf, *session, "--symbol", "hot_a", "--json", out=f"-{c}-annotate.json",
                 what="annotate --json")

@@ -50,6 +50,11 @@ pub struct Inputs {
     /// `SYSROOT/usr/lib/debug` of each sysroot. Repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dirs: Vec<PathBuf>,
+    /// The `backtrace_depth` the stream was recorded with (default: the session's): bounds the
+    /// chains unwound from user-stack snapshots, and tells a chain the depth ended from one cut
+    /// short.
+    #[arg(long, value_name = "FRAMES")]
+    pub backtrace_depth: Option<u64>,
     /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
     /// else 4 as on ARM32).
     #[arg(long)]
@@ -171,7 +176,7 @@ impl Inputs {
         }
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
         res.warnings.extend(notes);
-        let depth = ses.as_ref().map_or(0, |s| s.info.settings.backtrace_depth);
+        let depth = self.backtrace_depth.or(ses.as_ref().map(|s| s.info.settings.backtrace_depth));
         let counts = match unwound(&buffer, word_size, depth, &mut res)? {
             Some(bytes) => aggregate::read(std::io::Cursor::new(bytes), word_size, want.keys, Default::default()),
             None => aggregate::read(input, word_size, want.keys, Default::default()),
@@ -182,9 +187,9 @@ impl Inputs {
 }
 
 /// The stream at `buffer` with its user-stack snapshots unwound into call-chain frames
-/// ([`unwind::expand`]), or `None` when it has none. `depth`: the session's backtrace depth
-/// (0: unknown, then at most 64 frames per unwound chain). Notes what was unwound in `res`.
-fn unwound(buffer: &std::path::Path, word_size: usize, depth: u64, res: &mut Resolver) -> Result<Option<Vec<u8>>> {
+/// ([`unwind::expand`]), or `None` when it has none. `depth`: the recorded backtrace depth, if
+/// known (else the module's largest). Notes what was unwound in `res`.
+fn unwound(buffer: &std::path::Path, word_size: usize, depth: Option<u64>, res: &mut Resolver) -> Result<Option<Vec<u8>>> {
     let bytes = std::fs::read(buffer).with_context(|| format!("reading {}", buffer.display()))?;
     let words: Vec<u64> = bytes
         .chunks_exact(word_size)
@@ -193,7 +198,7 @@ fn unwound(buffer: &std::path::Path, word_size: usize, depth: u64, res: &mut Res
     if !unwind::expand::has_snapshots(&words, word_size) {
         return Ok(None);
     }
-    let depth = if depth == 0 { 64 } else { depth as usize };
+    let depth = depth.and_then(|d| usize::try_from(d).ok()).filter(|&d| d > 0);
     let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
         .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
     res.warnings.insert(stats.note());

@@ -241,6 +241,10 @@ enum Cmd {
         /// Word size in bytes of both streams (default: the sessions', else 4).
         #[arg(long)]
         word_size: Option<usize>,
+        /// The `backtrace_depth` both streams were recorded with (see `oprof report
+        /// --backtrace-depth`).
+        #[arg(long, value_name = "FRAMES")]
+        backtrace_depth: Option<u64>,
         /// CPU type of both streams (default: the sessions').
         #[arg(long)]
         cpu_type: Option<String>,
@@ -502,6 +506,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             image_path,
             debug_dirs,
             word_size,
+            backtrace_depth,
             cpu_type,
             symbols,
             json,
@@ -517,6 +522,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 image_path: image_path.clone(),
                 debug_dirs: debug_dirs.clone(),
                 word_size,
+                backtrace_depth,
                 counters: vec![],
                 cpu_type: cpu_type.clone(),
             };

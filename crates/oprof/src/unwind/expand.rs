@@ -71,6 +71,8 @@ pub struct Expansion {
     /// Unwound chains shortened to the session's depth (kernel and user frames together, as
     /// `backtrace_depth` counts them).
     pub truncated: u64,
+    /// The recorded depth was known (else chains the depth ended count as cut short).
+    pub depth_known: bool,
 }
 
 impl Expansion {
@@ -79,14 +81,15 @@ impl Expansion {
         let ends: Vec<String> = self.ends.iter().map(|(k, v)| format!("{v} {k}")).collect();
         format!(
             "user stack snapshots: {} unwound into {} frames; chains ended: {}; unused: {} without mappings, \
-             {} chains cut short, {} kernel parts at the depth; {} chains cut at the depth",
+             {} chains cut short, {} kernel parts at the depth; {} chains cut at the depth{}",
             self.snapshots,
             self.frames,
             ends.join(", "),
             self.no_maps,
             self.cut,
             self.depth_taken,
-            self.truncated
+            self.truncated,
+            if self.depth_known { "" } else { " (recorded depth unknown: give --backtrace-depth)" }
         )
     }
 }
@@ -97,6 +100,9 @@ pub fn has_snapshots(words: &[u64], word_bytes: usize) -> bool {
     let esc = escape_code(word_bytes);
     words.windows(2).any(|w| w[0] == esc && w[1] == code::USER_STACK as u64)
 }
+
+/// The module's largest `backtrace_depth` (`rust/oprof.rs` `BACKTRACE_DEPTH_MAX`).
+const BACKTRACE_DEPTH_MAX: usize = 128;
 
 /// The stream state while expanding.
 struct Expander<'a> {
@@ -121,8 +127,11 @@ struct Expander<'a> {
 
 /// Unwinds the snapshots of the stream `words` (`word_bytes` per word); `load(image_id)` gives
 /// an image's unwind tables (`None`: no host file). A chain gets at most `depth` frames, kernel
-/// and user together (legacy `backtrace_depth`). Errors: a decode error, described with its byte offset.
-pub fn expand(words: &[u64], word_bytes: usize, depth: usize, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(Vec<u64>, Expansion), String> {
+/// and user together (legacy `backtrace_depth`; `None`: unknown, then the module's largest,
+/// 128). Errors: a decode error, described with its byte offset.
+pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(Vec<u64>, Expansion), String> {
+    let known = depth.is_some();
+    let depth = depth.unwrap_or(BACKTRACE_DEPTH_MAX).max(1);
     let mut x = Expander {
         out: Vec::with_capacity(words.len()),
         ctx: SampleCtx::default(),
@@ -131,14 +140,14 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: usize, load: &mut dyn FnM
         tables: HashMap::new(),
         load,
         // The unwinder's first frame is the snapshot's PC, which the chain already has.
-        unwinder: Unwinder::new(depth.max(1).saturating_add(1)),
+        unwinder: Unwinder::new(depth.saturating_add(1)),
         sample_kernel: false,
         user_reached: false,
         chain_frames: 0,
-        depth: depth.max(1),
+        depth,
         pending: None,
         word_bytes,
-        stats: Expansion::default(),
+        stats: Expansion { depth_known: known, ..Default::default() },
     };
     for item in Decoder::new(words, word_bytes) {
         let (at, rec) = item.map_err(|e| crate::stream::describe(e, word_bytes, words.len()))?;

@@ -725,7 +725,7 @@ fn expand_turns_snapshots_into_frames() {
         (Some(R::CtxSwitch { pid: 6, tgid: 6, app_cookie: 0 }), vec![]),
     ]);
     let load = &mut |id: u64| paths.get(id as usize - 1).map(|p| ImageTables::load(&host_file(p)).unwrap());
-    let (out, stats) = expand::expand(&words, 4, 64, load).unwrap();
+    let (out, stats) = expand::expand(&words, 4, Some(64), load).unwrap();
     assert!(!expand::has_snapshots(&out, 4) && expand::has_snapshots(&words, 4));
     let bytes: Vec<u8> = out.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
     let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
@@ -755,16 +755,18 @@ fn expand_turns_snapshots_into_frames() {
     // With a depth of 3 the first chain (no frames before its snapshot's) keeps 3 callers, the
     // unwinder ending at the depth; the kernel sample's chain (1 kernel frame) is still cut short.
     assert!(want.len() > 3);
-    let (short, stats) = expand::expand(&words, 4, 3, load).unwrap();
+    let (short, stats) = expand::expand(&words, 4, Some(3), load).unwrap();
     let bytes: Vec<u8> = short.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
     let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
     assert_eq!(d.samples[0].frames, want[..3]);
     assert_eq!(d.samples[3].frames, [&entered[..], &want[..1]].concat(), "3 frames, kernel and user together");
     assert_eq!((stats.truncated, stats.cut, stats.depth_taken, stats.ends.get("depth")), (1, 1, 0, Some(&3)));
-    let (_, stats) = expand::expand(&words, 4, 1, load).unwrap();
+    let (_, stats) = expand::expand(&words, 4, Some(1), load).unwrap();
     assert_eq!((stats.cut, stats.depth_taken, stats.truncated), (0, 1, 1), "depth 1: the kernel frame took it");
     assert_eq!(stats.ends.values().sum::<u64>(), 3, "every snapshot unwound has its end counted");
     // A stream cut inside a snapshot names the offset.
-    let e = expand::expand(&words[..words.len() - 40], 4, 64, &mut |_| None).unwrap_err();
+    let (_, stats) = expand::expand(&words, 4, None, load).unwrap();
+    assert!(!stats.depth_known && stats.note().contains("give --backtrace-depth"));
+    let e = expand::expand(&words[..words.len() - 40], 4, Some(64), &mut |_| None).unwrap_err();
     assert!(e.contains("truncated record"), "{e}");
 }
