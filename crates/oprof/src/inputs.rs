@@ -177,7 +177,10 @@ impl Inputs {
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
         res.warnings.extend(notes);
         let depth = self.backtrace_depth.or(ses.as_ref().map(|s| s.info.settings.backtrace_depth));
-        let counts = match unwound(&buffer, word_size, depth, &mut res)? {
+        // A session says whether it took snapshots; a raw stream is scanned.
+        let snapshots = ses.as_ref().is_none_or(|s| s.info.settings.user_stack_size > 0);
+        let expanded = if snapshots { unwound(&buffer, word_size, depth, &mut res)? } else { None };
+        let counts = match expanded {
             Some(bytes) => aggregate::read(std::io::Cursor::new(bytes), word_size, want.keys, Default::default()),
             None => aggregate::read(input, word_size, want.keys, Default::default()),
         }
@@ -190,19 +193,51 @@ impl Inputs {
 /// ([`unwind::expand`]), or `None` when it has none. `depth`: the recorded backtrace depth, if
 /// known (else the module's largest). Notes what was unwound in `res`.
 fn unwound(buffer: &std::path::Path, word_size: usize, depth: Option<u64>, res: &mut Resolver) -> Result<Option<Vec<u8>>> {
-    let bytes = std::fs::read(buffer).with_context(|| format!("reading {}", buffer.display()))?;
-    let words: Vec<u64> = bytes
-        .chunks_exact(word_size)
-        .map(|c| c.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b)))
-        .collect();
-    if !unwind::expand::has_snapshots(&words, word_size) {
+    let reading = || format!("reading {}", buffer.display());
+    // A scan in bounded memory first: the streaming count must not hold a stream without
+    // snapshots (the common case) in memory.
+    if !scan_for_snapshots(&mut std::fs::File::open(buffer).with_context(reading)?, word_size).with_context(reading)? {
         return Ok(None);
     }
+    let bytes = std::fs::read(buffer).with_context(reading)?;
+    let words = words_of(&bytes, word_size);
     let depth = depth.and_then(|d| usize::try_from(d).ok()).filter(|&d| d > 0);
     let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
         .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
     res.warnings.insert(stats.note());
     Ok(Some(out.iter().flat_map(|&w| w.to_le_bytes()[..word_size].to_vec()).collect()))
+}
+
+/// `bytes` as little-endian words of `word_size` bytes (a partial last word is left out).
+fn words_of(bytes: &[u8], word_size: usize) -> Vec<u64> {
+    bytes.chunks_exact(word_size).map(|c| c.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b))).collect()
+}
+
+/// Whether the stream `r` may hold USER_STACK records ([`unwind::expand::has_snapshots`]),
+/// read in 1 MiB blocks.
+fn scan_for_snapshots(r: &mut impl std::io::Read, word_size: usize) -> std::io::Result<bool> {
+    let mut block = vec![0u8; (1 << 20) / word_size * word_size];
+    let mut carry: Option<u64> = None;
+    loop {
+        let mut n = 0;
+        while n < block.len() {
+            match r.read(&mut block[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        let mut words = words_of(&block[..n], word_size);
+        if let Some(last) = carry {
+            words.insert(0, last);
+        }
+        if unwind::expand::has_snapshots(&words, word_size) {
+            return Ok(true);
+        }
+        if n < block.len() {
+            return Ok(false);
+        }
+        carry = words.last().copied();
+    }
 }
 
 /// Loads `--vmlinux` (symbols from its debug file when it is stripped). Errors: unreadable, or
@@ -216,4 +251,24 @@ fn load_vmlinux(p: &std::path::Path, lines: bool, ropts: &resolve::Options) -> R
         anyhow::bail!("{}: no function symbols (stripped, and no debug file found{why})", p.display());
     }
     Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scan_for_snapshots;
+
+    #[test]
+    fn snapshot_scan_reads_blocks_and_their_seams() {
+        // 32-bit words; a block is 1 MiB, 262144 words. USER_STACK's escape word ends block 1.
+        let mut w = vec![0u32; 262143];
+        w.extend([!0, 33, 0]);
+        let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(scan_for_snapshots(&mut std::io::Cursor::new(&bytes), 4).unwrap());
+        // The same words with another escape code, and a stream shorter than a block.
+        let other: Vec<u8> = bytes.iter().enumerate().map(|(i, &b)| if i == 262144 * 4 { 8 } else { b }).collect();
+        assert!(!scan_for_snapshots(&mut std::io::Cursor::new(&other), 4).unwrap());
+        let short: Vec<u8> = [!0u32, 33].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(scan_for_snapshots(&mut std::io::Cursor::new(&short), 4).unwrap());
+        assert!(!scan_for_snapshots(&mut std::io::Cursor::new(&short[..4]), 4).unwrap());
+    }
 }

@@ -235,7 +235,7 @@ impl Expander<'_> {
         // kernel's chain ends with. Its callers follow.
         let callers = chain.frames.iter().skip(1).map_while(|f| {
             let m = images.entry(f.addr)?;
-            Some((m.image, m.offset + (u64::from(f.addr) - m.start)))
+            Some((m.image, m.offset.checked_add(u64::from(f.addr) - m.start)?))
         });
         self.pending = Some(callers.collect());
     }
