@@ -14,6 +14,8 @@
 //!
 //! - `user_stack_no_buffer`: no free buffer (the sync pass has not caught up);
 //! - `user_stack_fault`: the stack could not be read (no mapping at sp, a page not present);
+//!   the sample keeps an empty buffer, which the sync pass gives back (nothing is freed in the
+//!   interrupt);
 //! - `user_stack_lost`: the record did not fit the event buffer, or the task's mappings could
 //!   not be listed.
 //!
@@ -58,8 +60,9 @@ impl UserStack {
     }
 
     /// Fills the snapshot with user registers `uregs` and the current task's stack above their
-    /// sp (interrupt context); false when the stack cannot be read.
+    /// sp (interrupt context); false, leaving it empty (`len` 0), when the stack cannot be read.
     fn fill(&mut self, uregs: &[usize; USER_REGS], tgid: i32) -> bool {
+        self.len = 0;
         let sp = uregs[13];
         let Some(stack_end) = bridge::user::mapping_end_irq(sp) else { return false };
         let room = self.words.len().saturating_sub(USER_STACK_HEADER);
@@ -98,22 +101,21 @@ impl StackPool {
     }
 
     /// A snapshot of the user context of `regs` (interrupt context); `None` for a kernel
-    /// thread, and, counted in `stats`, when none can be taken.
+    /// thread, or (counted in `stats`) without a free buffer. A stack that cannot be read is
+    /// counted and gives an empty snapshot, which the sync pass writes nothing for and gives
+    /// back: nothing is freed here (the pool's ring may refuse a second producer, and a hard
+    /// interrupt must not `kfree`: SLUB's slow path takes a sleeping lock on PREEMPT_RT, which
+    /// lockdep reports as an invalid wait context).
     pub(crate) fn take(&self, stats: &Stats, regs: &Regs, tgid: i32) -> Option<KBox<UserStack>> {
         let uregs = regs.user_regs()?;
         let Some(mut buf) = self.free.pop() else {
             stats::inc(&stats.user_stack_no_buffer);
             return None;
         };
-        if buf.fill(&uregs, tgid) {
-            return Some(buf);
+        if !buf.fill(&uregs, tgid) {
+            stats::inc(&stats.user_stack_fault);
         }
-        stats::inc(&stats.user_stack_fault);
-        // The interrupt is the pool's only consumer and the sync pass its only producer: the
-        // buffer goes back unless a sync pass is giving one back at this instant, and then it
-        // is freed (the pool shrinks by one; `kfree` is safe in any context).
-        let _ = self.free.push(buf);
-        None
+        Some(buf)
     }
 
     /// Returns a written snapshot's buffer (process context, under the event buffer mutex).
@@ -141,6 +143,10 @@ impl MapsWritten {
     /// Writes `stack` to `sink`, preceded by its task's USER_MAPS record unless written in this
     /// pass. Process context (lists the mappings under `mmap_lock`). Counts what is lost.
     pub(crate) fn write(&mut self, stack: &UserStack, images: &mut ImageIds, sink: &mut impl EventSink, stats: &Stats) {
+        if stack.len == 0 {
+            // Empty: the stack could not be read (counted in `user_stack_fault`).
+            return;
+        }
         let Some(mm) = &stack.mm else {
             return stats::inc(&stats.user_stack_lost);
         };
