@@ -199,18 +199,12 @@ fn unwound(buffer: &std::path::Path, word_size: usize, depth: Option<u64>, res: 
     if !scan_for_snapshots(&mut std::fs::File::open(buffer).with_context(reading)?, word_size).with_context(reading)? {
         return Ok(None);
     }
-    let bytes = std::fs::read(buffer).with_context(reading)?;
-    let words = words_of(&bytes, word_size);
+    let words = crate::stream::Stream::read(buffer, word_size)?.words;
     let depth = depth.and_then(|d| usize::try_from(d).ok()).filter(|&d| d > 0);
     let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
         .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
     res.warnings.insert(stats.note());
     Ok(Some(out.iter().flat_map(|&w| w.to_le_bytes()[..word_size].to_vec()).collect()))
-}
-
-/// `bytes` as little-endian words of `word_size` bytes (a partial last word is left out).
-fn words_of(bytes: &[u8], word_size: usize) -> Vec<u64> {
-    bytes.chunks_exact(word_size).map(|c| c.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b))).collect()
 }
 
 /// Whether the stream `r` may hold USER_STACK records ([`unwind::expand::has_snapshots`]),
@@ -226,7 +220,10 @@ fn scan_for_snapshots(r: &mut impl std::io::Read, word_size: usize) -> std::io::
                 k => n += k,
             }
         }
-        let mut words = words_of(&block[..n], word_size);
+        // A block is whole words but the last, which `aggregate::open` checked already.
+        let mut words = crate::stream::Stream::from_bytes(&block[..n / word_size * word_size], word_size)
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .words;
         if let Some(last) = carry {
             words.insert(0, last);
         }

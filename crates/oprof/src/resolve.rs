@@ -353,9 +353,9 @@ impl Resolver {
     pub fn unwind_tables(&self, id: u64) -> Option<crate::unwind::ImageTables> {
         let target = self.image_path(id)?;
         let host = self.find_host_file(target)?;
-        let mut tables = crate::unwind::ImageTables::load(&host).ok()?;
         let data = std::fs::read(&host).ok()?;
         let file = object::File::parse(&*data).ok()?;
+        let mut tables = crate::unwind::ImageTables::from_object(&file, &host);
         let lk = self.lookup(Some(target));
         let found = lk.search.find(&file, &host, Some(target), lk.recorded).found;
         if let Some(f) = found.filter(|f| f.method != crate::debugfile::Method::MiniDebugInfo) {
