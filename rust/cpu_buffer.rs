@@ -40,6 +40,21 @@ use kernel::sync::Arc;
 
 // Profile point: samples taken (`CpuBuffers::add_sample`, interrupt context).
 define_profile_point!(SAMPLE_HANDLER, "sample_handler");
+// Profile points of the handler's parts (`make bench` P3 times them in runs of their own: a
+// point inside another adds its two clock reads to the outer one's figure):
+// the sample's PC resolution (user: lockless VMA lookup and file reference; both modes: the
+// task's executable),
+define_profile_point!(SAMPLE_RESOLVE, "sample_resolve");
+// the sample's push onto the ring,
+define_profile_point!(RING_PUSH, "ring_push");
+// the copy of a user-stack snapshot,
+define_profile_point!(USER_STACK_COPY, "user_stack_copy");
+// the kernel part of a backtrace (the unwinder and its entries' pushes),
+define_profile_point!(BT_KERNEL, "bt_kernel");
+// the user part of a backtrace (frame-pointer walk and its entries),
+define_profile_point!(BT_USER, "bt_user");
+// and each user entry's resolution within it (VMA lookup and file reference).
+define_profile_point!(BT_USER_FRAME, "bt_user_frame");
 
 /// A queued sample: it owns a reference to its mapped file or mm and to its executable,
 /// dropped with it (`fput`, `mmput_async`: both defer the final release, so any context may drop
@@ -114,7 +129,11 @@ impl Walk<'_> {
             return false;
         }
         let loc = if user {
-            match resolve_user(pc) {
+            let resolved = {
+                profile_point_time!(BT_USER_FRAME);
+                resolve_user(pc)
+            };
+            match resolved {
                 Ok((loc, true)) => loc,
                 Ok((loc, false)) => {
                     // Not a return address: data or stack of the task (its reference drops
@@ -208,6 +227,7 @@ impl CpuBuffer {
             stats::inc(&cpu.sample_lost_overflow);
             return;
         }
+        let resolve = SAMPLE_RESOLVE.start();
         let loc = if kernel {
             SampleLoc::Kernel
         } else {
@@ -218,6 +238,7 @@ impl CpuBuffer {
             }
         };
         let app = bridge::user::exe_file_irq();
+        SAMPLE_RESOLVE.leave(resolve);
         let task = kernel::current!();
         let (pid, tgid) = (task.pid(), task.tgid());
         let mut flags = if kernel { IS_KERNEL } else { 0 };
@@ -225,7 +246,10 @@ impl CpuBuffer {
             flags |= TRACE_BEGIN;
         }
         let stack = match &self.stacks {
-            Some(pool) if depth > 0 => pool.take(stats, regs, tgid),
+            Some(pool) if depth > 0 => {
+                profile_point_time!(USER_STACK_COPY);
+                pool.take(stats, regs, tgid)
+            }
             _ => None,
         };
         // With a snapshot `oprof` unwinds the user callers; the frame-pointer walk is not
@@ -233,15 +257,23 @@ impl CpuBuffer {
         let walk_user = stack.is_none();
         // The sample and its backtrace entries are published together (below), so a sync pass
         // never takes a sample without the entries that follow it.
-        if self.ring.push_pending(CpuSample { pc, loc, event, flags, pid, tgid, app, stack }).is_err() {
+        let pushed = {
+            profile_point_time!(RING_PUSH);
+            self.ring.push_pending(CpuSample { pc, loc, event, flags, pid, tgid, app, stack })
+        };
+        if pushed.is_err() {
             // Another producer was active (cannot happen from the sampling interrupt).
             stats::inc(&cpu.sample_lost_overflow);
             return;
         }
         if depth > 0 {
             let w = Walk { buf: self, cpu, stats, code, pid, tgid };
-            let (n, user) = regs.backtrace(depth, &mut |pc| w.frame(pc, false));
+            let (n, user) = {
+                profile_point_time!(BT_KERNEL);
+                regs.backtrace(depth, &mut |pc| w.frame(pc, false))
+            };
             if user.walk {
+                profile_point_time!(BT_USER);
                 w.user_frames(&user, depth.saturating_sub(n), walk_user);
             }
         }

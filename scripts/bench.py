@@ -3,14 +3,31 @@
 """bench.py --log BOARD=LOG... [--p4 FILE] --json OUT: the table of `make bench`.
 
 Reads the "BENCH ..." lines of tests/guest/bench.sh in each board's serial log and the P4 lines
-scripts/bench.sh measured on the host, prints one table (figure, ours, peer, ratio, goal,
-pass/miss) and writes every row and every raw run to OUT (JSON). Documentation/performance.rst
-explains each figure. Exits 1 if a log lacks its figures (a guest error is printed).
+scripts/bench.sh measured on the host, prints one table and writes every row, every raw run and
+the run's facts (date, tree, host) to OUT (JSON); scripts/bench-table.py turns OUT into the
+README's Markdown table. Documentation/performance.rst explains each figure.
+
+Each row: figure, ours and the peer's (perf's) median with [min-max] over the repetitions, their
+ratio (ours/perf), the samples each side took or read, the goal and pass/miss. Exits 1, after
+printing the table, on any error: a guest that did not finish, a BENCH ERROR line, a P2 run whose
+stream does not add up to the module's counters, or a figure with no runs behind it.
 """
 import argparse
+import datetime
 import json
+import os
+import platform
+import re
 import statistics
+import subprocess
 import sys
+
+ERRORS = []
+
+
+def error(msg):
+    ERRORS.append(msg)
+    print(f"bench: error: {msg}", file=sys.stderr)
 
 
 def parse_kv(words):
@@ -18,13 +35,14 @@ def parse_kv(words):
     for w in words:
         if "=" in w:
             k, v = w.split("=", 1)
-            try:
-                out[k] = int(v)
-            except ValueError:
+            for conv in (int, float):
                 try:
-                    out[k] = float(v)
+                    out[k] = conv(v)
+                    break
                 except ValueError:
-                    out[k] = v
+                    pass
+            else:
+                out[k] = v
     return out
 
 
@@ -45,174 +63,274 @@ def read_log(path):
     return runs, errors, info, done
 
 
-def med(xs):
-    return statistics.median(xs) if xs else None
+def splats(path, regex):
+    """Lines of the log that match regex (base64 blocks left out), as tests/tap.sh's
+    splat_lines."""
+    pat, b64 = re.compile(regex), re.compile(r"^[A-Za-z0-9+/=]+$")
+    lines = open(path, errors="replace").read().replace("\r", "").splitlines()
+    return [line for line in lines if not b64.match(line) and pat.search(line)]
 
 
-def spread(xs):
-    return [min(xs), max(xs)] if xs else None
+def stat(xs):
+    """Median and [min, max] of xs, or None."""
+    xs = [x for x in xs if x is not None]
+    return dict(median=statistics.median(xs), min=min(xs), max=max(xs), n=len(xs)) if xs else None
 
 
 class Table:
     def __init__(self):
         self.rows = []
 
-    def add(self, figure, ours, peer, unit, goal=None, ok=None, ratio=None, detail=None):
-        if ratio is None and ours is not None and peer not in (None, 0):
-            ratio = ours / peer
-        self.rows.append(dict(figure=figure, ours=ours, peer=peer, unit=unit, ratio=ratio, goal=goal,
-                              result=None if ok is None else ("pass" if ok else "miss"), detail=detail or {}))
+    def add(self, part, board, figure, unit, ours=None, peer=None, samples=None, goal=None, ok=None,
+            ratio=None, detail=None, need=True):
+        """A row; ours/peer are lists of runs (a median and spread) or one value. samples: the
+        samples each side took or read, (ours, perf) medians. need: a row without our runs is
+        an error."""
+        o = ours if isinstance(ours, dict) or ours is None else stat(ours if isinstance(ours, list) else [ours])
+        p = peer if isinstance(peer, dict) or peer is None else stat(peer if isinstance(peer, list) else [peer])
+        if need and o is None:
+            error(f"{part} {board}: no runs for '{figure}'")
+        if ratio is None and o and p and p["median"] > 0:
+            ratio = o["median"] / p["median"]
+        self.rows.append(dict(part=part, board=board, figure=figure, unit=unit, ours=o, peer=p, ratio=ratio,
+                              samples=samples, goal=goal, result=None if ok is None else ("pass" if ok else "miss"),
+                              detail=detail or {}))
 
-    def render(self):
-        def num(x, unit):
-            if x is None:
-                return "-"
-            if isinstance(x, str):
-                return x
-            if unit == "%":
-                return f"{x:.2f}%"
-            if unit == "ns":
-                return f"{x:.0f} ns"
-            if unit == "s":
-                return f"{x:.2f} s"
-            if unit == "MB":
-                return f"{x:.0f} MB"
-            if unit == "B":
-                return f"{x:.0f} B"
-            return f"{x:g}"
-        hdr = ("figure", "ours", "peer", "ratio", "goal", "result")
-        cells = [hdr] + [(r["figure"], num(r["ours"], r["unit"]), num(r["peer"], r["unit"]),
-                          "-" if r["ratio"] is None else f"{r['ratio']:.2f}", r["goal"] or "-", r["result"] or "-")
-                         for r in self.rows]
-        width = [max(len(c[i]) for c in cells) for i in range(len(hdr))]
-        out = []
-        for j, c in enumerate(cells):
-            out.append("  ".join(c[i].ljust(width[i]) if i == 0 else c[i].rjust(width[i]) for i in range(len(hdr))).rstrip())
-            if j == 0:
-                out.append("  ".join("-" * w for w in width))
-        return "\n".join(out)
+
+def fmt(s, unit):
+    """A median [min-max] cell."""
+    if s is None:
+        return "-"
+
+    def one(x):
+        if unit == "%":
+            return f"{x:.2f} %"
+        if unit in ("ns", "B"):
+            return f"{x:.0f} {unit}"
+        if unit == "s":
+            return f"{x:.2f} s"
+        if unit == "MB":
+            return f"{x:.0f} MB"
+        return f"{x:g}"
+    if s["n"] == 1 or s["min"] == s["max"]:
+        return one(s["median"])
+    return f"{one(s['median'])} [{one(s['min'])}–{one(s['max'])}]"
+
+
+def render(rows):
+    hdr = ("figure", "ours", "perf", "ratio", "samples ours/perf", "goal", "result")
+    cells = [hdr]
+    for r in rows:
+        sm = "-" if not r["samples"] else "/".join("-" if x is None else f"{x:.0f}" for x in r["samples"])
+        cells.append((f"{r['part']} {r['board']} {r['figure']}", fmt(r["ours"], r["unit"]), fmt(r["peer"], r["unit"]),
+                      "-" if r["ratio"] is None else f"{r['ratio']:.2f}", sm, r["goal"] or "-", r["result"] or "-"))
+    width = [max(len(c[i]) for c in cells) for i in range(len(hdr))]
+    out = []
+    for j, c in enumerate(cells):
+        out.append("  ".join(c[i].ljust(width[i]) if i == 0 else c[i].rjust(width[i]) for i in range(len(hdr))).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * w for w in width))
+    return "\n".join(out)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 def p1(t, board, runs, info):
-    """Slowdown of each profiled run against the bare run of the same repetition."""
+    """Slowdown of each profiled run against the bare run of the same repetition; cost per
+    sample by slowdown, and above the bare interrupt at the same rate (floor-*)."""
     p = [r for r in runs if r["part"] == "P1" and r.get("status") == 0 and "ns" in r]
     bare = {(r["wl"], r["rep"]): r["ns"] for r in p if r["mode"] == "bare"}
-    pairs = [("timer", "perf-F", f"timer {info.get('hz', 1000)} Hz vs perf -e cpu-clock -F"),
-             ("cycles", "perf-c", f"CPU_CYCLES:{info.get('N')} vs perf -e cycles -c")]
+    pairs = [("timer", "perf-F", "floor-timer", f"timer {info.get('hz')} Hz vs perf -e cpu-clock -F {info.get('hz')}"),
+             ("cycles", "perf-c", "floor-cycles", f"CPU_CYCLES:{info.get('N')} vs perf -e cycles -c {info.get('N')}")]
+    modes = {r["mode"] for r in p}
+
+    def runs_of(wl, mode, ch):
+        return [r for r in p if r["mode"] == mode and r["wl"] == wl and r["chains"] == ch and (wl, r["rep"]) in bare]
+
+    def slow(wl, mode, ch):
+        return [100.0 * (r["ns"] / bare[(wl, r["rep"])] - 1) for r in runs_of(wl, mode, ch)]
+
+    # Per sampling period: the slowdown over the periods that elapsed on every CPU during the
+    # timed run (every CPU, idle or not, takes an interrupt per period: hrtimers fire on idle
+    # CPUs, QEMU's cycle counter runs in WFI). The samples each side took are shown beside it;
+    # they also count the sessions' start and end, outside the timed run.
+    period = dict(timer=1e9 / info.get("hz", 1000), cycles=info.get("N", 0))
+    cpus = max(1, info.get("cpus", 1))
+
+    def per_sample(wl, mode, ch):
+        per = period["cycles" if mode in ("cycles", "perf-c", "floor-cycles") else "timer"]
+        return {r["rep"]: (r["ns"] - bare[(wl, r["rep"])]) / (r["ns"] * cpus / per) for r in runs_of(wl, mode, ch)
+                if per}
+
     for wl in ("cpu", "kernel"):
-        for ours, peer, what in pairs:
+        for ours, peer, floor, what in pairs:
+            if ours not in modes:
+                continue
+            fl = per_sample(wl, floor, 0)
+            t.add("P1", board, f"{wl}: bare interrupt, {floor} (empty handler): cost per period by slowdown", "ns",
+                  list(fl.values()), samples=(med([r["samples"] for r in runs_of(wl, floor, 0)]), None),
+                  detail=dict(runs=fl))
             for ch in (0, 1):
-                def slow(mode):
-                    return [100.0 * (r["ns"] / bare[(wl, r["rep"])] - 1) for r in p
-                            if r["mode"] == mode and r["wl"] == wl and r["chains"] == ch and (wl, r["rep"]) in bare]
-                a, b = slow(ours), slow(peer)
-                if not a and not b:
-                    continue
-                ma, mb = med(a), med(b)
-                ratio = ma / mb if ma is not None and mb not in (None, 0) and mb > 0 else None
-                ok = None if ratio is None else ratio <= 0.5
-                t.add(f"P1 {board} {wl}: {what}{' -g' if ch else ''} (slowdown)", ma, mb, "%",
-                      "ours <= 0.5x perf", ok, ratio,
-                      dict(ours=a, peer=b, ours_spread=spread(a), peer_spread=spread(b)))
+                g = " -g 16 / --call-graph fp,16" if ch else ""
+                a, b = slow(wl, ours, ch), slow(wl, peer, ch)
+                sa = med([r.get("samples") for r in runs_of(wl, ours, ch)])
+                sb = med([r.get("samples") for r in runs_of(wl, peer, ch)])
+                ratio = med(a) / med(b) if a and b and med(b) > 0 else None
+                t.add("P1", board, f"{wl}: {what}{g}: slowdown", "%", a, b or None, (sa, sb), "ours <= 0.5x perf",
+                      None if ratio is None else ratio <= 0.5, ratio, dict(ours=a, peer=b), need=bool(b))
+                ca, cb = per_sample(wl, ours, ch), per_sample(wl, peer, ch)
+                t.add("P1", board, f"{wl}: {what}{g}: cost per sampling period by slowdown", "ns",
+                      list(ca.values()), list(cb.values()) or None, (sa, sb), detail=dict(ours=ca, peer=cb))
+                # Above the floor: the same repetition's bare interrupt cost taken off.
+                fa = [v - fl[k] for k, v in ca.items() if k in fl]
+                fb = [v - fl[k] for k, v in cb.items() if k in fl]
+                t.add("P1", board, f"{wl}: {what}{g}: cost per period above the bare interrupt", "ns",
+                      fa, fb or None, (sa, sb), detail=dict(ours=fa, peer=fb))
 
 
-P2_CAUSES = ("sample_lost_overflow", "sample_invalid_eip", "sample_lost_no_mm", "sample_lost_no_mapping",
-             "event_lost_overflow", "sample_lost_no_irq", "sample_lost_overrun", "bt_lost_no_mapping",
-             "backtrace_aborted", "user_stack_no_buffer", "user_stack_fault", "user_stack_lost")
+# stats.json keys (global or per CPU/counter, summed) by kind of loss.
+SAMPLES_LOST = ("sample_lost_overflow", "sample_invalid_eip", "sample_lost_no_mm", "sample_lost_no_mapping",
+                "event_lost_overflow")
+PERIODS_COUNTED = ("sample_lost_no_irq", "sample_lost_overrun")
+CHAIN_LOSSES = ("backtrace_aborted", "bt_lost_no_mapping", "user_stack_no_buffer", "user_stack_fault",
+                "user_stack_lost")
+
+
+def summed(r, name):
+    """A stat summed over CPUs (cpuN/name) or the global stat `name` (counter stats are summed
+    into it by the module)."""
+    per_cpu = [v for k, v in r.items() if k.startswith("cpu") and k.endswith("/" + name)]
+    return sum(per_cpu) if per_cpu else r.get(name, 0)
 
 
 def p2(t, board, runs, info):
+    cpus = max(1, info.get("cpus", 1))
     for r in (r for r in runs if r["part"] == "P2"):
-        received = sum(v for k, v in r.items() if k.startswith("cpu") and k.endswith("/sample_received"))
-        causes = {}
-        for k, v in r.items():
-            name = k.split("/")[-1]
-            if name in P2_CAUSES and isinstance(v, int) and v:
-                causes[name] = causes.get(name, 0) + v
-        # Samples lost; chains cut and snapshots not taken or lost show in the causes.
-        lost = sum(v for k, v in causes.items() if k not in ("bt_lost_no_mapping", "backtrace_aborted",
-                                                             "sample_lost_no_irq", "sample_lost_overrun",
-                                                             "user_stack_no_buffer", "user_stack_fault",
-                                                             "user_stack_lost"))
-        rate = r["rate"]
-        secs = r.get("period_ns", 0) / 1e9 or r.get("seconds", 1)
-        cpus = max(1, info.get("cpus", 1))
-        per_cpu_s = received / secs / cpus
-        # Periods that took no sample at all (a late hrtimer or overflow skips them; timer mode
-        # counts them nowhere): the rate asked for over the profiling period, less the samples taken.
+        rate, mode = r["rate"], r["mode"]
+        received = summed(r, "sample_received")
+        lost = {k: summed(r, k) for k in SAMPLES_LOST}
+        counted = {k: summed(r, k) for k in PERIODS_COUNTED}
+        chains = {k: summed(r, k) for k in CHAIN_LOSSES}
+        throttled = r.get("event_throttled", 0)
+        secs = r["period_ns"] / 1e9
+        # Periods that took no sample and that the module did not count (timer mode counts no
+        # late hrtimer): the rate asked for over the profiling period, on every CPU, less the
+        # samples taken and the periods counted. The session's start and stop fall between
+        # two periods of each CPU: up to 2 per CPU are edges, not losses.
         expected = rate * secs * cpus
-        missed = max(0, round(expected) - received)
-        missed = missed if missed > expected / 1000 else 0  # the period's ends round
+        uncounted = max(0, round(expected - received - sum(counted.values())))
+        uncounted = uncounted if uncounted > 2 * cpus else 0
+        total = sum(lost.values()) + sum(counted.values()) + uncounted
+        # The stream's own count against the module's: every sample taken reached the stream or
+        # was counted lost.
+        stream = r.get("total_samples")
+        if stream is None or stream + sum(lost.values()) != received:
+            error(f"P2 {board} {mode} {rate}/s: stream samples {stream} + lost {sum(lost.values())} != "
+                  f"received {received}")
+        wl = "opwork per CPU" if mode.startswith("timer-") else "dd per CPU"
         goal = "0 lost" if rate >= 20000 else None
-        ok = (lost == 0) if goal else None
-        t.add(f"P2 {board} {r['mode']} {rate}/s/CPU: lost of {received} taken ({per_cpu_s:.0f}/s/CPU, "
-              f"{missed} periods without a sample)", lost, None, "",
-              goal, ok, None, dict(received=received, delivered=r.get("stream_samples"), causes=causes,
-                                   missed_periods=missed, rate=rate, seconds=secs))
+        t.add("P2", board, f"{mode} {rate}/s/CPU ({wl}, {secs:.1f} s): samples and periods lost of "
+              f"{expected:.0f} periods ({received / secs / cpus:.0f} samples/s/CPU taken)", "", total,
+              samples=(stream, None), goal=goal, ok=(total == 0 and throttled == 0) if goal else None,
+              detail=dict(received=received, stream=stream, samples_lost=lost, periods_counted=counted,
+                          periods_uncounted=uncounted, event_throttled=throttled, chain_losses=chains,
+                          expected_periods=expected, seconds=secs))
+
+
+PARTS = ("sample_resolve", "ring_push", "user_stack_copy", "bt_kernel", "bt_user", "bt_user_frame")
 
 
 def p3(t, board, runs, info):
     p = [r for r in runs if r["part"] == "P3" and r.get("status") == 0 and "ns" in r]
     none = {(r["wl"], r["rep"]): r["ns"] for r in p if r["mode"] == "none"}
-
-    # Interrupts during the timed run: every CPU, idle or not, takes one per period (QEMU's cycle
-    # counter runs at 1 GHz in WFI too; hrtimers fire on idle CPUs). The runs' own counts cover
-    # the whole session or module lifetime, a little longer than the timed run.
     hw = board == "virt-a15"
-    period_ns = info.get("N", 0) if hw else 1e9 / max(1, info.get("hz", 1000))
-
-    def per_event(wl, mode):
-        return [(r["ns"] - none[(wl, r["rep"])]) / (r["ns"] * info.get("cpus", 1) / period_ns) for r in p
-                if r["wl"] == wl and r["mode"] == mode and (wl, r["rep"]) in none and period_ns]
-
     rate = f"CPU_CYCLES:{info.get('N')}" if hw else f"timer {info.get('hz')} Hz"
-    bare_all = per_event("kernel", "bare") + per_event("cpu", "bare")
-    bare = med(bare_all)
-    handler = [r["handler_ns"] / r["count"] for r in p if r["mode"] == "bare" and r.get("count")]
-    t.add(f"P3 {board} bare interrupt ({rate}, empty handler): cost by slowdown", bare, None, "ns", None, None, None,
-          dict(runs=bare_all, handler_self_ns=med(handler)))
+    t.add("P3", board, f"clock: {info.get('clocksource')}, smallest step of CLOCK_MONOTONIC (what "
+          "ktime_get_ns() resolves)", "ns", info.get("clockres_ns"))
+
+    def by(wl, mode):
+        return [r for r in p if r["wl"] == wl and r["mode"] == mode and (wl, r["rep"]) in none and r.get("count")]
+
+    # Per sampling period during the timed run, on every CPU (see p1): the sessions' counts
+    # also cover their start and end, the module's (ours) longer than optest.ko's (bare).
+    period = info.get("N", 0) if hw else 1e9 / max(1, info.get("hz", 1000))
+    cpus = max(1, info.get("cpus", 1))
+
+    def cost(wl, mode):
+        return [(r["ns"] - none[(wl, r["rep"])]) / (r["ns"] * cpus / period) for r in by(wl, mode) if period]
+
+    bare_runs = by("kernel", "bare") + by("cpu", "bare")
+    bare = stat(cost("kernel", "bare") + cost("cpu", "bare"))
+    self_ns = stat([r["handler_ns"] / r["count"] for r in bare_runs])
+    t.add("P3", board, f"bare interrupt ({rate}, empty handler): cost per period by slowdown", "ns", bare)
+    t.add("P3", board, "bare interrupt: the empty handler's own timed section", "ns", self_ns)
     for wl, mode, what, goal in (("kernel", "ours", "kernel PC", True), ("cpu", "ours", "user PC", True),
-                                 ("cpu", "ours-bt", "user PC + 16-frame backtrace", False),
+                                 ("cpu", "ours-bt", "user PC + 16-entry frame-pointer chain", False),
                                  ("cpu", "ours-stack", "user PC + user-stack snapshot", False)):
-        size = [r["stream_bytes"] / r["count"] for r in p
-                if r["wl"] == wl and r["mode"] == mode and r.get("count") and r.get("stream_bytes") is not None]
-        if size:
-            t.add(f"P3 {board} stream bytes per sample, {what}", med(size), None, "B", None, None, None, dict(runs=size))
-        sh = [r["avg_ns"] for r in p if r["wl"] == wl and r["mode"] == mode and "avg_ns" in r]
-        m = med(sh)
-        ratio = m / bare if m is not None and bare and bare > 0 else None
-        t.add(f"P3 {board} sample_handler, {what}", m, bare, "ns", "<= 2x bare" if goal else None,
-              None if ratio is None or not goal else ratio <= 2, ratio, dict(runs=sh))
-        cost = per_event(wl, mode)
-        mc = med(cost)
-        t.add(f"P3 {board} cost per sample by slowdown, {what}", mc, bare, "ns", None, None,
-              mc / bare if mc is not None and bare and bare > 0 else None, dict(runs=cost))
-        # The rest of a sample's way, per sample: sync pass (cpu buffer -> event buffer) and
-        # the reader's copy (profile points sync_pass, buffer_read).
+        rs = by(wl, mode)
+        share = med([100.0 * r["user_samples"] / (r["user_samples"] + r["kernel_samples"]) for r in rs
+                     if r.get("user_samples") is not None and r["user_samples"] + r["kernel_samples"]])
+        what = f"{what} ({share:.0f} % user samples)" if share is not None else what
+        n = med([r["count"] for r in rs])
+        c = stat(cost(wl, mode))
+        ratio = c["median"] / bare["median"] if c and bare and bare["median"] > 0 else None
+        t.add("P3", board, f"{what}: cost per period by slowdown vs the bare interrupt's", "ns", c, bare, (n, None),
+              "<= 2x bare" if goal else None, None if ratio is None or not goal else ratio <= 2, ratio)
+        t.add("P3", board, f"{what}: sample_handler's timed section vs the empty handler's", "ns",
+              [r.get("sample_handler_ns") for r in rs], self_ns, (n, None))
+        t.add("P3", board, f"{what}: stream bytes per sample", "B",
+              [r["stream_bytes"] / r["count"] for r in rs], samples=(n, None))
         for point in ("sync_pass", "buffer_read"):
-            v = [r[point + "_s"] * 1e9 / r["nr"] for r in p
-                 if r["wl"] == wl and r["mode"] == mode and r.get(point + "_s") is not None and r.get("nr")]
+            t.add("P3", board, f"{what}: {point} per sample", "ns",
+                  [r[point + "_s"] * 1e9 / r["count"] for r in rs if r.get(point + "_s") is not None],
+                  samples=(n, None), need=False)
+        # The handler's parts, timed in runs of their own (-parts), per sample taken.
+        prs = by(wl, mode + "-parts")
+        for part in PARTS:
+            v = [r[part + "_s"] * 1e9 / r["count"] for r in prs if r.get(part + "_s") is not None]
             if v:
-                t.add(f"P3 {board} {point} per sample, {what}", med(v), None, "ns", None, None, None, dict(runs=v))
+                t.add("P3", board, f"{what}: part {part}, per sample", "ns", v,
+                      samples=(med([r["count"] for r in prs]), None),
+                      detail=dict(per_run_ns=[r.get(part + "_ns") for r in prs],
+                                  runs_per_sample=[r[part + "_nr"] / r["count"] for r in prs if part + "_nr" in r]))
 
 
 def p4(t, runs):
-    rows = {}
+    groups = {}
     for r in runs:
-        rows[(r["tool"], r["samples"], r["chains"])] = r
-    for n in sorted({k[1] for k in rows}):
-        for ch in (0, 1):
-            o, q = rows.get(("ours", n, ch)), rows.get(("perf", n, ch))
-            if not o and not q:
-                continue
-            label = f"{n / 1e6:g}M samples{', call chains' if ch else ''}"
-            goal = n >= 10_000_000 and ch
-            ot, pt = (o or {}).get("wall_s"), (q or {}).get("wall_s")
-            om, pm = (o or {}).get("rss_kb"), (q or {}).get("rss_kb")
-            t.add(f"P4 report {label}: wall time", ot, pt, "s", "<= 2 s" if goal else None,
-                  (ot is not None and ot <= 2) if goal else None, None, dict(ours=o, peer=q))
-            t.add(f"P4 report {label}: peak RSS", om / 1024 if om else None, pm / 1024 if pm else None, "MB",
-                  "<= 300 MB" if goal else None, (om is not None and om <= 300 * 1024) if goal else None)
+        groups.setdefault((r["source"], r["samples"], r["view"]), {}).setdefault(r["tool"], []).append(r)
+    if not groups:
+        error("P4: no runs")
+    for (source, n, view), tools in sorted(groups.items()):
+        o, q = tools.get("ours", []), tools.get("perf", [])
+        label = (f"{n / 1e6:g}M samples (replicated)" if source == "replicated" else "long recording") + \
+            (", flat symbol list" if view == "flat" else ", call graph")
+        goal = source == "replicated" and n >= 10_000_000 and view == "graph"
+        sm = (med([r["read"] for r in o]), med([r["read"] for r in q]))
+        ot, om = stat([r["wall_s"] for r in o]), stat([r["rss_kb"] / 1024 for r in o])
+        t.add("P4", "host", f"report {label}: wall time", "s", ot, stat([r["wall_s"] for r in q]), sm,
+              "<= 2 s" if goal else None, (ot["median"] <= 2) if goal and ot else None)
+        t.add("P4", "host", f"report {label}: peak RSS", "MB", om, stat([r["rss_kb"] / 1024 for r in q]), sm,
+              "<= 300 MB" if goal else None, (om["median"] <= 300) if goal and om else None)
+
+
+def facts():
+    def run(*cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+                 platform.machine())
+    return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+                commit=run("git", "-C", repo, "rev-parse", "--short", "HEAD"),
+                dirty=bool(run("git", "-C", repo, "status", "--porcelain", "--untracked-files=no")),
+                host=f"{os.cpu_count()} x {model}",
+                qemu=(run("qemu-system-arm", "--version") or "").splitlines()[0] if run("qemu-system-arm", "--version") else None)
 
 
 def main():
@@ -220,29 +338,37 @@ def main():
     ap.add_argument("--log", action="append", default=[], help="BOARD=LOG")
     ap.add_argument("--p4")
     ap.add_argument("--json", required=True)
+    ap.add_argument("--splat", help="regular expression of kernel reports (tests/tap.sh's SPLAT)")
     a = ap.parse_args()
     t = Table()
-    raw, bad = {}, False
+    raw = {}
     for spec in a.log:
         board, path = spec.split("=", 1)
         runs, errors, info, done = read_log(path)
         raw[board] = dict(info=info, runs=runs, errors=errors, complete=done)
         for e in errors:
-            print(f"bench: {board}: guest error: {e}", file=sys.stderr)
+            error(f"{board}: guest error: {e}")
         if not done:
-            print(f"bench: {board}: the guest did not finish (see {path})", file=sys.stderr)
-            bad = True
-        p1(t, board, runs, info)
-        p2(t, board, runs, info)
-        p3(t, board, runs, info)
+            error(f"{board}: the guest did not finish (see {path})")
+        if a.splat:
+            for line in splats(path, a.splat):
+                error(f"{board}: kernel report in the guest log: {line}")
+        parts = {r["part"] for r in runs}
+        if "P1" in parts:
+            p1(t, board, runs, info)
+        if "P2" in parts:
+            p2(t, board, runs, info)
+        if "P3" in parts:
+            p3(t, board, runs, info)
     if a.p4:
         runs = [parse_kv(line.split()[2:]) for line in open(a.p4) if line.startswith("BENCH P4 ")]
         raw["p4"] = runs
         p4(t, runs)
-    print(t.render())
+    print(render(t.rows))
+    reps = {b: raw[b]["info"].get("reps") for b in raw if b != "p4"}
     with open(a.json, "w") as f:
-        json.dump(dict(rows=t.rows, raw=raw), f, indent=1)
-    sys.exit(1 if bad else 0)
+        json.dump(dict(facts=dict(facts(), reps=reps, errors=ERRORS), rows=t.rows, raw=raw), f, indent=1)
+    sys.exit(1 if ERRORS else 0)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,18 @@
 # does not depend on the host's load (without it, the same run varied by 2x on a busy host).
 # Its cost: one host thread runs both vCPUs round robin, 3-4 s of host time per guest second,
 # and a vCPU that spins on the other (IPIs, locks) spins for its whole time slice (the boot
-# takes 26 s of guest time). P4 runs on the host: `oprof report -l` on streams made of
-# the guest's captured stream (`oprof synth`) and `perf report --stdio` (a host perf from the
-# same tree) on the guest's perf.data replicated to the same sample count
-# (scripts/perf-replicate.py), wall time and peak RSS from /usr/bin/time.
+# takes 26 s of guest time). P4 runs on the host: `oprof report -l` against `perf report --stdio
+# --no-children -g none --sort dso,sym` (flat) and `oprof report -c` against perf's caller
+# graph (call graphs), a host perf from the same tree, on streams made of the guest's short
+# captured stream (`oprof synth`) and its perf.data replicated to the same sample count
+# (scripts/perf-replicate.py), and on a long recording of each; wall time and peak RSS from
+# /usr/bin/time, and the samples each tool read, from its own output.
 #   BOARDS (default "virt-a15 realview-pb-a8"), REPS (repetitions, default 3), PARTS (default
-#   p1,p2,p3,p4), P2S (seconds per P2 rate, default 2), P4_SAMPLES (default "1000000 10000000").
-# Prints the table; writes build/bench/bench.json (rows and raw runs) and the logs.
+#   p1,p2,p3,p4), P2S (seconds per P2 rate, default 2), P4_SAMPLES (default "1000000
+#   10000000"), P4_REPS (report runs per figure, default 3), P4S (seconds of the long
+#   recording, default 20).
+# Prints the table; writes build/bench/bench.json (rows and raw runs) and the logs, and with
+# every part on both boards the README's table (scripts/bench-table.py).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$REPO/build/bench
@@ -24,6 +29,9 @@ REPS=${REPS:-3}
 PARTS=${PARTS:-p1,p2,p3,p4}
 P2S=${P2S:-2}
 P4_SAMPLES=${P4_SAMPLES:-1000000 10000000}
+P4_REPS=${P4_REPS:-3}
+P4S=${P4S:-20}
+PERIOD=200000   # tests/guest/bench.sh's N: every perf sample of P4 stands for PERIOD cycles
 oprof=$REPO/target/release/oprof
 mkdir -p "$out"
 [ -x /usr/bin/time ] || die "/usr/bin/time missing (package time: scripts/setup-host.sh)"
@@ -35,14 +43,21 @@ case ",$PARTS," in *,p4,*) perf_host=$(bash "$REPO/scripts/build-perf.sh" host) 
 read -r moddir kmoddir < <(mod_dirs plain)
 PERF=$perf_arm KVARIANT=plain bash "$REPO/scripts/initramfs.sh" "$out/initramfs.cpio.gz" "$moddir/oprofile.ko"
 root=$out/initramfs.root
-logs=()
+# The boards boot side by side (guest time counts instructions, so one does not slow the
+# other's figures; P4's host timing comes after both).
+logs=() pids=()
 for board in $BOARDS; do
     log=$out/$board.log
     step "bench: $board (REPS=$REPS PARTS=$PARTS; guest log: $log)"
-    QEMU_ARGS="-icount shift=0,sleep=off" GUEST_ARGS="benchreps=$REPS benchparts=$PARTS benchp2s=$P2S" \
-        bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" bench.sh "$log" 14400 ||
-        die "QEMU failed on $board (see $log)"
+    QEMU_ARGS="-icount shift=0,sleep=off" GUEST_ARGS="benchreps=$REPS benchparts=$PARTS benchp2s=$P2S benchp4s=$P4S" \
+        bash "$REPO/scripts/qemu.sh" "$board" "$out/initramfs.cpio.gz" bench.sh "$log" 14400 > "$out/$board.qemu.out" 2>&1 &
+    pids+=($!)
     logs+=(--log "$board=$log")
+done
+set -- $BOARDS
+for pid in "${pids[@]}"; do
+    wait "$pid" || die "QEMU failed on $1 (see $out/$1.log, $out/$1.qemu.out)"
+    shift
 done
 
 p4=$out/p4.txt
@@ -50,42 +65,75 @@ p4=$out/p4.txt
 log=$out/virt-a15.log
 if [ -n "$perf_host" ] && [ -f "$log" ] && grep -aq '^== p4_samples begin' "$log"; then
     d=$out/p4
-    rm -rf "$d"; mkdir -p "$d"
+    rm -rf "$d"; mkdir -p "$d" "$d/long"
     log_stream "$log" p4_samples "$d/samples" || die "P4: no captured stream in $log"
-    for f in images proc_modules module_sections; do log_block "$log" "p4_$f" "$d/$f" || die "P4: no $f in $log"; done
-    for f in perf perf_g kallsyms; do
+    for f in images proc_modules module_sections; do
+        log_block "$log" "p4_$f" "$d/$f" || die "P4: no $f in $log"
+        log_block "$log" "p4_long_$f" "$d/long/$f" || die "P4: no long $f in $log"
+    done
+    for f in perf perf_g kallsyms long_samples long_perf; do
         log_stream "$log" "p4_$f" "$d/$f.gz" && gunzip -f "$d/$f.gz" || die "P4: no $f in $log"
     done
-    session=(--images "$d/images" --proc-modules "$d/proc_modules" --module-sections "$d/module_sections"
-             --vmlinux "$KOUT/vmlinux" --sysroot "$root" --image-path "$root/lib" --image-path "$moddir"
-             --image-path "$kmoddir")
-    src_samples=$("$oprof" report "$d/samples" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')
-    # measure TOOL N CHAINS CMD...: wall time and peak RSS of CMD (output discarded).
+    common=(--vmlinux "$KOUT/vmlinux" --sysroot "$root" --image-path "$root/lib" --image-path "$moddir"
+            --image-path "$kmoddir")
+    short=(--images "$d/images" --proc-modules "$d/proc_modules" --module-sections "$d/module_sections" "${common[@]}")
+    long=(--images "$d/long/images" --proc-modules "$d/long/proc_modules" --module-sections "$d/long/module_sections" "${common[@]}")
+    # The views compared (same work and output detail on both sides): a flat symbol list, and
+    # the call graph of the recorded chains (16 entries at most on both sides).
+    ours_flat=(-l) perf_flat=(--no-children -g none --sort dso,sym)
+    ours_graph=(-c) perf_graph=(--no-children -g graph,0.5,caller --sort dso,sym)
+    # measure TOOL VIEW SOURCE N CMD...: P4_REPS runs of CMD (its output to a file, read back
+    # for the samples the tool actually read: ours' "Samples: N total", perf's event count over
+    # the period), each a "BENCH P4" line with wall time and peak RSS from /usr/bin/time.
     measure() {
-        local tool=$1 n=$2 ch=$3 t
-        shift 3
-        /usr/bin/time -f 'TIME %e %M %x' "$@" > /dev/null 2> "$d/err" || true
-        t=$(tail -1 "$d/err")
-        case $t in "TIME "*" 0") ;; *) cat "$d/err" >&2; die "P4: $tool failed: $*" ;; esac
-        set -- $t
-        echo "BENCH P4 tool=$tool samples=$n chains=$ch wall_s=$2 rss_kb=$3 ${ACTUAL:+actual=$ACTUAL}" | tee -a "$p4"
+        local tool=$1 view=$2 src=$3 n=$4 t rep nread wall rss
+        shift 4
+        for rep in $(seq 1 "$P4_REPS"); do
+            /usr/bin/time -f 'TIME %e %M %x' "$@" > "$d/out" 2> "$d/err" || true
+            t=$(tail -1 "$d/err")
+            case $t in "TIME "*" 0") ;; *) cat "$d/err" >&2; die "P4: $tool failed: $*" ;; esac
+            if [ "$tool" = ours ]; then
+                nread=$(sed -n 's/^Samples: \([0-9]*\) total.*/\1/p' "$d/out" | head -1)
+            else
+                nread=$(sed -n 's/^# Event count (approx\.): \([0-9]*\)$/\1/p' "$d/out" | awk -v n="$PERIOD" '{ s += $1 } END { print s / n }')
+            fi
+            [ -n "$nread" ] || die "P4: $tool $view $src: no sample count in its output ($d/out)"
+            read -r _ wall rss _ <<< "$t"
+            echo "BENCH P4 tool=$tool view=$view source=$src samples=$n rep=$rep read=$nread wall_s=$wall rss_kb=$rss" | tee -a "$p4"
+        done
     }
     for n in $P4_SAMPLES; do
-        for ch in 0 1; do
-            c=none; [ $ch = 0 ] || c=recorded
-            step "P4: $n samples, chains $c"
+        for view in flat graph; do
+            c=none; pdata=$d/perf; [ $view = flat ] || { c=recorded; pdata=$d/perf_g; }
+            step "P4: $n samples (replicated), $view"
             "$oprof" synth "$d/samples" "$d/ours.buf" --samples "$n" --chains $c > /dev/null
-            measure ours "$n" $ch "$oprof" report "$d/ours.buf" "${session[@]}" -l
+            eval "ov=(\"\${ours_$view[@]}\") pv=(\"\${perf_$view[@]}\")"
+            measure ours $view replicated "$n" "$oprof" report "$d/ours.buf" "${short[@]}" "${ov[@]}"
             rm -f "$d/ours.buf"
-            pd=$d/perf.data; src=$d/perf; [ $ch = 0 ] || src=$d/perf_g
-            per=$(python3 "$REPO/scripts/perf-replicate.py" "$src" /dev/null 1)
+            per=$(python3 "$REPO/scripts/perf-replicate.py" "$pdata" /dev/null 1)
             copies=$(( (n + per / 2) / per ))
-            ACTUAL=$(python3 "$REPO/scripts/perf-replicate.py" "$src" "$pd" $(( copies > 0 ? copies : 1 ))) \
-                measure perf "$n" $ch "$perf_host" report --stdio -i "$pd" --kallsyms "$d/kallsyms" --symfs "$root"
-            rm -f "$pd"
+            python3 "$REPO/scripts/perf-replicate.py" "$pdata" "$d/perf.data" $(( copies > 0 ? copies : 1 )) > /dev/null
+            measure perf $view replicated "$n" "$perf_host" report --stdio -i "$d/perf.data" --kallsyms "$d/kallsyms" --symfs "$root" "${pv[@]}"
+            rm -f "$d/perf.data"
         done
     done
-    echo "P4 source: $src_samples samples captured by oprof record -g 16 on virt-a15" >> "$p4"
+    for view in flat graph; do
+        step "P4: the long recording, $view"
+        eval "ov=(\"\${ours_$view[@]}\") pv=(\"\${perf_$view[@]}\")"
+        measure ours $view long 0 "$oprof" report "$d/long_samples" "${long[@]}" "${ov[@]}"
+        measure perf $view long 0 "$perf_host" report --stdio -i "$d/long_perf" --kallsyms "$d/kallsyms" --symfs "$root" "${pv[@]}"
+    done
 fi
-python3 "$REPO/scripts/bench.py" "${logs[@]}" --p4 "$p4" --json "$out/bench.json"
+rc=0
+splat=$(sed -n "s/^SPLAT='\(.*\)'$/\1/p" "$REPO/tests/tap.sh")
+[ -n "$splat" ] || die "no SPLAT pattern in tests/tap.sh"
+p4arg=(); [ -z "$perf_host" ] || p4arg=(--p4 "$p4")
+python3 "$REPO/scripts/bench.py" "${logs[@]}" "${p4arg[@]}" --json "$out/bench.json" --splat "$splat" || rc=$?
+[ $rc = 0 ] || die "bench: errors above (the table is incomplete); rows and raw runs in $out/bench.json"
 step "bench: table above; rows and raw runs in $out/bench.json"
+# The README's table: only from a complete run (every part, both boards).
+if [ "$BOARDS" = "virt-a15 realview-pb-a8" ] && [ "$PARTS" = p1,p2,p3,p4 ]; then
+    python3 "$REPO/scripts/bench-table.py" "$out/bench.json" --readme "$REPO/README.md"
+else
+    step "bench: a partial run (BOARDS/PARTS): README not updated (scripts/bench-table.py $out/bench.json prints its table)"
+fi

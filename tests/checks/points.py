@@ -27,7 +27,8 @@ def checks(s):
         tables[t] = {r["name"]: r for r in json.loads(s.oprof("points", table, "--json", out=f"-{t}.json",
                                                               what=f"points {t}"))}
     want = expects(s.log)
-    names = {"sample_handler", "sync_pass", "buffer_read", "kprof_tick"}
+    names = {"sample_handler", "sample_resolve", "ring_push", "user_stack_copy", "bt_kernel", "bt_user",
+             "bt_user_frame", "sync_pass", "buffer_read", "kprof_tick"}
     init = tables["pp_initial"]
     s.check(set(init) == names, f"every instrumented point registered itself {sorted(init)}")
     s.check(all(not r["enabled"] and r["nr"] == 0 and r["total_ns"] == 0 for r in init.values()),

@@ -17,6 +17,9 @@
  *   optool time CMD...             run CMD; then print "TIME ns N user_ns U sys_ns S status X":
  *                                  wall time (CLOCK_MONOTONIC), CMD's user and system CPU time
  *                                  and its exit status; exit status 0 if CMD ran (`make bench`)
+ *   optool clockres                print "CLOCKRES ns N": the smallest step of CLOCK_MONOTONIC
+ *                                  seen in 100000 back-to-back reads (the clocksource's
+ *                                  resolution as ktime_get_ns() sees it; `make bench`)
  *
  * Results are printed as "ok", "ok N" (bytes) or "ERR <ERRNO NAME>"; exit status 0/1.
  */
@@ -166,6 +169,25 @@ static int timed(char **cmd)
 	       (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
 	       ns_of(&ru.ru_utime), ns_of(&ru.ru_stime), WIFEXITED(status) ? WEXITSTATUS(status) : 128);
 	return 0;
+}
+
+static int clockres(void)
+{
+	long long prev, now, step = -1;
+	struct timespec t;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	prev = t.tv_sec * 1000000000LL + t.tv_nsec;
+	for (i = 0; i < 100000; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		now = t.tv_sec * 1000000000LL + t.tv_nsec;
+		if (now != prev && (step < 0 || now - prev < step))
+			step = now - prev;
+		prev = now;
+	}
+	printf("CLOCKRES ns %lld\n", step);
+	return step > 0 ? 0 : 1;
 }
 
 static int capture(const char *out, char **cmd)
@@ -333,6 +355,8 @@ int main(int argc, char **argv)
 		return spin(atol(argv[2]));
 	if (argc >= 3 && !strcmp(argv[1], "time"))
 		return timed(argv + 2);
+	if (argc == 2 && !strcmp(argv[1], "clockres"))
+		return clockres();
 	fprintf(stderr, "usage: see the comment at the top of optool.c\n");
 	return 2;
 }

@@ -2,9 +2,11 @@
 # (buffer_read = reads that copied data, sample_handler = samples taken, kprof_tick = kprof
 # ticks). The host parses the printed tables with `oprof points` (tests/checks/points.py).
 . /tests/lib.sh
-plan 46
+plan 52
 echo 1 > /proc/sys/kernel/printk
 PP=$OP/profile_points
+# Every point the module defines (rust/*.rs, define_profile_point!), in no particular order.
+POINTS="sample_handler sample_resolve ring_push user_stack_copy bt_kernel bt_user bt_user_frame sync_pass buffer_read kprof_tick"
 # field NAME N: column N of NAME's row (1 status, 2 name, 3 total, 4 nr, 5 avg.ns).
 field() { awk -v n="$1" -v c="$2" '$2 == n { print $c }' $PP; }
 # print_table MARK: the table as a block for the host.
@@ -14,7 +16,7 @@ check "load (timer mode)" load timer=1
 expect "mode of profile_points" 644 stat -c %a $PP
 expect "title line" "Kernel Profile Points" head -n 1 $PP
 expect "header line" " status                  name             total                nr            avg.ns" sed -n 2p $PP
-for p in sample_handler sync_pass buffer_read kprof_tick; do
+for p in $POINTS; do
     expect "$p listed, off, zero" "off 0.000000000 0 0" sh -c "awk '\$2 == \"$p\" { print \$1, \$3, \$4, \$5 }' $PP"
 done
 expect "rows between two rules" 2 sh -c "grep -c '^-------  ---' $PP"
@@ -69,7 +71,7 @@ print_table pp_kprof
 dmesg -c > /dev/null
 expect "print" ok optool write $PP print
 expect "print logs the title" 1 sh -c "dmesg | grep -c 'oprofile: Kernel Profile Points'"
-expect "print logs every row" 4 sh -c "dmesg | grep -cE 'oprofile: +(on|off) +(sample_handler|sync_pass|buffer_read|kprof_tick) '"
+expect "print logs every row" 10 sh -c "dmesg | grep -cE 'oprofile: +(on|off) +($(echo $POINTS | tr ' ' '|')) '"
 echo "== pp_dmesg begin"; dmesg | grep 'oprofile: '; echo "== pp_dmesg end"
 expect "disable all" ok optool write $PP "disable all"
 expect "all points off" 0 sh -c "grep -c '^ *on ' $PP"

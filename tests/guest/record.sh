@@ -5,7 +5,7 @@
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 39
+plan 41
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -59,6 +59,8 @@ err_case "watershed not below the buffer size" 1 "buffer_watershed 200000 must b
 err_case "unwritable session directory" 1 "cannot create the session directory /proc/oprof-session" \
     oprof record -o /proc/oprof-session -- true
 err_case "bad --duration" 1 "--duration 0: expected a positive number of seconds" oprof record --duration 0 -o /tmp/e
+err_case "--points with a name the module has no point of" 1 "--points: the module has no profile point \"nosuch\"" \
+    oprof record --points=sample_handler,nosuch -o /tmp/e -- true
 
 # --- a command's session ---
 oprof record -o /tmp/s1 -- sh -c 'exit 3'; rc=$?
@@ -146,6 +148,9 @@ check "SIGTERM with CMD: ended_by SIGTERM, exit_status 143, clean" eval '[ "$(fi
 oprof record -g 16 --archive --kprof --points -o /tmp/agree -- /bin/hot 3; rc=$?
 check "archive session: status 0, kpdata, profile_points, root/bin/hot" eval '[ $rc = 0 ] && [ -s /tmp/agree/kpdata ] && [ -s /tmp/agree/profile_points ] && cmp /bin/hot /tmp/agree/root/bin/hot'
 check "oprof points reads the session's profile_points" eval 'oprof points /tmp/agree/profile_points | grep -q sample_handler'
+oprof record --points=ring_push,bt_kernel -o /tmp/pts -- /bin/hot 1 2>/dev/null; rc=$?
+check "--points=ring_push,bt_kernel: only those two ran (status $rc)" eval '[ $rc = 0 ] && [ "$(oprof points /tmp/pts/profile_points | awk "\$1 == \"on\" { print \$2 }" | sort | tr "\n" " ")" = "bt_kernel ring_push " ]'
+rm -rf /tmp/pts
 echo "== agree_report begin"; oprof report /tmp/agree -l -n 10 2>/dev/null; echo "== agree_report end"
 check "guest report names hot_a from the archived /bin/hot" eval 'oprof report /tmp/agree -l -n 10 2>/dev/null | grep -q " /bin/hot  *hot_a\$"'
 echo "== agree_annotate begin"; oprof annotate /tmp/agree --symbol hot_a --assembly 2>/dev/null; echo "== agree_annotate end"

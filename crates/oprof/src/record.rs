@@ -69,9 +69,11 @@ pub struct RecordArgs {
     /// Also run Plan 9 kprof (`kprof/kpctl` startclr .. stop) and save `kpdata`.
     #[arg(long)]
     pub kprof: bool,
-    /// Also time the module's profile points (reset + enable all) and save `profile_points`.
-    #[arg(long)]
-    pub points: bool,
+    /// Also time the module's profile points and save `profile_points`: every point, or with
+    /// `--points=NAME,...` only those (reset + enable; the others are disabled for the run).
+    #[arg(long, value_name = "NAMES", num_args = 0..=1, require_equals = true, value_delimiter = ',',
+          default_missing_value = "all")]
+    pub points: Option<Vec<String>>,
     /// Session directory to write.
     #[arg(short = 'o', long, value_name = "DIR", default_value = DEFAULT_DIR)]
     pub output: PathBuf,
@@ -608,16 +610,9 @@ fn record(
     if args.kprof && !fs.exists("kprof/kpctl") {
         bail!("--kprof: {} does not exist (a module without kprof?)", fs.path("kprof/kpctl").display());
     }
-    if args.points && !fs.exists("profile_points") {
-        bail!("--points: {} does not exist (a module without profile points?)", fs.path("profile_points").display());
-    }
-    let points_before = if args.points {
-        let before = points::parse("profile_points", &String::from_utf8_lossy(&fs.read_bytes("profile_points")?))?;
-        fs.write("profile_points", "reset all")?;
-        fs.write("profile_points", "enable all")?;
-        Some(before)
-    } else {
-        None
+    let points_before = match &args.points {
+        Some(names) => Some(start_points(fs, names)?),
+        None => None,
     };
     let kprof_was_started = args.kprof && kpctl(fs)?.get("state").is_some_and(|s| s == "started");
     let chunk = usize::try_from(settings.buffer_size).ok().and_then(|w| w.checked_mul(pointer_size)).context("buffer_size too large")?;
@@ -848,6 +843,26 @@ fn record(
         bail!("the reader of /dev/oprofile/buffer failed; the session is incomplete");
     }
     Ok(exit_status.unwrap_or(0))
+}
+
+/// Resets the profile points and enables `names` (`["all"]`: every point; the others are
+/// disabled). Returns the table as it was, to restore the enabled set after the run. Errors: no
+/// `profile_points` file, or a name the module has no point of (one line naming it).
+fn start_points(fs: &Fs, names: &[String]) -> Result<Vec<points::Point>> {
+    if !fs.exists("profile_points") {
+        bail!("--points: {} does not exist (a module without profile points?)", fs.path("profile_points").display());
+    }
+    let before = points::parse("profile_points", &String::from_utf8_lossy(&fs.read_bytes("profile_points")?))?;
+    if let Some(bad) = names.iter().find(|n| *n != "all" && !before.iter().any(|p| &p.name == *n)) {
+        let known: Vec<&str> = before.iter().map(|p| p.name.as_str()).collect();
+        bail!("--points: the module has no profile point {bad:?} (it has: {})", known.join(", "));
+    }
+    fs.write("profile_points", "reset all")?;
+    fs.write("profile_points", "disable all")?;
+    for name in names {
+        fs.write("profile_points", &format!("enable {name}"))?;
+    }
+    Ok(before)
 }
 
 /// `p` made absolute (the session records target paths).
