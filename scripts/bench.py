@@ -326,9 +326,10 @@ def facts():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                  platform.machine())
-    return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-                commit=run("git", "-C", repo, "rev-parse", "--short", "HEAD"),
-                dirty=bool(run("git", "-C", repo, "status", "--porcelain", "--untracked-files=no")),
+    # The tree scripts/bench.sh measured (BENCH_TREE, taken when it started), else this one.
+    tree = os.environ.get("BENCH_TREE") or (run("git", "-C", repo, "rev-parse", "--short", "HEAD") or "unknown") + \
+        (" with local changes" if run("git", "-C", repo, "status", "--porcelain", "--untracked-files=no") else "")
+    return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), tree=tree,
                 host=f"{os.cpu_count()} x {model}",
                 qemu=(run("qemu-system-arm", "--version") or "").splitlines()[0] if run("qemu-system-arm", "--version") else None)
 

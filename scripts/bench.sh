@@ -34,6 +34,10 @@ P4S=${P4S:-20}
 PERIOD=200000   # tests/guest/bench.sh's N: every perf sample of P4 stands for PERIOD cycles
 oprof=$REPO/target/release/oprof
 mkdir -p "$out"
+# The tree measured (bench.py records it): the commit, and whether tracked files differed from it.
+BENCH_TREE="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+[ -z "$(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] || BENCH_TREE="$BENCH_TREE with local changes"
+export BENCH_TREE
 [ -x /usr/bin/time ] || die "/usr/bin/time missing (package time: scripts/setup-host.sh)"
 KOUT=$(bash "$REPO/scripts/build-kernel.sh" plain); export KOUT
 perf_arm=$(bash "$REPO/scripts/build-perf.sh" arm)
