@@ -3,7 +3,7 @@
 # with two counters at different periods. Prints STAT/TOTAL lines and the sample stream for the
 # host checks (tests/checks/events.py).
 . /tests/lib.sh
-# 51 checks on either board, then the A8 has one more setup_fails case (2 checks) and 3 no-irq
+# 52 checks on either board, then the A8 has one more setup_fails case (2 checks) and 4 no-irq
 # checks, the A15 3 sampling checks.
 if grep -q realview /proc/device-tree/compatible; then
     board=a8 want_type=arm/armv7 want_n=5

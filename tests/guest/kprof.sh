@@ -3,7 +3,7 @@
 # a timer-mode oprofilefs session. kpdata copies go to the host (gzip + base64) for
 # `oprof kprof` (host checks: tests/checks/kprof.py).
 . /tests/lib.sh
-plan 58
+plan 57
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
 KC=$OP/kprof/kpctl KD=$OP/kprof/kpdata
@@ -67,8 +67,8 @@ expect "stop" ok optool write $KC stop
 total=$(be_word $KD 0) kern=$(be_word $KD 1)
 cs=$((t1 - t0))
 echo "KPROF total $total kernel $kern centiseconds $cs cpus $n"
-# Big-endian: little-endian counts read this way would be multiples of 2^24 or huge.
-check "total ticks fit the elapsed time: $total <= 1000 Hz * ($cs + 50) cs * $n CPUs" test "$total" -le $(( (cs + 50) * 10 * n ))
+# The upper bound (1000 Hz x the elapsed time x CPUs) and the byte order are kprof.py's, on the
+# raw copy; here the lower bound (ticks a busy host's vCPUs miss are not made up).
 check "total ticks >= 20% of 1000 Hz * $cs cs ($total)" test "$total" -ge $(( cs * 2 ))
 check "kernel ticks <= total ($kern <= $total)" test "$kern" -le "$total"
 check "kernel-bound: kernel ticks > total / 2 ($kern)" test "$kern" -gt $((total / 2))
