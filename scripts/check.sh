@@ -2,22 +2,26 @@
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
 # checks (pyflakes3 tests/checks) and the module sources (scripts/lint-module.py), runs the host crates' tests (cargo test) and the QEMU
 # integration tests (tests/run-qemu-tests.sh: plain kernel on both boards, debug kernel on virt-a15) and the board image, installation and DKMS tests
-# (tests/image.sh). The last line counts every test: "N passed, M failed" (cargo's "test
-# result:" lines, the runners' "qemu: N passed, M failed" and "image: ...", one check for the
-# lint; a part that ends without its counts is one failure). Exits non-zero if anything failed.
+# (tests/image.sh). The last line counts every test: "N passed, M failed, K skipped" (cargo's
+# "test result:" lines, their ignored tests as skipped; the runners' "qemu: N passed, M failed,
+# K skipped" and "image: ..."; one check for the lint; a part that ends without its counts is
+# one failure). Exits non-zero if anything failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 OUT=$REPO/build
 mkdir -p "$OUT/tests"
-pass=0 fail=0
+pass=0 fail=0 skip=0
 # finish: the closing line, and the exit status.
 finish() {
     step "make check: $([ $fail = 0 ] && echo PASSED || echo FAILED)"
-    echo "$pass passed, $fail failed"
+    echo "$pass passed, $fail failed, $skip skipped"
     [ $fail = 0 ]; exit
 }
-# counted PART N M: adds a part's passed/failed counts.
-counted() { pass=$((pass + $2)); fail=$((fail + $3)); step "$1: $2 passed, $3 failed"; }
+# counted PART N M [K]: adds a part's passed/failed/skipped counts.
+counted() {
+    pass=$((pass + $2)); fail=$((fail + $3)); skip=$((skip + ${4:-0}))
+    step "$1: $2 passed, $3 failed, ${4:-0} skipped"
+}
 
 bash "$REPO/scripts/setup-host.sh" || { echo "not ok - host setup failed"; fail=$((fail + 1)); finish; }
 
@@ -36,13 +40,13 @@ fi
 
 step "cargo test (host crates)"
 rc=0; (cd "$REPO" && cargo test --locked 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
-# One "test result: ok. N passed; M failed; ..." line per test binary and doc-test run.
-read -r p f < <(sed -n 's/^test result: [^.]*\. \([0-9]*\) passed; \([0-9]*\) failed;.*/\1 \2/p' "$OUT/cargo-test.log" |
-                awk '{ p += $1; f += $2 } END { print p + 0, f + 0 }')
+# One "test result: ok. N passed; M failed; K ignored; ..." line per test binary and doc-test run.
+read -r p f k < <(sed -n 's/^test result: [^.]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored;.*/\1 \2 \3/p' "$OUT/cargo-test.log" |
+                  awk '{ p += $1; f += $2; k += $3 } END { print p + 0, f + 0, k + 0 }')
 if [ $rc != 0 ] && [ "$f" = 0 ]; then
     echo "not ok - cargo test exited with status $rc without a failed test (build error?)"; f=1
 fi
-counted "cargo test" "$p" "$f"
+counted "cargo test" "$p" "$f" "$k"
 
 step "building the module and the host tool"
 if ! make -C "$REPO" --no-print-directory module testmod host target-tools KVARIANT=plain ||
@@ -51,19 +55,19 @@ if ! make -C "$REPO" --no-print-directory module testmod host target-tools KVARI
     fail=$((fail + 1)); finish
 fi
 
-# runner NAME SCRIPT: runs a test runner whose last line is "NAME: N passed, M failed" (its TAP
-# in build/tests/NAME.tap) and adds its counts; a missing last line or a non-zero exit without a
-# failed check is one failure.
+# runner NAME SCRIPT: runs a test runner whose last line is "NAME: N passed, M failed, K skipped"
+# (its TAP in build/tests/NAME.tap) and adds its counts; a missing last line or a non-zero exit
+# without a failed check is one failure.
 runner() {
-    local name=$1 script=$2 rc=0 last p f
+    local name=$1 script=$2 rc=0 last p f k
     bash "$script" | tee "$OUT/tests/$name.tap" || rc=$?
     last=$(tail -n 1 "$OUT/tests/$name.tap")
-    if [[ $last =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    if [[ $last =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} k=${BASH_REMATCH[3]}
         if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - $script exited with status $rc"; f=1; fi
-        counted "$name" "$p" "$f"
+        counted "$name" "$p" "$f" "$k"
     else
-        echo "not ok - $script ended without its '$name: N passed, M failed' line"; counted "$name" 0 1
+        echo "not ok - $script ended without its '$name: N passed, M failed, K skipped' line"; counted "$name" 0 1
     fi
 }
 

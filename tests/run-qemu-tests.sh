@@ -29,7 +29,7 @@
 #   - tests/guest/NAME.sh sources /tests/lib.sh, declares `plan N` right after (computed up
 #     front when it depends on the board or the CPUs), reports N checks (check/expect) and ends
 #     with `summary`. Add NAME to SCRIPTS below.
-#   - tests/checks/NAME.py, when present, runs on the host after the guest, on its log:
+#   - tests/checks/NAME.py, for NAME in HOST_CHECKS, runs on the host after the guest, on its log:
 #     `python3 tests/checks/NAME.py --log LOG --board BOARD --out DIR --kout KOUT --oprof OPROF
 #     --root SYSROOT`; it prints its own plan (from the board alone) and its checks
 #     (tests/checks/logcheck.py: main, Session). It runs by hand on a saved log too.
@@ -38,17 +38,31 @@
 # ("BOARD NAME.py: ..."), each counted. A part that reports fewer checks than its plan (the
 # guest stopped early or did not finish, the host check crashed, bailed out or exited non-zero)
 # fails, with its missing checks counted as failed; a missing plan or more checks than planned
-# fail too. At the end the sum of all plans must equal passed + failed (an explicit check), then
-# the last line is "qemu: N passed, M failed"; exits non-zero on failure.
+# fail too; a missing or empty guest log fails (nothing to scan is no proof of no splat). A TAP
+# "ok - ... # SKIP" line is counted as skipped, not passed. The inventory is pinned below
+# (ALL_SCRIPTS, HOST_CHECKS, OTHER_GUEST): 2 checks that tests/guest/*.sh and tests/checks/*.py
+# are exactly those, and a script pinned with a host check whose .py is missing fails, so
+# deleting or adding a file cannot drop or add checks silently. At the end the sum of all plans
+# must equal passed + failed + skipped (an explicit check), then a "# qemu: T checks, D
+# distinct" line and the last line "qemu: N passed, M failed, K skipped"; exits non-zero on
+# failure.
 # BOARDS="...", SCRIPTS="..." and KVARIANT=plain|debug select a subset (developers; make check
-# runs everything; KVARIANT=debug runs the debug kernel on every board in BOARDS). The modules
+# runs everything; KVARIANT=debug runs the debug kernel on every board in BOARDS; SCRIPTS must be
+# among ALL_SCRIPTS). The modules
 # must be built for each kernel run: make module testmod [KVARIANT=debug];
 # QEMU_TIMEOUT (s, default 900) bounds each boot; GUEST_ARGS passes words to the guest scripts.
 set -uo pipefail
 VARIANTS=${KVARIANT:-}   # before lib.sh, which defaults KVARIANT to plain
 . "$(dirname "$0")/../scripts/lib.sh"
 BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
-SCRIPTS=${SCRIPTS:-abi profile events user death kprof points cycles fuzz stress storm priv record}
+# The suite's inventory, pinned: the guest scripts it runs, those with a host check
+# tests/checks/NAME.py, and the other tests/guest/*.sh (the library, the board shell's runner,
+# `make run`'s workload, `make bench`'s script, tests/image.sh's install script). Adding or
+# removing a test changes these lists (DEVELOPERS.md, "Tests: plans, ...").
+ALL_SCRIPTS="abi profile events user death kprof points cycles fuzz stress storm priv record"
+HOST_CHECKS="profile events user kprof points storm record"
+OTHER_GUEST="lib run workload bench install"
+SCRIPTS=${SCRIPTS:-$ALL_SCRIPTS}
 DEBUG_BOARDS=virt-a15   # the debug kernel's boards when KVARIANT is not given
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
@@ -57,6 +71,29 @@ OPROF=$REPO/target/release/oprof
 
 # ok, not_ok, tally, check_log, host_check and the pass/fail/planned counts (tests/tap.sh).
 . "$REPO/tests/tap.sh"
+
+# inventory: 2 checks, tests/guest/*.sh = ALL_SCRIPTS + OTHER_GUEST and tests/checks/*.py =
+# HOST_CHECKS + logcheck (the library), each listing what is missing and what is unexpected; and
+# one failure per name in SCRIPTS that is not a pinned script.
+# same_set DESC WANT HAVE: one check that the word lists WANT and HAVE hold the same names.
+same_set() {
+    local missing extra
+    missing=$(comm -23 <(tr ' ' '\n' <<< "$2" | sed '/^$/d' | sort) <(tr ' ' '\n' <<< "$3" | sed '/^$/d' | sort) | xargs)
+    extra=$(comm -13 <(tr ' ' '\n' <<< "$2" | sed '/^$/d' | sort) <(tr ' ' '\n' <<< "$3" | sed '/^$/d' | sort) | xargs)
+    if [ -z "$missing$extra" ]; then ok "$1"; else not_ok "$1: missing '$missing', unexpected '$extra'"; fi
+}
+inventory() {
+    local f s have=
+    planned=$((planned + 2))
+    for f in "$REPO"/tests/guest/*.sh; do f=${f##*/}; have+=" ${f%.sh}"; done
+    same_set "inventory: tests/guest/*.sh are the pinned scripts ($ALL_SCRIPTS; $OTHER_GUEST)" "$ALL_SCRIPTS $OTHER_GUEST" "$have"
+    have=
+    for f in "$REPO"/tests/checks/*.py; do f=${f##*/}; have+=" ${f%.py}"; done
+    same_set "inventory: tests/checks/*.py are the pinned host checks ($HOST_CHECKS; logcheck)" "$HOST_CHECKS logcheck" "$have"
+    for s in $SCRIPTS; do
+        case " $ALL_SCRIPTS " in *" $s "*) ;; *) planned=$((planned + 1)); not_ok "SCRIPTS: $s is not a pinned script (ALL_SCRIPTS)" ;; esac
+    done
+}
 
 # The debug kernel's reports: lockdep, KFENCE, SLUB debugging ("BUG kmalloc-64 (Not tainted):
 # Redzone overwritten"), DEBUG_OBJECTS, and the checkers switching themselves off.
@@ -89,12 +126,17 @@ run_board() {
     local board=$1 s log rc label=$1
     [ "$KVARIANT" = plain ] || label=$1-$KVARIANT
     for s in $SCRIPTS; do
+        case " $ALL_SCRIPTS " in *" $s "*) ;; *) continue ;; esac   # failed in inventory
         log=$OUT/$label-$s.log
         step "qemu $label: $s.sh"
         rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$INITRD" "$s.sh" "$log" "$TIMEOUT" || rc=$?
         check_log "$label $s" "$log" $rc
         [ "$KVARIANT" = plain ] || check_debug "$label $s" "$log"
-        [ ! -f "$REPO/tests/checks/$s.py" ] || SYSROOT=${INITRD%.cpio.gz}.root host_check "$label $s" "$s" "$log" "$board"
+        case " $HOST_CHECKS " in
+        *" $s "*)
+            if [ -f "$REPO/tests/checks/$s.py" ]; then SYSROOT=${INITRD%.cpio.gz}.root host_check "$label $s" "$s" "$log" "$board"
+            else planned=$((planned + 1)); not_ok "$label $s.py: tests/checks/$s.py missing (pinned in HOST_CHECKS)"; fi ;;
+        esac
     done
 }
 
@@ -116,6 +158,7 @@ run_variant() {
     done
 }
 
+inventory
 if [ -n "$VARIANTS" ]; then
     run_variant "$VARIANTS" $BOARDS
 else

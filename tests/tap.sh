@@ -2,15 +2,21 @@
 # against plans (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check").
 # The runner sets REPO, OUT (logs and host check files), and for host_check KOUT and OPROF.
 
-# pass/fail: checks reported so far; planned: the sum of the plans of every part run so far.
-pass=0 fail=0 planned=0
-ok()     { pass=$((pass + 1)); echo "ok - $*"; }
-not_ok() { fail=$((fail + 1)); echo "not ok - $*"; }
+# pass/fail/skip: checks reported so far (a TAP "ok - ... # SKIP REASON" line is a skip, counted
+# apart: it checked nothing); planned: the sum of the plans of every part run so far. Every
+# check's name also goes to $OUT/checks.names, for tap_close's count of distinct checks.
+pass=0 fail=0 skip=0 planned=0
+TAP_NAMES=$OUT/checks.names
+: > "$TAP_NAMES"
+ok()     { pass=$((pass + 1)); echo "ok - $*"; echo "$*" >> "$TAP_NAMES"; }
+not_ok() { fail=$((fail + 1)); echo "not ok - $*"; echo "$*" >> "$TAP_NAMES"; }
+skipped() { skip=$((skip + 1)); echo "ok - $*"; echo "${*% \# SKIP*}" >> "$TAP_NAMES"; }
 
 SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lockup|hung_task|blocked for more than|rcu.*stall|UBSAN|KASAN|kernel BUG|list_del corruption|refcount_t:|sleeping function called from invalid context|scheduling while atomic|Rust panic|panicked at'
 
 # tally PART FILE WHY: reports the TAP of one part (a guest script's serial log, a host check's
-# stdout): each "ok - "/"not ok - " line as a check named "PART: ...", then holds it to its plan
+# stdout): each "ok - "/"not ok - " line as a check named "PART: ...", an "ok - ... # SKIP ..."
+# line as a skip (a "not ok" one stays a failure), then holds the part to its plan
 # line "1..N". Fewer than N checks is a failure with the missing ones counted as failed (WHY
 # says why, if known; a "Bail out! REASON" line in FILE replaces it); no plan, two plans or
 # more than N checks is one failure more.
@@ -18,6 +24,7 @@ tally() {
     local part=$1 file=$2 why=$3 plan=0 plans=0 n=0 line
     while IFS= read -r line; do
         case $line in
+        "ok - "*" # SKIP"*) n=$((n + 1)); skipped "$part: ${line#ok - }" ;;
         "ok - "*)     n=$((n + 1)); ok "$part: ${line#ok - }" ;;
         "not ok - "*) n=$((n + 1)); not_ok "$part: ${line#not ok - }" ;;
         "Bail out!"*) why="bailed out:${line#Bail out!}" ;;
@@ -41,10 +48,17 @@ tally() {
 splat_lines() { tr -d '\r' < "$1" | grep -avE '^[A-Za-z0-9+/=]+$' | grep -aE "$SPLAT"; }
 
 # check_log NAME LOG QEMU_STATUS: the runner's 2 checks of one boot (the guest ran to the end,
-# no kernel splat), then the guest script's checks against its plan.
+# no kernel splat), then the guest script's checks against its plan. A missing or empty LOG
+# fails all three (nothing to scan is no proof of no splat).
 check_log() {
     local name=$1 log=$2 qrc=$3 status why=
     planned=$((planned + 2))
+    if [ ! -s "$log" ]; then
+        not_ok "$name: guest log $log missing or empty (qemu status $qrc)"
+        not_ok "$name: no guest log to scan for a kernel splat"
+        tally "$name.sh" /dev/null "no guest log"
+        return
+    fi
     status=$(tr -d '\r' < "$log" | sed -n 's/^== script exit status //p' | tail -1)
     if [ "$qrc" != 0 ]; then why="qemu exited with $qrc"
     elif ! grep -aq '^== guest done' "$log"; then why="guest did not finish"
@@ -75,14 +89,20 @@ host_check() {
 }
 
 # tap_close NAME: the plan of the whole run (every part's plan, each reported check counted once)
-# as one more check, then the last line "NAME: N passed, M failed"; fails if any check failed.
+# as one more check, then a comment line with the number of distinct checks (the names without
+# their board/kernel label, e.g. "virt-a15-debug ", and with every number read as N: the same
+# check on another kernel or with other measured values is one), then the last line "NAME: N
+# passed, M failed, K skipped"; fails if any check failed.
 tap_close() {
+    local n=$((pass + fail + skip + 1)) distinct
     planned=$((planned + 1))
-    if [ $((pass + fail + 1)) = $planned ]; then
-        ok "$1 plan: $((pass + fail + 1)) checks reported, as planned"
+    if [ $n = $planned ]; then
+        ok "$1 plan: $n checks reported, as planned"
     else
-        not_ok "$1 plan: $((pass + fail + 1)) checks reported, the plans say $planned"
+        not_ok "$1 plan: $n checks reported, the plans say $planned"
     fi
-    echo "$1: $pass passed, $fail failed"
+    distinct=$(sed -E 's/^(realview-pb-a8|virt-a15)(-[a-z]+)? //; s/[0-9]+/N/g' "$TAP_NAMES" | sort -u | wc -l)
+    echo "# $1: $n checks, $distinct distinct (names without the board/kernel label, numbers as N)"
+    echo "$1: $pass passed, $fail failed, $skip skipped"
     [ $fail = 0 ]
 }

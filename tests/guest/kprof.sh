@@ -3,7 +3,7 @@
 # a timer-mode oprofilefs session. kpdata copies go to the host (gzip + base64) for
 # `oprof kprof` (host checks: tests/checks/kprof.py).
 . /tests/lib.sh
-plan 58
+plan 57
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
 KC=$OP/kprof/kpctl KD=$OP/kprof/kpdata
@@ -11,10 +11,13 @@ KC=$OP/kprof/kpctl KD=$OP/kprof/kpdata
 kv() { awk -v k="$1" '$1 == k { print $2 }' $KC; }
 uptime_cs() { awk '{ split($1, a, "."); print a[1] * 100 + a[2] }' /proc/uptime; }
 
-# Module parameters: bad values fail the load, nothing stays registered.
-for bad in kprof_hz=0 kprof_hz=100001 kprof_granularity=3 kprof_granularity=2 kprof_granularity=131072; do
-    check "insmod $bad fails" sh -c "! insmod /oprofile.ko $bad 2>/dev/null"
-    check "nothing left after $bad" sh -c "! grep -qw oprofilefs /proc/filesystems"
+# Module parameters: bad values fail the load with EINVAL and the module's reason, nothing stays
+# registered.
+for bad in "kprof_hz=0:out of range 1..=100000" "kprof_hz=100001:out of range 1..=100000" \
+    "kprof_granularity=3:is not a power of two in 4..=65536" "kprof_granularity=2:is not a power of two in 4..=65536" \
+    "kprof_granularity=131072:is not a power of two in 4..=65536"; do
+    insmod_refused "${bad%%:*}" "${bad%%:*} ${bad#*:}"
+    check "nothing left after ${bad%%:*}" sh -c "! grep -qw oprofilefs /proc/filesystems"
 done
 
 check "load with kprof_granularity=16" load timer=1 kprof_granularity=16
@@ -56,19 +59,16 @@ check "ticks were counted ($a > 0)" test "$a" -gt 0
 
 # A kernel-bound workload (dd from /dev/zero, one per CPU) while oprofilefs samples too.
 n=$(nproc)
-work="i=0; while [ \$i -lt $n ]; do dd if=/dev/zero of=/dev/null bs=64k count=20000 2>/dev/null & i=\$((i+1)); done; wait"
 expect "startclr" ok optool write $KC startclr
 t0=$(uptime_cs)
-expect "capture alongside kprof" ok sh -c "optool capture /tmp/buf sh -c '$work' | cut -d' ' -f1"
+check "capture alongside kprof" capture /tmp/buf sh -c "$(each_cpu 'dd if=/dev/zero of=/dev/null bs=64k count=20000')"
 t1=$(uptime_cs)
 expect "stop" ok optool write $KC stop
 total=$(be_word $KD 0) kern=$(be_word $KD 1)
 cs=$((t1 - t0))
 echo "KPROF total $total kernel $kern centiseconds $cs cpus $n"
-echo "EXPECT total $total"
-echo "EXPECT kernel $kern"
-# Big-endian: little-endian counts read this way would be multiples of 2^24 or huge.
-check "total ticks fit the elapsed time: $total <= 1000 Hz * ($cs + 50) cs * $n CPUs" test "$total" -le $(( (cs + 50) * 10 * n ))
+# The upper bound (1000 Hz x the elapsed time x CPUs) and the byte order are kprof.py's, on the
+# raw copy; here the lower bound (ticks a busy host's vCPUs miss are not made up).
 check "total ticks >= 20% of 1000 Hz * $cs cs ($total)" test "$total" -ge $(( cs * 2 ))
 check "kernel ticks <= total ($kern <= $total)" test "$kern" -le "$total"
 check "kernel-bound: kernel ticks > total / 2 ($kern)" test "$kern" -gt $((total / 2))
@@ -85,7 +85,6 @@ print_gz kpdata_run /tmp/kpdata.run
 expect "startclr" ok optool write $KC startclr
 expect "stop at once" ok optool write $KC stop
 small=$(be_word $KD 0)
-echo "EXPECT clr_total $small"
 check "startclr zeroed the counts ($small < $total)" test "$small" -lt "$total"
 cp $KD /tmp/kpdata.clr
 print_gz kpdata_clr /tmp/kpdata.clr

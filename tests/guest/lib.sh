@@ -19,7 +19,53 @@ check() { d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 load() {
     insmod /oprofile.ko "$@" && mkdir -p $OP && mount -t oprofilefs nodev $OP
 }
+# insmod_refused ARGS MESSAGE: one check that `insmod /oprofile.ko ARGS` is refused for the
+# module's reason: /oprofile.ko exists (a missing file fails insmod too, with ENOENT), insmod
+# fails with EINVAL (busybox: "can't insert '/oprofile.ko': Invalid argument") and the kernel
+# log's new lines say "oprofile: MESSAGE" (not `dmesg -c`: the log is kept for the host's splat
+# scan). What insmod printed goes into the failure message.
+insmod_refused() {
+    local why seen
+    seen=$(dmesg | wc -l)
+    if [ ! -f /oprofile.ko ]; then not_ok "insmod $1: /oprofile.ko missing"
+    elif why=$(insmod /oprofile.ko $1 2>&1); then not_ok "insmod $1 loaded"; rmmod oprofile
+    elif [ "$why" != "insmod: can't insert '/oprofile.ko': Invalid argument" ]; then
+        not_ok "insmod $1 failed for another reason: '$why'"
+    elif ! dmesg | tail -n +$((seen + 1)) | grep -qF "oprofile: $2"; then
+        not_ok "insmod $1 refused (EINVAL) without 'oprofile: $2' in dmesg"
+    else ok "insmod $1 refused (EINVAL): $2"; fi
+}
 unload() { umount $OP && rmmod oprofile; }
+# capture OUT CMD...: one profiling session around the workload CMD (`optool capture OUT CMD...`,
+# the buffer read into OUT while CMD runs). Succeeds only if optool exits 0 and its last line is
+# "ok N bytes, workload status 0, session T ns": the capture worked and the workload succeeded
+# (a workload that fails profiles something else than the test meant). Otherwise it fails and
+# prints why and optool's whole output as "# " lines (not TAP), so the log shows it. Keeps the
+# output in OUT.out (the workload's own lines, then optool's) and sets CAPTURE_NS to T, the
+# session's wall time in ns (CLOCK_MONOTONIC, from before enable=1 to after enable=0).
+capture() {
+    local out=$1 rc=0 last
+    shift
+    optool capture "$out" "$@" > "$out.out" 2>&1 || rc=$?
+    last=$(tail -n 1 "$out.out")
+    CAPTURE_NS=${last##*, session }; CAPTURE_NS=${CAPTURE_NS% ns}
+    case $rc/$last in
+    "0/ok "*" bytes, workload status 0, session "*" ns") return 0 ;;
+    esac
+    echo "# capture $out $*: optool exit status $rc, last line '$last'; its output:"
+    sed 's/^/#   /' "$out.out"
+    CAPTURE_NS=
+    return 1
+}
+# captured OUT CMD...: capture, then the workload's output (for `expect` on what CMD printed);
+# on failure the first line is capture's reason.
+captured() { capture "$@" && sed '$d' "$1.out"; }
+# each_cpu CMD: a `sh -c` script running CMD once per CPU at the same time, whose status is 1 if
+# any of them failed (it waits for each by pid: a bare `wait` returns 0 whatever the children
+# did); `&& MORE` may follow it.
+each_cpu() {
+    echo "p=; i=0; while [ \$i -lt $(nproc) ]; do $1 & p=\"\$p \$!\"; i=\$((i + 1)); done; s=0; for c in \$p; do wait \$c || s=1; done; [ \$s = 0 ]"
+}
 summary() {
     debug_report
     echo "== dmesg begin"; dmesg; echo "== dmesg end"

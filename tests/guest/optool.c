@@ -10,7 +10,10 @@
  *                                  be fractional)
  *   optool as UID CMD...           setuid(UID) then exec CMD
  *   optool capture OUT CMD...      like oprofiled: open buffer, enable=1, run CMD while reading
- *                                  the buffer into OUT, then enable=0, read the rest, close
+ *                                  the buffer into OUT, then enable=0, read the rest, close;
+ *                                  prints "ok N bytes, workload status S, session T ns" (T:
+ *                                  CLOCK_MONOTONIC from before enable=1 to after enable=0, an
+ *                                  outer bound of the session) and exits 0 only if S is 0
  *   optool spin MS                 busy-loop in user space for MS milliseconds (wall clock)
  *   optool reads N BYTES MS        open the buffer, enable=1, spin MS ms, enable=0, then N reads
  *                                  of BYTES each (2 s alarm): "ok K" = reads that returned data
@@ -196,6 +199,7 @@ static int capture(const char *out, char **cmd)
 	char *buf = malloc(size);
 	int fd, ofd, status = 0, done = 0;
 	long total = 0;
+	struct timespec t0, t1;
 	ssize_t n;
 	pid_t child;
 
@@ -219,6 +223,7 @@ static int capture(const char *out, char **cmd)
 		if (setitimer(ITIMER_REAL, &it, NULL))
 			return report(-1);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (enable("1\n")) {
 		printf("ERR enable: %s\n", errname(errno));
 		return 1;
@@ -248,6 +253,7 @@ static int capture(const char *out, char **cmd)
 	}
 	if (enable("0\n"))
 		return report(-1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* Stop flushed everything and marked the buffer ready: one read takes the rest. */
 	n = read(fd, buf, size);
 	if (n < 0)
@@ -257,7 +263,9 @@ static int capture(const char *out, char **cmd)
 	total += n;
 	close(ofd);
 	close(fd);
-	printf("ok %ld bytes, workload status %d\n", total, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	printf("ok %ld bytes, workload status %d, session %lld ns\n", total,
+	       WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+	       (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 

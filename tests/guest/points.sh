@@ -1,8 +1,10 @@
 # Profile points: the table, its commands and errnos, and exact counts in controlled runs
 # (buffer_read = reads that copied data, sample_handler = samples taken, kprof_tick = kprof
-# ticks). The host parses the printed tables with `oprof points` (tests/checks/points.py).
+# ticks). The host parses the printed tables with `oprof points` (tests/checks/points.py) and
+# compares the session's and kprof's counts with the EXPECT lines (sample_handler nr = samples
+# taken, kprof_tick nr = kpdata's ticks): that comparison is made there only, not twice.
 . /tests/lib.sh
-plan 52
+plan 50
 echo 1 > /proc/sys/kernel/printk
 PP=$OP/profile_points
 # Every point the module defines (rust/*.rs, define_profile_point!), in no particular order.
@@ -51,7 +53,6 @@ rcv=$(samples_received)
 echo "EXPECT sample_handler $rcv"
 echo "EXPECT buffer_read 3"
 check "samples taken ($rcv > 100)" test "$rcv" -gt 100
-expect "sample_handler nr = sample_received total" "$rcv" field sample_handler 4
 nsync=$(field sync_pass 4)
 check "sync_pass ran ($nsync > 0)" test "$nsync" -gt 0
 print_table pp_session
@@ -64,7 +65,6 @@ expect "kprof stop" ok optool write $OP/kprof/kpctl stop
 ticks=$(be_word $OP/kprof/kpdata 0)
 echo "EXPECT kprof_tick $ticks"
 check "kprof ticked ($ticks > 100)" test "$ticks" -gt 100
-expect "kprof_tick nr = kpdata total ticks" "$ticks" field kprof_tick 4
 print_table pp_kprof
 
 # print: the table in the kernel log.

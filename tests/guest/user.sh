@@ -12,7 +12,7 @@ echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts 
 # case NAME CMD...: one profiling session around CMD, everything printed under NAME.
 case_run() {
     name=$1; shift
-    expect "$name: capture" ok sh -c "optool capture /tmp/$name.buf $* | tail -n 1 | cut -d' ' -f1"
+    check "$name: capture" capture /tmp/$name.buf "$@"
     print_stats | sed "s/^STAT /STAT $name:/"
     print_stream "$name.buf" /tmp/$name.buf
     dump_session | sed "s/^== \([a-z_]*\) /== $name.\1 /"
