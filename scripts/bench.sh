@@ -20,7 +20,8 @@
 #   10000000"), P4_REPS (report runs per figure, default 3), P4S (seconds of the long
 #   recording, default 20).
 # Prints the table; writes build/bench/bench.json (rows and raw runs) and the logs, and with
-# every part on both boards the README's table (scripts/bench-table.py).
+# every part on both boards the README's table and Documentation/bench-results.md
+# (scripts/bench-table.py).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$REPO/build/bench
@@ -137,7 +138,7 @@ python3 "$REPO/scripts/bench.py" "${logs[@]}" "${p4arg[@]}" --json "$out/bench.j
 step "bench: table above; rows and raw runs in $out/bench.json"
 # The README's table: only from a complete run (every part, both boards).
 if [ "$BOARDS" = "virt-a15 realview-pb-a8" ] && [ "$PARTS" = p1,p2,p3,p4 ]; then
-    python3 "$REPO/scripts/bench-table.py" "$out/bench.json" --readme "$REPO/README.md"
+    python3 "$REPO/scripts/bench-table.py" "$out/bench.json" --readme "$REPO/README.md" --full Documentation/bench-results.md
 else
     step "bench: a partial run (BOARDS/PARTS): README not updated (scripts/bench-table.py $out/bench.json prints its table)"
 fi

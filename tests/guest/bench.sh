@@ -47,10 +47,11 @@ cat /bin/busybox /lib/libc.so.6 /usr/bin/perf | head -c 1048576 > /tmp/data
 # P1's workloads: about half a second each.
 W_cpu="opwork /tmp/data /tmp/sorted 8"
 W_kernel="dd if=/dev/zero of=/dev/null bs=64k count=15000"
-# P3's user-bound workload: opwork once per CPU, so every CPU's samples are user PCs.
+# P3's user-bound workload: opwork once per CPU, so no CPU idles, long beside the session's
+# start and end (whose samples are the idle CPUs' kernel PCs).
 cat > /tmp/cpuall.sh <<EOF
 i=0
-while [ \$i -lt $ncpu ]; do opwork /tmp/data /tmp/sorted.\$i 8 & i=\$((i + 1)); done
+while [ \$i -lt $ncpu ]; do opwork /tmp/data /tmp/sorted.\$i 24 & i=\$((i + 1)); done
 wait
 EOF
 W_cpuall="sh /tmp/cpuall.sh"
