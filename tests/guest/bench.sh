@@ -32,6 +32,13 @@ echo "BENCH START uptime=$(cut -d" " -f1 /proc/uptime)"
 echo 1 > /proc/sys/kernel/printk
 echo -1 > /proc/sys/kernel/perf_event_paranoid
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # no throttling under emulation
+# Soft lockups at 120 s instead of 20 s. Under -icount the kernel's lazy vmap purge after the
+# module's many unloads flushes the kernel TLB page by page (v7wbi_flush_kern_tlb_range from
+# __purge_vmap_area_lazy) over the span from the module area (0xbf000000) to the vmalloc'd
+# buffers (0xd0...), ~70,000 broadcast TLBIMVAAIS that QEMU syncs across vCPUs one by one: up
+# to ~44 s of guest time in which that CPU does not schedule (seen: "soft lockup - CPU#1 stuck
+# for 22s! [oprof]" in rmmod's wake). A real hang still trips the watchdog at 120 s.
+echo 60 > /proc/sys/kernel/watchdog_thresh
 reps=$(guest_arg benchreps); reps=${reps:-3}
 parts=$(guest_arg benchparts); parts=${parts:-p1,p2,p3,p4}
 p2s=$(guest_arg benchp2s); p2s=${p2s:-2}
