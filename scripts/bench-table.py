@@ -15,27 +15,10 @@ import json
 import os
 import sys
 
+from bench import fmt as cell  # scripts/bench.py: one cell format for the terminal and Markdown
+
 BEGIN = "<!-- bench-table begin -->"
 END = "<!-- bench-table end -->"
-
-
-def cell(s, unit):
-    if s is None:
-        return "-"
-
-    def one(x):
-        if unit == "%":
-            return f"{x:.2f} %"
-        if unit in ("ns", "B"):
-            return f"{x:.0f} {unit}"
-        if unit == "s":
-            return f"{x:.2f} s"
-        if unit == "MB":
-            return f"{x:.0f} MB"
-        return f"{x:g}"
-    if s["n"] == 1 or s["min"] == s["max"]:
-        return one(s["median"])
-    return f"{one(s['median'])} [{one(s['min'])}–{one(s['max'])}]"
 
 
 def summary_row(r):

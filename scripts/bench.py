@@ -98,7 +98,7 @@ class Table:
 
 
 def fmt(s, unit):
-    """A median [min-max] cell."""
+    """A median [min–max] cell of a row's stat (see stat) in its unit (also scripts/bench-table.py's)."""
     if s is None:
         return "-"
 

@@ -71,12 +71,11 @@ log=$out/virt-a15.log
 if [ -n "$perf_host" ] && [ -f "$log" ] && grep -aq '^== p4_samples begin' "$log"; then
     d=$out/p4
     rm -rf "$d"; mkdir -p "$d" "$d/long"
-    log_stream "$log" p4_samples "$d/samples" || die "P4: no captured stream in $log"
     for f in images proc_modules module_sections; do
         log_block "$log" "p4_$f" "$d/$f" || die "P4: no $f in $log"
         log_block "$log" "p4_long_$f" "$d/long/$f" || die "P4: no long $f in $log"
     done
-    for f in perf perf_g kallsyms long_samples long_perf; do
+    for f in samples perf perf_g kallsyms long_samples long_perf; do
         log_stream "$log" "p4_$f" "$d/$f.gz" && gunzip -f "$d/$f.gz" || die "P4: no $f in $log"
     done
     common=(--vmlinux "$KOUT/vmlinux" --sysroot "$root" --image-path "$root/lib" --image-path "$moddir"

@@ -209,31 +209,38 @@ if want p3; then
     done
 fi
 
-# P4 sources: the same workload under oprof record -g 16 and perf record -a (-g and not).
+# p4_ours PREFIX WORKLOAD: WORKLOAD under oprof record with chains of at most 16 frame-pointer
+# entries at CPU_CYCLES:N; the stream (gzipped) and the session's image files as the blocks
+# PREFIXsamples, PREFIXimages, PREFIXproc_modules, PREFIXmodule_sections.
+p4_ours() {
+    eval "oprof record -f -o /tmp/p4 -g 16 --user-stack 0 -e CPU_CYCLES:$N -- $2" 2>&1 | grep '^oprof record'
+    print_gz "${1}samples" /tmp/p4/samples
+    for f in images proc_modules module_sections; do echo "== $1$f begin"; cat /tmp/p4/$f; echo "== $1$f end"; done
+    unload
+    rm -rf /tmp/p4
+}
+# p4_perf NAME WORKLOAD [OPTION...]: WORKLOAD under perf record -a [OPTION...] -e cycles -c N;
+# perf.data (gzipped) as the block NAME.
+p4_perf() {
+    name=$1 w=$2
+    shift 2
+    eval "perf record -o /tmp/p4.data -a $* -e cycles -c $N -- $w" 2>&1 | grep 'perf record'
+    print_gz "$name" /tmp/p4.data
+    rm -f /tmp/p4.data
+}
+
+# P4 sources: a short mix under oprof record and perf record -a (with chains, and without for
+# the flat lists), replicated on the host; then the same mix in a loop for p4s seconds, by each
+# profiler in turn (the long recording).
 if want p4 && [ "$b" = a15 ]; then
     w="sh -c '$W_cpu; $W_kernel; $W_cpu'"
-    eval "oprof record -f -o /tmp/p4 -g 16 --user-stack 0 -e CPU_CYCLES:$N -- $w" 2>&1 | grep '^oprof record'
-    print_stream p4_samples /tmp/p4/samples
-    for f in images proc_modules module_sections; do echo "== p4_$f begin"; cat /tmp/p4/$f; echo "== p4_$f end"; done
-    unload
-    rm -rf /tmp/p4
-    eval "perf record -o /tmp/p4g.data -a --call-graph fp,16 -e cycles -c $N -- $w" 2>&1 | grep 'perf record'
-    print_gz p4_perf_g /tmp/p4g.data
-    rm -f /tmp/p4g.data
-    eval "perf record -o /tmp/p4.data -a -e cycles -c $N -- $w" 2>&1 | grep 'perf record'
-    print_gz p4_perf /tmp/p4.data
-    rm -f /tmp/p4.data
+    p4_ours p4_ "$w"
+    p4_perf p4_perf_g "$w" --call-graph fp,16
+    p4_perf p4_perf "$w"
     print_gz p4_kallsyms /proc/kallsyms
-    # The long recording: the same mix in a loop for p4s seconds, by each profiler in turn.
     wl="sh -c 'end=\$((\$(cut -d. -f1 /proc/uptime) + $p4s)); while [ \$(cut -d. -f1 /proc/uptime) -lt \$end ]; do $W_cpu; $W_kernel; done'"
-    eval "oprof record -f -o /tmp/p4 -g 16 --user-stack 0 -e CPU_CYCLES:$N -- $wl" 2>&1 | grep '^oprof record'
-    print_gz p4_long_samples /tmp/p4/samples
-    for f in images proc_modules module_sections; do echo "== p4_long_$f begin"; cat /tmp/p4/$f; echo "== p4_long_$f end"; done
-    unload
-    rm -rf /tmp/p4
-    eval "perf record -o /tmp/p4l.data -a --call-graph fp,16 -e cycles -c $N -- $wl" 2>&1 | grep 'perf record'
-    print_gz p4_long_perf /tmp/p4l.data
-    rm -f /tmp/p4l.data
+    p4_ours p4_long_ "$wl"
+    p4_perf p4_long_perf "$wl" --call-graph fp,16
 fi
 # The kernel log (the console shows only emergencies, echo 1 > printk): the host fails the run on
 # any kernel report in it (scripts/bench.py --splat).
