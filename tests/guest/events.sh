@@ -54,9 +54,9 @@ setup_fails() {
     d=$1 pat=$2; shift 2
     reset_counters
     while [ $# -ge 3 ]; do echo "$3" > $OP/$1/$2; shift 3; done
-    dmesg -c > /dev/null
+    dmesg_mark
     expect "$d -> EINVAL at buffer open" "ERR EINVAL" optool bufread 4
-    check "$d: kernel log says why" sh -c "dmesg | grep -q -- '$pat'"
+    check "$d: kernel log says why" eval "dmesg_new | grep -q -- '$pat'"
 }
 setup_fails "no counter enabled" "oprofile: $want_type: no counter enabled"
 setup_fails "unknown event" "counter 1: event 0x99 is not an event" 1 enabled 1 1 event 0x99 1 count 1000
@@ -105,7 +105,7 @@ if [ $board = a8 ]; then
     # No PMU interrupt on this board: sampling loses every overflow, visibly.
     reset_counters
     echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 100000 > $OP/0/count
-    dmesg -c > /dev/null
+    dmesg_mark
     check "no-irq: sampling capture" capture /tmp/c4 optool spin 500
     lost=$(cat $OP/stats/sample_lost_no_irq)
     # Every overflow lost, by wall time (1 cycle/ns, checked above): the counter ran at least
@@ -114,7 +114,7 @@ if [ $board = a8 ]; then
         test "$lost" -ge 5000 -a "$lost" -le $((${CAPTURE_NS:-0} / 100000))
     expect "no-irq: all of them on counter 0 (stats/0/sample_lost_no_irq)" "$lost 0" \
         sh -c "echo \$(cat $OP/stats/0/sample_lost_no_irq $OP/stats/1/sample_lost_no_irq)"
-    check "no-irq: one kernel log line" test "$(dmesg | grep -c 'raised no overflow interrupt')" = 1
+    check "no-irq: one kernel log line" test "$(dmesg_new | grep -c 'raised no overflow interrupt')" = 1
 else
     # Event-based sampling: CCNT every 2M cycles and an event counter every 1M cycles.
     reset_counters

@@ -26,10 +26,10 @@ check "umount, modprobe -r oprofile after the autoload" sh -c "umount $OP && mod
 
 # refused ARGS MESSAGE: modprobe with ARGS fails (EINVAL) and logs "oprofile: MESSAGE".
 refused() {
-    dmesg -c >/dev/null
+    dmesg_mark
     if modprobe oprofile $1 2>/dev/null; then
         not_ok "modprobe oprofile $1 loaded"; modprobe -r oprofile
-    elif gone && dmesg | grep -qF "oprofile: $2"; then
+    elif gone && dmesg_new | grep -qF "oprofile: $2"; then
         ok "modprobe oprofile $1 refused: $2"
     else
         not_ok "modprobe oprofile $1: no '$2' in dmesg"
@@ -40,9 +40,9 @@ refused "kprof_hz=100001" "kprof_hz=100001 out of range 1..=100000"
 refused "kprof_granularity=3" "kprof_granularity=3 is not a power of two in 4..=65536"
 refused "timer_hz=abc" "\`abc' invalid for parameter \`timer_hz'"
 refused "timer=2" "\`2' invalid for parameter \`timer'"
-dmesg -c >/dev/null
+dmesg_mark
 check "an unknown parameter is ignored with a message" \
-    sh -c "modprobe oprofile foo=1 && dmesg | grep -qF \"oprofile: unknown parameter 'foo' ignored\" && modprobe -r oprofile"
+    eval "modprobe oprofile foo=1 && dmesg_new | grep -qF \"oprofile: unknown parameter 'foo' ignored\" && modprobe -r oprofile"
 
 # The DKMS-built module.
 dk=/dkms/oprofile.ko

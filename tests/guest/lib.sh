@@ -19,19 +19,29 @@ check() { d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 load() {
     insmod /oprofile.ko "$@" && mkdir -p $OP && mount -t oprofilefs nodev $OP
 }
+# dmesg_mark: remembers where the kernel log ends (its last line's timestamp); dmesg_new: the
+# lines logged since, by timestamp (a wrapped ring buffer cannot shift them). Instead of
+# `dmesg -c`, which would delete lines before the host scans the log for kernel reports.
+dmesg_mark() {
+    DMESG_MARK=$(dmesg | tail -n 1 | sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p')
+    DMESG_MARK=${DMESG_MARK:-0}
+}
+dmesg_new() {
+    dmesg | awk -v m="$DMESG_MARK" '{ t = $0; sub(/^\[ */, "", t); sub(/\].*/, "", t); if (t + 0 > m + 0) print }'
+}
 # insmod_refused ARGS MESSAGE: one check that `insmod /oprofile.ko ARGS` is refused for the
 # module's reason: /oprofile.ko exists (a missing file fails insmod too, with ENOENT), insmod
 # fails with EINVAL (busybox: "can't insert '/oprofile.ko': Invalid argument") and the kernel
 # log's new lines say "oprofile: MESSAGE" (not `dmesg -c`: the log is kept for the host's splat
 # scan). What insmod printed goes into the failure message.
 insmod_refused() {
-    local why seen
-    seen=$(dmesg | wc -l)
+    local why
+    dmesg_mark
     if [ ! -f /oprofile.ko ]; then not_ok "insmod $1: /oprofile.ko missing"
     elif why=$(insmod /oprofile.ko $1 2>&1); then not_ok "insmod $1 loaded"; rmmod oprofile
     elif [ "$why" != "insmod: can't insert '/oprofile.ko': Invalid argument" ]; then
         not_ok "insmod $1 failed for another reason: '$why'"
-    elif ! dmesg | tail -n +$((seen + 1)) | grep -qF "oprofile: $2"; then
+    elif ! dmesg_new | grep -qF "oprofile: $2"; then
         not_ok "insmod $1 refused (EINVAL) without 'oprofile: $2' in dmesg"
     else ok "insmod $1 refused (EINVAL): $2"; fi
 }

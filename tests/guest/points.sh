@@ -68,11 +68,11 @@ check "kprof ticked ($ticks > 100)" test "$ticks" -gt 100
 print_table pp_kprof
 
 # print: the table in the kernel log.
-dmesg -c > /dev/null
+dmesg_mark
 expect "print" ok optool write $PP print
-expect "print logs the title" 1 sh -c "dmesg | grep -c 'oprofile: Kernel Profile Points'"
-expect "print logs every row" 10 sh -c "dmesg | grep -cE 'oprofile: +(on|off) +($(echo $POINTS | tr ' ' '|')) '"
-echo "== pp_dmesg begin"; dmesg | grep 'oprofile: '; echo "== pp_dmesg end"
+expect "print logs the title" 1 eval "dmesg_new | grep -c 'oprofile: Kernel Profile Points'"
+expect "print logs every row" 10 eval "dmesg_new | grep -cE 'oprofile: +(on|off) +($(echo $POINTS | tr ' ' '|')) '"
+echo "== pp_dmesg begin"; dmesg_new | grep 'oprofile: '; echo "== pp_dmesg end"
 expect "disable all" ok optool write $PP "disable all"
 expect "all points off" 0 sh -c "grep -c '^ *on ' $PP"
 check "unload" unload
