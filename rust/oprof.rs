@@ -36,8 +36,8 @@ pub(crate) const DEFAULT_CPU_BUFFER_SIZE: u64 = 8192;
 pub(crate) const BUFFER_SIZE_RANGE: (u64, u64) = (1024, 1 << 24);
 pub(crate) const BUFFER_WATERSHED_RANGE: (u64, u64) = (0, 1 << 24);
 pub(crate) const CPU_BUFFER_SIZE_RANGE: (u64, u64) = (16, 1 << 20);
-/// Backtrace depth limit (frames); only 0 is accepted by models without backtrace support.
-pub(crate) const BACKTRACE_DEPTH_MAX: u64 = 128;
+/// Backtrace depth limit (frames; `common::sync`).
+pub(crate) use crate::common::sync::BACKTRACE_DEPTH_MAX;
 
 /// A writable setting of the root directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,11 +7,12 @@
 //! One producer at a time writes at `head`, one consumer at a time reads from `tail` up to
 //! `published`; neither waits for the other. A producer may queue several values and publish
 //! them together ([`Ring::push_pending`], [`Ring::publish`]): a sample and its backtrace
-//! entries reach the consumer in one piece, never split by a sync pass that ran between them. The intended producer is one CPU's sampling interrupt and the consumer
-//! the sync pass under the event buffer mutex, but the type does not rely on that: a producer
-//! or consumer that finds another one active (a nested interrupt, or a second CPU) is turned
-//! away ([`Ring::push`] hands the value back, [`Ring::drain`] returns at once), so the API is
-//! safe for any caller. Index arithmetic is `common::ring` (host-tested).
+//! entries reach the consumer in one piece, never split by a sync pass that ran between them.
+//! The intended producer is one CPU's sampling interrupt and the consumer the sync pass under
+//! the event buffer mutex, but the type does not rely on that: a producer or consumer that
+//! finds another one active (a nested interrupt, or a second CPU) is turned away
+//! ([`Ring::push`] hands the value back, [`Ring::drain`] returns at once), so the API is safe
+//! for any caller. Index arithmetic is `common::ring` (host-tested).
 
 use crate::common::ring;
 use core::cell::UnsafeCell;

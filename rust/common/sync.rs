@@ -28,6 +28,11 @@ pub const TRACE_BEGIN: u32 = 1 << 1;
 /// [`TRACE_BEGIN`]; `event` is 0 and `pid`/`tgid` are the sample's.
 pub const IS_FRAME: u32 = 1 << 2;
 
+/// The largest `backtrace_depth` the module accepts (frames, kernel and user together); models
+/// without backtrace support accept only 0. Also the host's bound for a chain unwound from a
+/// snapshot whose recorded depth is unknown.
+pub const BACKTRACE_DEPTH_MAX: u64 = 128;
+
 /// What a sampled PC was found in when the sample was taken. The handles `F` (a mapped file)
 /// and `M` (an address space) are opaque to this crate: the module stores owned references to
 /// kernel objects in them (dropped with the sample), host tests plain numbers.

@@ -15,6 +15,7 @@ use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
 use crate::elf::offset_to_vaddr;
 use crate::stream::{ChainState, Role, SampleCtx};
 use oprofile_common::event::{code, escape_code, Decoder, Record, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_STACK_HEADER};
+use oprofile_common::sync::BACKTRACE_DEPTH_MAX;
 use std::collections::{BTreeMap, HashMap};
 
 /// One executable mapping of a USER_MAPS record.
@@ -101,9 +102,6 @@ pub fn has_snapshots(words: &[u64], word_bytes: usize) -> bool {
     words.windows(2).any(|w| w[0] == esc && w[1] == code::USER_STACK as u64)
 }
 
-/// The module's largest `backtrace_depth` (`rust/oprof.rs` `BACKTRACE_DEPTH_MAX`).
-const BACKTRACE_DEPTH_MAX: usize = 128;
-
 /// The stream state while expanding.
 struct Expander<'a> {
     out: Vec<u64>,
@@ -131,7 +129,7 @@ struct Expander<'a> {
 /// 128). Errors: a decode error, described with its byte offset.
 pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(Vec<u64>, Expansion), String> {
     let known = depth.is_some();
-    let depth = depth.unwrap_or(BACKTRACE_DEPTH_MAX).max(1);
+    let depth = depth.unwrap_or(BACKTRACE_DEPTH_MAX as usize).max(1);
     let mut x = Expander {
         out: Vec::with_capacity(words.len()),
         ctx: SampleCtx::default(),
