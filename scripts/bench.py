@@ -138,9 +138,23 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def sampling_periods(info):
+    """The guest's sampling periods in ns: timer mode's and perf's cpu-clock (`hz`), and the
+    hardware modes' (`N` cycles at QEMU's 1 cycle per ns)."""
+    return dict(timer=1e9 / max(1, info.get("hz", 1000)), cycles=info.get("N", 0))
+
+
+def cost_per_period(ns, base_ns, period_ns, cpus):
+    """A run's slowdown over its bare run, in ns per sampling period that elapsed on every CPU
+    during the timed run (every CPU, idle or not, takes an interrupt per period: hrtimers fire
+    on idle CPUs, QEMU's cycle counter runs in WFI). Not per sample the session reports: those
+    also cover the session's start and end, outside the timed run, longer for some profilers."""
+    return (ns - base_ns) / (ns * cpus / period_ns)
+
+
 def p1(t, board, runs, info):
     """Slowdown of each profiled run against the bare run of the same repetition; cost per
-    sample by slowdown, and above the bare interrupt at the same rate (floor-*)."""
+    sampling period by slowdown, and above the bare interrupt at the same rate (floor-*)."""
     p = [r for r in runs if r["part"] == "P1" and r.get("status") == 0 and "ns" in r]
     bare = {(r["wl"], r["rep"]): r["ns"] for r in p if r["mode"] == "bare"}
     pairs = [("timer", "perf-F", "floor-timer", f"timer {info.get('hz')} Hz vs perf -e cpu-clock -F {info.get('hz')}"),
@@ -153,23 +167,19 @@ def p1(t, board, runs, info):
     def slow(wl, mode, ch):
         return [100.0 * (r["ns"] / bare[(wl, r["rep"])] - 1) for r in runs_of(wl, mode, ch)]
 
-    # Per sampling period: the slowdown over the periods that elapsed on every CPU during the
-    # timed run (every CPU, idle or not, takes an interrupt per period: hrtimers fire on idle
-    # CPUs, QEMU's cycle counter runs in WFI). The samples each side took are shown beside it;
-    # they also count the sessions' start and end, outside the timed run.
-    period = dict(timer=1e9 / info.get("hz", 1000), cycles=info.get("N", 0))
+    periods = sampling_periods(info)
     cpus = max(1, info.get("cpus", 1))
 
-    def per_sample(wl, mode, ch):
-        per = period["cycles" if mode in ("cycles", "perf-c", "floor-cycles") else "timer"]
-        return {r["rep"]: (r["ns"] - bare[(wl, r["rep"])]) / (r["ns"] * cpus / per) for r in runs_of(wl, mode, ch)
+    def per_period(wl, mode, ch):
+        per = periods["cycles" if mode in ("cycles", "perf-c", "floor-cycles") else "timer"]
+        return {r["rep"]: cost_per_period(r["ns"], bare[(wl, r["rep"])], per, cpus) for r in runs_of(wl, mode, ch)
                 if per}
 
     for wl in ("cpu", "kernel"):
         for ours, peer, floor, what in pairs:
             if ours not in modes:
                 continue
-            fl = per_sample(wl, floor, 0)
+            fl = per_period(wl, floor, 0)
             t.add("P1", board, f"{wl}: bare interrupt, {floor} (empty handler): cost per period by slowdown", "ns",
                   list(fl.values()), samples=(med([r["samples"] for r in runs_of(wl, floor, 0)]), None),
                   detail=dict(runs=fl))
@@ -181,7 +191,7 @@ def p1(t, board, runs, info):
                 ratio = med(a) / med(b) if a and b and med(b) > 0 else None
                 t.add("P1", board, f"{wl}: {what}{g}: slowdown", "%", a, b or None, (sa, sb), "ours <= 0.5x perf",
                       None if ratio is None else ratio <= 0.5, ratio, dict(ours=a, peer=b), need=bool(b))
-                ca, cb = per_sample(wl, ours, ch), per_sample(wl, peer, ch)
+                ca, cb = per_period(wl, ours, ch), per_period(wl, peer, ch)
                 t.add("P1", board, f"{wl}: {what}{g}: cost per sampling period by slowdown", "ns",
                       list(ca.values()), list(cb.values()) or None, (sa, sb), detail=dict(ours=ca, peer=cb))
                 # Above the floor: the same repetition's bare interrupt cost taken off.
@@ -254,13 +264,11 @@ def p3(t, board, runs, info):
     def by(wl, mode):
         return [r for r in p if r["wl"] == wl and r["mode"] == mode and (wl, r["rep"]) in none and r.get("count")]
 
-    # Per sampling period during the timed run, on every CPU (see p1): the sessions' counts
-    # also cover their start and end, the module's (ours) longer than optest.ko's (bare).
-    period = info.get("N", 0) if hw else 1e9 / max(1, info.get("hz", 1000))
+    period = sampling_periods(info)["cycles" if hw else "timer"]
     cpus = max(1, info.get("cpus", 1))
 
     def cost(wl, mode):
-        return [(r["ns"] - none[(wl, r["rep"])]) / (r["ns"] * cpus / period) for r in by(wl, mode) if period]
+        return [cost_per_period(r["ns"], none[(wl, r["rep"])], period, cpus) for r in by(wl, mode) if period]
 
     bare_runs = by("kernel", "bare") + by("cpu", "bare")
     bare = stat(cost("kernel", "bare") + cost("cpu", "bare"))
@@ -331,7 +339,7 @@ def facts():
         (" with local changes" if run("git", "-C", repo, "status", "--porcelain", "--untracked-files=no") else "")
     return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), tree=tree,
                 host=f"{os.cpu_count()} x {model}",
-                qemu=(run("qemu-system-arm", "--version") or "").splitlines()[0] if run("qemu-system-arm", "--version") else None)
+                qemu=next(iter((run("qemu-system-arm", "--version") or "").splitlines()), None))
 
 
 def main():

@@ -32,7 +32,6 @@ P2S=${P2S:-2}
 P4_SAMPLES=${P4_SAMPLES:-1000000 10000000}
 P4_REPS=${P4_REPS:-3}
 P4S=${P4S:-20}
-PERIOD=200000   # tests/guest/bench.sh's N: every perf sample of P4 stands for PERIOD cycles
 oprof=$REPO/target/release/oprof
 mkdir -p "$out"
 # The tree measured (bench.py records it): the commit, and whether tracked files differed from it.
@@ -71,6 +70,9 @@ log=$out/virt-a15.log
 if [ -n "$perf_host" ] && [ -f "$log" ] && grep -aq '^== p4_samples begin' "$log"; then
     d=$out/p4
     rm -rf "$d"; mkdir -p "$d" "$d/long"
+    # The guest's sampling period (BENCH INFO's N, cycles): every perf sample of P4 stands for it.
+    period=$(sed -n 's/^BENCH INFO .* N=\([0-9]*\) .*/\1/p' "$log" | head -1)
+    [ -n "$period" ] || die "P4: no BENCH INFO N= in $log"
     for f in images proc_modules module_sections; do
         log_block "$log" "p4_$f" "$d/$f" || die "P4: no $f in $log"
         log_block "$log" "p4_long_$f" "$d/long/$f" || die "P4: no long $f in $log"
@@ -99,7 +101,7 @@ if [ -n "$perf_host" ] && [ -f "$log" ] && grep -aq '^== p4_samples begin' "$log
             if [ "$tool" = ours ]; then
                 nread=$(sed -n 's/^Samples: \([0-9]*\) total.*/\1/p' "$d/out" | head -1)
             else
-                nread=$(sed -n 's/^# Event count (approx\.): \([0-9]*\)$/\1/p' "$d/out" | awk -v n="$PERIOD" '{ s += $1 } END { print s / n }')
+                nread=$(sed -n 's/^# Event count (approx\.): \([0-9]*\)$/\1/p' "$d/out" | awk -v n="$period" '{ s += $1 } END { print s / n }')
             fi
             [ -n "$nread" ] || die "P4: $tool $view $src: no sample count in its output ($d/out)"
             read -r _ wall rss _ <<< "$t"
