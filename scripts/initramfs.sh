@@ -43,8 +43,8 @@ for p in callers opwork; do
     arm-linux-gnueabihf-objcopy --only-keep-debug "$root/bin/$p" "$debug/.build-id/${id:0:2}/${id:2}.debug"
     arm-linux-gnueabihf-strip --strip-all "$root/bin/$p"
 done
-# Debian's armhf glibc (libc6:armhf), whose debug files libc6-dbg:armhf has (ARMHF_LIBC).
-install -m 0755 "$ARMHF_LIBC"/lib/arm-linux-gnueabihf/{ld-linux-armhf.so.3,libc.so.6} "$root/lib/"
+# Debian's armhf glibc (libc6:armhf), whose debug files libc6-dbg:armhf has (GUEST_LIBC).
+install -m 0755 "$GUEST_LIBC"/lib/arm-linux-gnueabihf/{ld-linux-armhf.so.3,libc.so.6} "$root/lib/"
 install -m 0644 "$ko" "$root/oprofile.ko"
 # oprof record loads the module from beside its binary when modprobe cannot.
 install -m 0755 "$OPROF_TARGET" "$root/usr/bin/oprof"

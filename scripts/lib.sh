@@ -3,9 +3,6 @@
 KVER=${KVER:-7.3}
 CACHE=${OPROFILE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oprofile-rs}
 KSRC=${KSRC:-$CACHE/src/linux-source-$KVER}
-# Debian's armhf glibc and its debug files (scripts/setup-host.sh): the guest's C library, and
-# ARMHF_LIBC/usr/lib/debug the host's --debug-dir for it.
-ARMHF_LIBC=$CACHE/armhf-libc
 BINDGEN=${BINDGEN:-$CACHE/bindgen/bin/bindgen}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The kernel's Rust must be Debian's rustc-web (1.96), not rustup's; clang/lld from llvm-19.
@@ -14,11 +11,31 @@ export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 # The guest kernel variant (scripts/build-kernel.sh): plain, or debug (lockdep, KFENCE, kmemleak,
 # UBSAN, ...). A module must be built against the tree it is loaded into: see mod_dirs.
 KVARIANT=${KVARIANT:-plain}
-KMAKE_VARS=(ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
+# The guest architecture: arm (ARMv7: realview-pb-a8, virt-a15, imx51-evk) or arm64 (virt-a53,
+# imx8mp-evk); board_arch names a board's. Everything below that differs between the two follows
+# KARCH: the kernel's ARCH, the cross toolchain, Debian's multiarch name and the oprof target.
+KARCH=${KARCH:-arm}
+case "$KARCH" in
+arm)   CROSS=arm-linux-gnueabihf- DEB_ARCH=armhf TARGET_TRIPLE=armv7-unknown-linux-gnueabihf
+       KIMAGE=arch/arm/boot/zImage QEMU_SYSTEM=qemu-system-arm ;;
+arm64) CROSS=aarch64-linux-gnu- DEB_ARCH=arm64 TARGET_TRIPLE=aarch64-unknown-linux-gnu
+       KIMAGE=arch/arm64/boot/Image QEMU_SYSTEM=qemu-system-aarch64 ;;
+*) echo "error: unknown KARCH '$KARCH' (arm or arm64)" >&2; exit 1 ;;
+esac
+board_arch() {
+    case "$1" in virt-a53|imx8mp-evk) echo arm64 ;; *) echo arm ;; esac
+}
+# Debian's glibc for the guest and its debug files (libc6:DEB_ARCH + libc6-dbg:DEB_ARCH, unpacked
+# by scripts/setup-host.sh): GUEST_LIBC/usr/lib/debug is the host's --debug-dir for it. The guest's
+# busybox (busybox-static:DEB_ARCH).
+GUEST_LIBC=$CACHE/$DEB_ARCH-libc
+BUSYBOX=$CACHE/busybox/bin/busybox
+[ "$KARCH" = arm ] || BUSYBOX=$CACHE/busybox-$KARCH/bin/busybox
+KMAKE_VARS=(ARCH="$KARCH" LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
             RUSTDOC=/usr/bin/rustdoc BINDGEN="$BINDGEN")
 
-# `make target-tools`: the static ARM oprof the guest runs as /usr/bin/oprof.
-OPROF_TARGET=$REPO/target/armv7-unknown-linux-gnueabihf/release/oprof
+# `make target-tools`: the static oprof the guest runs as /usr/bin/oprof.
+OPROF_TARGET=$REPO/target/$TARGET_TRIPLE/release/oprof
 
 _T0=${_T0:-$(date +%s)}
 step() { printf '[oprofile-rs %4ss] %s\n' "$(( $(date +%s) - _T0 ))" "$*" >&2; }
@@ -47,7 +64,11 @@ pack_cpio() {
 
 # mod_dirs VARIANT: the directories oprofile.ko and tests/kmod/optest.ko for VARIANT's kernel are
 # built in (Kbuild's MO=, so the variants' objects do not overwrite each other; the Makefile).
-mod_dirs() { echo "$REPO/build/$1 $REPO/build/$1/kmod"; }
+# arm64's are build/arm64-VARIANT.
+mod_dirs() {
+    local d=$1; [ "$KARCH" = arm ] || d=$KARCH-$1
+    echo "$REPO/build/$d $REPO/build/$d/kmod"
+}
 
 # For the Makefile: `bash scripts/lib.sh --bindgen` prints the bindgen path,
 # `bash scripts/lib.sh --mod-dirs VARIANT` the two module directories.

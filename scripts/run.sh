@@ -45,7 +45,7 @@ log_stream "$out/guest.log" session "$out/session.tgz" && tar -C "$out" -xzf "$o
 # and Debian's libc6-dbg:armhf for the guest's libc (setup-host.sh), found by build-id.
 host=(--vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
       --image-path "$moddir" --image-path "$kmoddir" --debug-dir "$out/initramfs.debug"
-      --debug-dir "$ARMHF_LIBC/usr/lib/debug")
+      --debug-dir "$GUEST_LIBC/usr/lib/debug")
 step "report of the session directory $out/session (oprof report $out/session ...)"
 echo
 "$oprof" report "$out/session" "${host[@]}" -n 12

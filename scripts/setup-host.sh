@@ -21,12 +21,13 @@ sources_ok() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&
     grep -rqs 'trixie-backports' /etc/apt/sources.list.d/ &&
     [ -f /etc/apt/preferences.d/oprofile-rs-trixie ] &&
-    dpkg --print-foreign-architectures | grep -qx armhf
+    dpkg --print-foreign-architectures | grep -qx armhf &&
+    dpkg --print-foreign-architectures | grep -qx arm64
 }
 
 add_sources() {
     need_root
-    step "apt sources: bookworm-backports, trixie-backports (pin 1), armhf"
+    step "apt sources: bookworm-backports, trixie-backports (pin 1), armhf, arm64"
     cat > /etc/apt/sources.list.d/oprofile-rs.sources <<'SRC'
 Types: deb
 URIs: http://deb.debian.org/debian
@@ -53,6 +54,7 @@ Pin: release n=trixie
 Pin-Priority: 1
 PIN
     dpkg --add-architecture armhf
+    dpkg --add-architecture arm64
     APT_UPDATED=0
 }
 
@@ -87,9 +89,9 @@ main() {
         step "apt-get install $(echo $miss)"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $miss
     fi
-    # Debian's armhf Rust std (same version as rustc-web) for the static ARM oprof (make
-    # target-tools); needs the armhf architecture added above.
-    miss=$(missing_pkgs libstd-rust-web-dev:armhf)
+    # Debian's armhf and arm64 Rust std (same version as rustc-web) for the static target oprof
+    # (make target-tools); needs the architectures added above.
+    miss=$(missing_pkgs libstd-rust-web-dev:armhf libstd-rust-web-dev:arm64)
     if [ -n "$miss" ]; then
         need_root; apt_update
         step "apt-get install $miss"
@@ -114,31 +116,35 @@ main() {
         step "cargo install bindgen-cli 0.72.1"
         cargo install --locked --root "$CACHE/bindgen" bindgen-cli@0.72.1
     fi
-    # Guest userland: busybox-static for armhf, unpacked (not installed) into the cache.
-    if [ ! -x "$CACHE/busybox/bin/busybox" ]; then
-        apt_update
-        step "apt-get download busybox-static:armhf"
-        local d; d=$(mktemp -d)
-        (cd "$d" && apt-get download -qq busybox-static:armhf)
-        rm -rf "$CACHE/busybox"; mkdir -p "$CACHE/busybox"
-        dpkg-deb -x "$d"/busybox-static_*_armhf.deb "$d/x"
-        install -D -m 0755 "$d/x/bin/busybox" "$CACHE/busybox/bin/busybox"
-        rm -rf "$d"
-    fi
-    # Guest C library: Debian's armhf glibc (libc6:armhf) and its debug files (libc6-dbg:armhf,
-    # the same version: found by build-id), unpacked (not installed) into the cache. The cross
-    # toolchain's libc6-armhf-cross has no debug package.
-    if [ ! -f "$ARMHF_LIBC/.complete" ]; then
-        apt_update
-        step "apt-get download libc6:armhf libc6-dbg:armhf"
-        local d; d=$(mktemp -d)
-        (cd "$d" && apt-get download -qq libc6:armhf libc6-dbg:armhf)
-        rm -rf "$ARMHF_LIBC"; mkdir -p "$ARMHF_LIBC"
-        dpkg-deb -x "$d"/libc6_*_armhf.deb "$ARMHF_LIBC"
-        dpkg-deb -x "$d"/libc6-dbg_*_armhf.deb "$ARMHF_LIBC"
-        touch "$ARMHF_LIBC/.complete"
-        rm -rf "$d"
-    fi
+    # Guest userland of each architecture (armhf: ARMv7 boards, arm64: virt-a53, imx8mp-evk),
+    # downloaded and unpacked (not installed) into the cache: busybox-static, and Debian's glibc
+    # (libc6) with its debug files (libc6-dbg, the same version: found by build-id). The cross
+    # toolchains' libc6-*-cross have no debug package.
+    local a bb libc
+    for a in armhf arm64; do
+        bb=$CACHE/busybox; libc=$CACHE/$a-libc
+        [ "$a" = armhf ] || bb=$CACHE/busybox-$a
+        if [ ! -x "$bb/bin/busybox" ]; then
+            apt_update
+            step "apt-get download busybox-static:$a"
+            local d; d=$(mktemp -d)
+            (cd "$d" && apt-get download -qq "busybox-static:$a")
+            dpkg-deb -x "$d"/busybox-static_*_"$a".deb "$d/x"
+            rm -rf "$bb"; install -D -m 0755 "$d/x/bin/busybox" "$bb/bin/busybox"
+            rm -rf "$d"
+        fi
+        if [ ! -f "$libc/.complete" ]; then
+            apt_update
+            step "apt-get download libc6:$a libc6-dbg:$a"
+            local d; d=$(mktemp -d)
+            (cd "$d" && apt-get download -qq "libc6:$a" "libc6-dbg:$a")
+            rm -rf "$libc"; mkdir -p "$libc"
+            dpkg-deb -x "$d"/libc6_*_"$a".deb "$libc"
+            dpkg-deb -x "$d"/libc6-dbg_*_"$a".deb "$libc"
+            touch "$libc/.complete"
+            rm -rf "$d"
+        fi
+    done
     # Kernel source: linux-source-7.3 from trixie-backports, downloaded only.
     if [ ! -f "$KSRC/Makefile" ]; then
         apt_update

@@ -18,12 +18,15 @@
 //! | 6 | MODULE_LOADED | `~0, 6` |
 //! | 8 | TRACE_BEGIN | `~0, 8` |
 //! | 32 | USER_MAPS (ours) | `~0, 32, tgid, n`, then `n` times `start, end, offset, image_id` |
-//! | 33 | USER_STACK (ours) | `~0, 33, n, r0, .., r15, cpsr`, then `n` stack words from `sp` |
+//! | 33 | USER_STACK (ours) | `~0, 33, n`, the user registers ([`user_regs`]), then `n` stack words from `sp` |
 //!
 //! USER_MAPS and USER_STACK exist only when `user_stack_size` is set (the legacy daemon never
 //! sets it; it aborts on codes of 15 and more). USER_STACK follows the sample (and precedes the
 //! backtrace entries) it belongs to: the user registers of the sampled task (for a kernel-mode
-//! sample, those it entered the kernel with) and a copy of its user stack from `r13`, `n` words.
+//! sample, those it entered the kernel with) and a copy of its user stack from its stack pointer,
+//! `n` words. The registers are the architecture's by the word width: with 4-byte words ARM's
+//! `r0, .., r15, cpsr` (17), with 8-byte words AArch64's `x0, .., x30, sp, pc, pstate` (34;
+//! perf's `PERF_REG_ARM64_*` order plus the PSTATE).
 //! USER_MAPS, before the first USER_STACK of a task in each sync pass of a CPU (after its
 //! CPU_SWITCH), lists the task's executable file mappings: virtual `start..end`, the file
 //! `offset` of `start` in bytes, and the image id (`images`) of the file. Both are valid until
@@ -61,10 +64,26 @@ pub mod code {
     pub const USER_STACK: usize = 33;
 }
 
-/// Registers of a USER_STACK record: r0..r15, cpsr (ARM `pt_regs.uregs[0..17]`).
-pub const USER_REGS: usize = 17;
-/// Words of a USER_STACK record before its stack words.
-pub const USER_STACK_HEADER: usize = 3 + USER_REGS;
+/// Registers of a USER_STACK record in a stream of `word_bytes`-byte words: 17 for 4-byte words
+/// (ARM: r0..r15, cpsr, `pt_regs.uregs[0..17]`), 34 for 8-byte words (AArch64: x0..x30, sp, pc,
+/// pstate, `struct user_pt_regs`).
+pub const fn user_regs(word_bytes: usize) -> usize {
+    if word_bytes >= 8 {
+        34
+    } else {
+        17
+    }
+}
+
+/// Words of a USER_STACK record before its stack words, for `word_bytes`-byte words.
+pub const fn user_stack_header_words(word_bytes: usize) -> usize {
+    3 + user_regs(word_bytes)
+}
+
+/// Registers of a USER_STACK record in the native word ([`user_regs`]; the module's).
+pub const USER_REGS: usize = user_regs(core::mem::size_of::<usize>());
+/// Words of a native USER_STACK record before its stack words.
+pub const USER_STACK_HEADER: usize = user_stack_header_words(core::mem::size_of::<usize>());
 /// Words of a USER_MAPS record before its mappings, and per mapping.
 pub const USER_MAPS_HEADER: usize = 4;
 pub const USER_MAPS_ENTRY: usize = 4;
@@ -104,8 +123,9 @@ pub enum Record {
     /// The executable mappings of task `tgid`: `n` entries of [`USER_MAPS_ENTRY`] words follow
     /// the header (the record's words: [`Record::words`]).
     UserMaps { tgid: u64, n: u64 },
-    /// The user registers ([`USER_REGS`] words) and `n` user stack words of the last sample.
-    UserStack { n: u64 },
+    /// The user registers (`regs` words, [`user_regs`] of the stream's width) and `n` user
+    /// stack words of the last sample.
+    UserStack { n: u64, regs: u64 },
 }
 
 impl Record {
@@ -114,7 +134,7 @@ impl Record {
     pub const fn words(&self) -> usize {
         match self {
             Record::UserMaps { n, .. } => (*n as usize).saturating_mul(USER_MAPS_ENTRY).saturating_add(USER_MAPS_HEADER),
-            Record::UserStack { n } => (*n as usize).saturating_add(USER_STACK_HEADER),
+            Record::UserStack { n, regs } => (*n as usize).saturating_add(*regs as usize).saturating_add(3),
             Record::Sample { .. } => 2,
             Record::CtxSwitch { .. } => 7,
             Record::CpuSwitch { .. } | Record::CookieSwitch { .. } => 3,
@@ -173,13 +193,15 @@ pub struct Decoder<'a> {
     words: &'a [u64],
     pos: usize,
     escape: u64,
+    /// Registers of a USER_STACK record ([`user_regs`] of the width).
+    regs: u64,
     failed: bool,
 }
 
 impl<'a> Decoder<'a> {
     /// Decodes `words`, each holding one stream word of `word_bytes` (4 or 8) bytes.
     pub fn new(words: &'a [u64], word_bytes: usize) -> Self {
-        Decoder { words, pos: 0, escape: escape_code(word_bytes), failed: false }
+        Decoder { words, pos: 0, escape: escape_code(word_bytes), regs: user_regs(word_bytes) as u64, failed: false }
     }
 
     fn words_at(&self, at: usize, need: usize) -> Result<&'a [u64], DecodeError> {
@@ -214,7 +236,7 @@ impl<'a> Decoder<'a> {
                 let w = self.words_at(at, USER_MAPS_HEADER)?;
                 Record::UserMaps { tgid: w[2], n: w[3] }
             }
-            code::USER_STACK => Record::UserStack { n: self.words_at(at, 3)?[2] },
+            code::USER_STACK => Record::UserStack { n: self.words_at(at, 3)?[2], regs: self.regs },
             _ => return Err(DecodeError::UnknownCode { word: at, code: c }),
         };
         // A variable-length record must be whole.
@@ -297,11 +319,11 @@ mod tests {
         w.extend([0x1_0010, 0]);
         let got: Vec<_> = Decoder::new(&w, 4).map(|r| r.unwrap()).collect();
         assert_eq!(got[0], (0, Record::UserMaps { tgid: 7, n: 1 }));
-        assert_eq!(got[1], (8, Record::UserStack { n: 2 }), "an escape word inside the stack is data");
+        assert_eq!(got[1], (8, Record::UserStack { n: 2, regs: 17 }), "an escape word inside the stack is data");
         assert_eq!(got[2], (30, Record::Sample { pc: 0x1_0010, event: 0 }));
         assert_eq!((got[0].1.words(), got[1].1.words()), (8, 22));
         let mut out = [0usize; 32];
-        assert_eq!(Record::UserStack { n: 0 }.encode(&mut out), None, "payload written by the caller");
+        assert_eq!(Record::UserStack { n: 0, regs: 17 }.encode(&mut out), None, "payload written by the caller");
         assert_eq!(user_stack_header(5), [!0, 33, 5]);
         assert_eq!(user_maps_header(9, 2), [!0, 32, 9, 2]);
         // Truncated payloads and absurd lengths.

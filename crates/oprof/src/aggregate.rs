@@ -163,10 +163,11 @@ struct Segment<'a> {
 
 /// The length in words of the USER_MAPS/USER_STACK record at the start of `w` (an escape),
 /// when its header is in `w`.
-fn variable_record_words(w: &[u64], esc: u64) -> Option<usize> {
+fn variable_record_words(w: &[u64], esc: u64, word_bytes: usize) -> Option<usize> {
+    let regs = oprofile_common::event::user_regs(word_bytes) as u64;
     let rec = match *w.get(..4)? {
         [e, c, tgid, n] if e == esc && c == code::USER_MAPS as u64 => Record::UserMaps { tgid, n },
-        [e, c, n, _] if e == esc && c == code::USER_STACK as u64 => Record::UserStack { n },
+        [e, c, n, _] if e == esc && c == code::USER_STACK as u64 => Record::UserStack { n, regs },
         _ => return None,
     };
     Some(rec.words())
@@ -232,7 +233,7 @@ impl<'a> Segment<'a> {
             }
             // An escape: decoded by the legacy decoder (the window holds any fixed-size record;
             // a USER_MAPS/USER_STACK record, normally unwound before, needs its whole length).
-            let window = variable_record_words(&w[i..], esc).unwrap_or(MAX_RECORD_WORDS);
+            let window = variable_record_words(&w[i..], esc, self.word_bytes).unwrap_or(MAX_RECORD_WORDS);
             match Decoder::new(&w[i..n.min(i.saturating_add(window))], self.word_bytes).next() {
                 Some(Ok((_, rec))) => {
                     self.record(&rec);

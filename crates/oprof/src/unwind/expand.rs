@@ -14,7 +14,7 @@
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
 use crate::elf::offset_to_vaddr;
 use crate::stream::{ChainState, Role, SampleCtx};
-use oprofile_common::event::{code, escape_code, Decoder, Record, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_STACK_HEADER};
+use oprofile_common::event::{code, escape_code, user_regs, user_stack_header_words, Decoder, Record, USER_MAPS_ENTRY, USER_MAPS_HEADER};
 use oprofile_common::sync::BACKTRACE_DEPTH_MAX;
 use std::collections::{BTreeMap, HashMap};
 
@@ -213,7 +213,8 @@ impl Expander<'_> {
             self.stats.no_maps += 1;
             return;
         }
-        let (Some(regs), Some(stack)) = (words.get(3..USER_STACK_HEADER), words.get(USER_STACK_HEADER..)) else {
+        let header = user_stack_header_words(4);
+        let (Some(regs), Some(stack)) = (words.get(3..header), words.get(header..)) else {
             return;
         };
         let Some(maps) = self.ctx.tgid.and_then(|t| self.maps.get(&t)) else {
@@ -224,7 +225,7 @@ impl Expander<'_> {
         for (d, s) in r.iter_mut().zip(regs) {
             *d = *s as u32;
         }
-        let regs = Regs { r, cpsr: regs.get(USER_REGS - 1).map_or(0, |&c| c as u32) };
+        let regs = Regs { r, cpsr: regs.get(user_regs(4) - 1).map_or(0, |&c| c as u32) };
         let bytes: Vec<u8> = stack.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
         let images = TaskImages { maps, tables: &self.tables };
         let chain: Chain = self.unwinder.unwind(&images, &regs, &Stack { sp: regs.r[13], bytes: &bytes });
