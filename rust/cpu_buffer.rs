@@ -98,6 +98,13 @@ fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc<ARef<File>, ARef<M
     }
 }
 
+/// The user frame walk of this architecture: ARM's frame-pointer walk, or AArch64's frame
+/// records (`common::sync`).
+#[cfg(not(CONFIG_ARM64))]
+use sync::walk_user_frames;
+#[cfg(CONFIG_ARM64)]
+use sync::walk_user_frames_a64 as walk_user_frames;
+
 /// One CPU's ring of samples: written by that CPU's sampling interrupt, drained by
 /// `buffer_sync` under the event buffer mutex ([`Ring`]: a second producer or consumer would be
 /// turned away, and its sample counted as lost).
@@ -183,7 +190,7 @@ impl Walk<'_> {
             cpsr: user.cpsr as usize,
             stack_end: bridge::user::mapping_end_irq(sp).unwrap_or(0),
         };
-        let counter = match sync::walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {
+        let counter = match walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {
             UserWalkEnd::Done => return,
             UserWalkEnd::Thumb => &self.stats.bt_user_thumb,
             UserWalkEnd::BadFrame => &self.stats.bt_user_bad_frame,

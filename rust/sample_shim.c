@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C bridge of the sample path: what the Rust `kernel` crate cannot reach (inline mm/VMA/file
- * helpers, the ARM unwinder and the user registers, the module notifier, the workqueue). It
+ * helpers, the ARM and arm64 unwinders and the user registers, the module notifier, the workqueue). It
  * decides nothing; its Rust faces are bridge/regs.rs, bridge/user.rs and bridge.rs, and the
  * policy (file offsets, the user frame walk, what counts as code) lives in cpu_buffer.rs,
  * buffer_sync.rs and common/sync.rs.
@@ -31,6 +31,7 @@
 #ifdef CONFIG_ARM
 #include <asm/stacktrace.h>
 #endif
+#include <linux/stacktrace.h>
 
 #include "sample_shim.h"
 
@@ -229,6 +230,63 @@ static bool bt_kernel_frame(void *data, unsigned long pc)
 	return bt_emit(bt, pc);
 }
 
+/* The ARM unwinder from @regs (a kernel-mode sample). */
+static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
+{
+	struct stackframe frame;
+
+	arm_get_current_stackframe(regs, &frame);
+	walk_stackframe(&frame, bt_kernel_frame, bt);
+}
+
+/* Where the user part of the chain starts: ARM's fp (r11), lr, sp and CPSR. */
+static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
+{
+	user->fp = regs->ARM_fp;
+	user->lr = regs->ARM_lr;
+	user->sp = regs->ARM_sp;
+	user->cpsr = regs->ARM_cpsr;
+}
+#endif
+
+#ifdef CONFIG_ARM64
+/*
+ * Entries of the arm64 kernel trace taken before the sampled frame is reached: the sampling
+ * handler's own frames down to the exception entry (perf core, the PMU driver, the GIC,
+ * call_on_irq_stack, el1h_64_irq: about 20).
+ */
+#define OPROFILE_BT_ENTRY_FRAMES	48
+#define OPROFILE_BT_MAX		(OPROFILE_BT_ENTRY_FRAMES + 128)
+
+/*
+ * The arm64 unwinder (stack_trace_save(): arch_stack_walk() of the current task, which crosses
+ * the IRQ and overflow stacks and exception boundaries, reporting each exception's pt_regs PC)
+ * from the handler itself; the sampled frame's entries are those after the interrupted PC
+ * @regs->pc. The unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
+ * Nothing is reported when the interrupted PC is not among the entries.
+ */
+static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
+{
+	unsigned long entries[OPROFILE_BT_MAX];
+	unsigned int n, i, max;
+
+	max = min_t(unsigned int, OPROFILE_BT_MAX, OPROFILE_BT_ENTRY_FRAMES + bt->left);
+	n = stack_trace_save(entries, max, 0);
+	for (i = 0; i < n && entries[i] != regs->pc; i++)
+		;
+	for (i++; i < n; i++)
+		if (!bt_emit(bt, entries[i]))
+			break;
+}
+
+/* Where the user part of the chain starts: the frame record pointer x29, x30 (lr), sp, PSTATE. */
+static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
+{
+	user->fp = regs->regs[29];
+	user->lr = regs->regs[30];
+	user->sp = regs->sp;
+	user->cpsr = regs->pstate;
+}
 #endif
 
 /**
@@ -240,11 +298,12 @@ static bool bt_kernel_frame(void *data, unsigned long pc)
  * @ctx: passed to @fn
  * @user: out: whether and where the user part of the chain starts (walked by Rust, see
  *        common::sync::walk_user_frames): for a kernel-mode sample of a user task the user PC
- *        it entered the kernel from (@user->entry) and the user fp, lr, sp, cpsr; for a
- *        user-mode sample the sampled fp, lr, sp, cpsr
+ *        it entered the kernel from (@user->entry) and the user fp, lr, sp, cpsr (PSTATE on
+ *        arm64); for a user-mode sample the sampled fp, lr, sp, cpsr
  *
- * Missing binding: the ARM unwinder (walk_stackframe), task_pt_regs() and the pt_regs layout.
- * Context: the sampling interrupt.
+ * Missing binding: the arch unwinders (ARM's walk_stackframe, arm64's stack_trace_save), the
+ * pt_regs layout and task_pt_regs().
+ * Context: the sampling interrupt or NMI (both unwinders are NMI-safe).
  * Return: the number of frames passed to @fn.
  */
 unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
@@ -253,27 +312,21 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 	struct oprofile_bt bt = { .fn = fn, .ctx = ctx, .left = depth, .skip_first = true };
 
 	memset(user, 0, sizeof(*user));
-#ifdef CONFIG_ARM
+#if defined(CONFIG_ARM) || defined(CONFIG_ARM64)
 	if (!regs || !depth)
 		return 0;
 	if (!user_mode(regs)) {
-		struct stackframe frame;
-
-		arm_get_current_stackframe(regs, &frame);
-		walk_stackframe(&frame, bt_kernel_frame, &bt);
+		bt_kernel(regs, &bt);
 		if (bt.stop || !bt.left || !current->mm || (current->flags & PF_KTHREAD))
 			return bt.n;
 		regs = task_pt_regs(current);
 		if (!user_mode(regs))
 			return bt.n;
 		user->entry = true;
-		user->pc = regs->ARM_pc;
+		user->pc = instruction_pointer(regs);
 	}
 	user->walk = true;
-	user->fp = regs->ARM_fp;
-	user->lr = regs->ARM_lr;
-	user->sp = regs->ARM_sp;
-	user->cpsr = regs->ARM_cpsr;
+	bt_user_regs(regs, user);
 #endif
 	return bt.n;
 }
@@ -281,7 +334,8 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 /**
  * oprofile_shim_user_regs() - the user registers of a sample
  * @regs: the sampled registers
- * @out: out: r0..r15 and cpsr (pt_regs uregs[0..17]) of the user context: @regs for a
+ * @out: out: OPROFILE_USER_REGS words of the user context (ARM: r0..r15, cpsr, pt_regs
+ *       uregs[0..17]; arm64: x0..x30, sp, pc, pstate, struct user_pt_regs): @regs for a
  *       user-mode sample, else the registers the current user task entered the kernel with
  *
  * Missing binding: task_pt_regs(), user_mode() and the pt_regs layout.
@@ -290,7 +344,7 @@ unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
  */
 bool oprofile_shim_user_regs(struct pt_regs *regs, unsigned long *out)
 {
-#ifdef CONFIG_ARM
+#if defined(CONFIG_ARM) || defined(CONFIG_ARM64)
 	if (!regs)
 		return false;
 	if (!user_mode(regs)) {
@@ -300,8 +354,13 @@ bool oprofile_shim_user_regs(struct pt_regs *regs, unsigned long *out)
 		if (!user_mode(regs))
 			return false;
 	}
-	BUILD_BUG_ON(sizeof(regs->uregs) < 17 * sizeof(unsigned long));
+#ifdef CONFIG_ARM
+	BUILD_BUG_ON(OPROFILE_USER_REGS != 17 || sizeof(regs->uregs) < 17 * sizeof(unsigned long));
 	memcpy(out, regs->uregs, 17 * sizeof(unsigned long));
+#else
+	BUILD_BUG_ON(OPROFILE_USER_REGS != 34 || sizeof(regs->user_regs) != 34 * sizeof(u64));
+	memcpy(out, &regs->user_regs, sizeof(regs->user_regs));
+#endif
 	return true;
 #else
 	return false;

@@ -48,7 +48,7 @@ int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 struct oprofile_user_regs {
 	unsigned long pc;	/* the user PC the kernel was entered from (entry) */
 	unsigned long fp, lr, sp;
-	unsigned long cpsr;	/* the user CPSR (its T bit: Thumb state) */
+	unsigned long cpsr;	/* the user CPSR (its T bit: Thumb state); arm64: PSTATE */
 	bool entry;		/* pc is the first user frame */
 	bool walk;		/* walk the user frames from fp, lr, sp, cpsr */
 };
@@ -57,6 +57,12 @@ struct oprofile_user_regs {
 typedef bool (*oprofile_map_fn)(void *ctx, unsigned long start, unsigned long end,
 				unsigned long pgoff, struct file *file);
 
+/* Words oprofile_shim_user_regs() writes (common::event::USER_REGS of the native word). */
+#ifdef CONFIG_64BIT
+#define OPROFILE_USER_REGS	34
+#else
+#define OPROFILE_USER_REGS	17
+#endif
 bool oprofile_shim_user_regs(struct pt_regs *regs, unsigned long *out);
 int oprofile_shim_exec_maps(struct mm_struct *mm, oprofile_map_fn fn, void *ctx);
 

@@ -6,6 +6,7 @@
 //! `oprofile.ko`, and the host crate `oprofile-common` compiles the very same files (through
 //! `#[path]`) so `cargo test` exercises the code the kernel runs.
 //!
+//! - [`aarch64`]: A64 call instructions and frame records.
 //! - [`arm`]: ARM and Thumb call instructions (is a return address after a call?).
 //! - [`counter`]: counter directory values, their validation, the no-interrupt loss estimate.
 //! - [`event`]: the legacy event-buffer word format (`ESCAPE_CODE` records) and its decoder.
@@ -17,6 +18,7 @@
 //! - [`ring`]: index math of the per-CPU sample rings.
 //! - [`sync`]: the `buffer_sync` state machine that turns CPU-buffer samples into event words.
 
+pub mod aarch64;
 pub mod arm;
 pub mod counter;
 pub mod event;

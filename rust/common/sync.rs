@@ -17,6 +17,7 @@
 //! COOKIE_SWITCH when those change; it is its own group, and once one is lost the rest of that
 //! backtrace is dropped. A backtrace ends at the next TRACE_BEGIN, CPU_SWITCH or CTX_SWITCH.
 
+use super::aarch64;
 use super::arm;
 use super::event::Record;
 
@@ -419,6 +420,50 @@ fn return_to(ret: usize, read: &mut impl FnMut(usize) -> Option<usize>, emit: &m
     (ret & 1 != 0).then_some(UserWalkEnd::Thumb)
 }
 
+/// Walks the user frame records of AArch64 code (AAPCS64 §6.4.6; [`aarch64`]) from `regs`
+/// (`fp` = x29, `sp`, `cpsr` = PSTATE; `lr` unused), passing each return address to `emit` until
+/// it returns false. `read(addr)` reads the 8-byte word at user address `addr` (`None` on a
+/// fault; never sleeps). Returns why the walk ended.
+///
+/// A function with a frame keeps `{caller's x29, x30}` at x29. A leaf function (GCC's default
+/// `-momit-leaf-frame-pointer`) keeps none, so its caller, still in x30, cannot be told from a
+/// stale value: it is left out (as perf's arm64 user unwinder does), never guessed. Only what is
+/// proven is followed: every record lies in the stack mapping, 8-byte aligned and above the
+/// previous one; every return address follows a call instruction ([`aarch64::returns_after_call`]);
+/// a zero link or a `{0, 0}` record ends the walk. An AArch32 (compat) task is no frame-record
+/// walk: `BadFrame`.
+pub fn walk_user_frames_a64(regs: &UserFrameRegs, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) -> UserWalkEnd {
+    if regs.cpsr & aarch64::PSR_MODE32_BIT != 0 {
+        return UserWalkEnd::BadFrame;
+    }
+    let in_stack = |a: usize| a & 7 == 0 && a >= regs.sp && a < regs.stack_end && regs.stack_end - a >= 16;
+    let mut fp = regs.fp;
+    loop {
+        if fp == 0 {
+            return UserWalkEnd::Done;
+        }
+        if !in_stack(fp) {
+            return UserWalkEnd::BadFrame;
+        }
+        let (Some(next_fp), Some(ret)) = (read(fp), read(fp.wrapping_add(8))) else {
+            return UserWalkEnd::BadFrame;
+        };
+        if ret == 0 {
+            return UserWalkEnd::Done;
+        }
+        if aarch64::returns_after_call(ret, |a| read(a).map(|w| w as u32)) != Some(true) {
+            return UserWalkEnd::NotCall;
+        }
+        if !emit(ret) {
+            return UserWalkEnd::Done;
+        }
+        if next_fp != 0 && next_fp <= fp {
+            return UserWalkEnd::BadFrame;
+        }
+        fp = next_fp;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Samples with plain-number handles.
@@ -449,6 +494,40 @@ mod tests {
 
     fn walk(fp: usize, lr: usize, sp: usize, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
         walk_regs(regs(fp, lr, sp), words, max)
+    }
+
+    /// An AArch64 walk over `words` (stack 0x7000 ..< 0x8000) with `bl` before 0x1100 and 0x1200
+    /// and a `ret` before 0x1300 (instruction words read as the low half of 8-byte words).
+    fn walk_a64(fp: usize, pstate: usize, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
+        const CODE: [(usize, usize); 3] = [(0x10fc, 0x9400_0010), (0x11fc, 0xD63F_0100), (0x12fc, 0xD65F_03C0)];
+        let read = |a: usize| words.iter().chain(&CODE).find(|&&(at, _)| at == a).map(|&(_, w)| w);
+        let mut out = Vec::new();
+        let r = UserFrameRegs { fp, lr: 0x1300, sp: 0x7000, cpsr: pstate, stack_end: 0x8000 };
+        let end = super::walk_user_frames_a64(&r, read, |pc| {
+            out.push(pc);
+            out.len() < max
+        });
+        (out, end)
+    }
+
+    #[test]
+    fn user_frames_a64() {
+        // Two records, the outer one with a zero link; lr (0x1300) is never used.
+        let two = [(0x7100, 0x7200), (0x7108, 0x1100), (0x7200, 0), (0x7208, 0x1200)];
+        assert_eq!(walk_a64(0x7100, 0, &two, 8), (vec![0x1100, 0x1200], UserWalkEnd::Done));
+        assert_eq!(walk_a64(0x7100, 0, &two, 1), (vec![0x1100], UserWalkEnd::Done), "depth");
+        // The {0, 0} record ends it; so does fp 0 (no frame at all).
+        assert_eq!(walk_a64(0x7100, 0, &[(0x7100, 0), (0x7108, 0)], 8), (vec![], UserWalkEnd::Done));
+        assert_eq!(walk_a64(0, 0, &two, 8), (vec![], UserWalkEnd::Done));
+        // A return address after no call, a link going down, a record outside the stack or
+        // misaligned, an unreadable one, a compat (AArch32) task.
+        assert_eq!(walk_a64(0x7100, 0, &[(0x7100, 0), (0x7108, 0x1300)], 8), (vec![], UserWalkEnd::NotCall));
+        let down = [(0x7200, 0x7100), (0x7208, 0x1100), (0x7100, 0), (0x7108, 0x1200)];
+        assert_eq!(walk_a64(0x7200, 0, &down, 8), (vec![0x1100], UserWalkEnd::BadFrame));
+        assert_eq!(walk_a64(0x9000, 0, &two, 8), (vec![], UserWalkEnd::BadFrame));
+        assert_eq!(walk_a64(0x7104, 0, &two, 8), (vec![], UserWalkEnd::BadFrame));
+        assert_eq!(walk_a64(0x7300, 0, &two, 8), (vec![], UserWalkEnd::BadFrame));
+        assert_eq!(walk_a64(0x7100, 0x10, &two, 8), (vec![], UserWalkEnd::BadFrame));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 // The kernel has no `std`; tests may use it.
 #![cfg_attr(not(test), no_std)]
 
+#[path = "../../../rust/common/aarch64.rs"]
+pub mod aarch64;
 #[path = "../../../rust/common/arm.rs"]
 pub mod arm;
 #[path = "../../../rust/common/counter.rs"]
