@@ -121,8 +121,6 @@ pub(crate) struct Staged {
     pc: usize,
     kernel: bool,
     event: u32,
-    pid: i32,
-    tgid: i32,
     /// The sampled task's `task_struct` address: compared with the current task's at the
     /// deferred step, never dereferenced.
     task: usize,
@@ -345,8 +343,6 @@ impl CpuBuffer {
             pc,
             kernel,
             event,
-            pid: task.pid(),
-            tgid: task.tgid(),
             task: task.as_ptr() as usize,
             frames: [0; STAGED_FRAMES],
             n_frames: 0,

@@ -265,7 +265,8 @@ static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
  * The arm64 unwinder (stack_trace_save(): arch_stack_walk() of the current task, which crosses
  * the IRQ and overflow stacks and exception boundaries, reporting each exception's pt_regs PC)
  * from the handler itself; the sampled frame's entries are those after the interrupted PC
- * @regs->pc. The unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
+ * @regs->pc and, as profile_pc() reports a lock function's caller, the lock functions after it.
+ * The unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
  * Nothing is reported when the interrupted PC is not among the entries.
  */
 static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
@@ -277,6 +278,9 @@ static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
 	n = stack_trace_save(entries, max, 0);
 	for (i = 0; i < n && entries[i] != regs->pc; i++)
 		;
+	/* The sampled PC is profile_pc()'s: the first entry from there outside lock functions. */
+	while (i < n && in_lock_functions(entries[i]))
+		i++;
 	for (i++; i < n; i++)
 		if (!bt_emit(bt, entries[i]))
 			break;

@@ -42,11 +42,13 @@ pub(crate) trait IrqWorkHandler: Send + Sync {
 /// # Invariants
 ///
 /// `raw` is a live `struct oprofile_irq_work` from `oprofile_shim_irq_work_new`, owned here,
-/// whose context is `Arc::as_ptr(&handler)`; dropping waits for a running callback before the
+/// whose context is `Arc::as_ptr(&_handler)`; dropping waits for a running callback before the
 /// handler's reference goes.
 pub(crate) struct IrqWork<T: IrqWorkHandler> {
     raw: NonNull<RawIrqWork>,
-    handler: Arc<T>,
+    /// The callback's context (read by the C side through `raw`), kept alive until `raw` is
+    /// freed.
+    _handler: Arc<T>,
 }
 
 // SAFETY: Queueing and freeing an irq_work are thread-safe; the handler is `Send + Sync`.
@@ -72,7 +74,7 @@ impl<T: IrqWorkHandler> IrqWork<T> {
         let raw = unsafe { oprofile_shim_irq_work_new(run::<T>, ctx.cast()) };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: a new work with `handler` as its context.
-        Ok(IrqWork { raw, handler })
+        Ok(IrqWork { raw, _handler: handler })
     }
 
     /// Queues the work on this CPU; false when it was queued already (it runs once for both).
@@ -86,7 +88,7 @@ impl<T: IrqWorkHandler> IrqWork<T> {
 impl<T: IrqWorkHandler> Drop for IrqWork<T> {
     fn drop(&mut self) {
         // SAFETY: `raw` is live and owned (type invariants) and freed once, here, after
-        // `irq_work_sync`; `handler` drops after this, so every run had its context.
+        // `irq_work_sync`; `_handler` drops after this, so every run had its context.
         unsafe { oprofile_shim_irq_work_free(self.raw.as_ptr()) };
     }
 }
