@@ -10,12 +10,14 @@
 //! - [`regs`]: interrupted registers (`struct pt_regs`), their PC and call chain (`profile_pc`,
 //!   the ARM unwinder), user stack words (`copy_from_user_nofault`);
 //! - [`user`]: user PCs to mapped files and offsets, a task's executable, a file's path;
+//! - [`irq_work`]: NMI context and irq_work (deferring an NMI sample's lookups);
 //! - [`perf`]: perf in-kernel counters with an overflow handler (no `perf_event.h` binding);
 //! - [`ring`]: the lock-free per-CPU sample ring (no such container in the crate);
 //! - here: an owned workqueue, the module notifier, running a function on another CPU, the
 //!   kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
 //!   the profile-point section.
 
+pub(crate) mod irq_work;
 pub(crate) mod perf;
 pub(crate) mod regs;
 pub(crate) mod ring;
@@ -278,4 +280,11 @@ pub(crate) fn profile_points() -> &'static [ProfilePoint] {
     // bytes long, hence a contiguous array of `bytes / size_of` initialized, immutable-by-API
     // (interior-mutable) statics living as long as the module.
     unsafe { core::slice::from_raw_parts(start, bytes / core::mem::size_of::<ProfilePoint>()) }
+}
+
+/// CLOCK_MONOTONIC in ns, read with `ktime_get_mono_fast_ns`: safe in any context, NMIs
+/// included (a timekeeping update an NMI interrupted cannot make it spin), monotonic per CPU.
+pub(crate) fn clock_ns() -> u64 {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::ktime_get_mono_fast_ns() }
 }

@@ -8,6 +8,15 @@
 //! process context, serialised by the event buffer's mutex. No lock is taken on the producer
 //! side, so a sample can never deadlock or wait.
 //!
+//! In NMI context (arm64 with pseudo-NMIs: perf's PMU overflow handler) nothing may take a lock,
+//! allocate, or take or drop a reference that could be the last one of a file or mm. There a
+//! sample is only *staged*: its PC, mode, task and kernel call chain go to this CPU's staging
+//! ring ([`Staged`], plain words) and the CPU's irq_work runs the rest (below) in hard interrupt
+//! context right after the NMI, as perf defers its pending work. Until the task returns to user
+//! space its mappings and user registers are those of the sample; the one race is another task
+//! running on the CPU first (the NMI hit a context switch with interrupts masked), and such a
+//! sample is counted (`sample_lost_nmi_task`), never attributed to the wrong task.
+//!
 //! Unlike legacy, a user sample is resolved here, while the task cannot have changed its
 //! mappings: [`bridge::user::lookup_irq`] finds the VMA locklessly and the entry keeps a reference to the
 //! mapped file and to the task's executable until `buffer_sync` has turned them into image ids
@@ -24,8 +33,11 @@
 //!   dropped; global `bt_lost_no_mapping`: a user return address in no mapping (likewise);
 //!   global `bt_user_thumb`, `bt_user_bad_frame`, `bt_user_not_call`: the user frame walk
 //!   ended at Thumb code, at a frame that is not a frame record, at a return address that
-//!   follows no call ([`sync::UserWalkEnd`]).
+//!   follows no call ([`sync::UserWalkEnd`]);
+//! - `sample_lost_nmi_overflow`, `sample_lost_nmi_task`: NMI samples dropped at staging (ring
+//!   full) or at their deferred step (another task ran first).
 
+use crate::bridge::irq_work::{self, IrqWork, IrqWorkHandler};
 use crate::bridge::{self, regs::{Regs, UserRegs}, ring::Ring, user::Lookup};
 use crate::common::event::ESCAPE_CODE;
 use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, UserFrameRegs, UserWalkEnd, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
@@ -98,6 +110,87 @@ fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc<ARef<File>, ARef<M
     }
 }
 
+/// Kernel frames a [`Staged`] sample keeps: the backtrace depth bound.
+const STAGED_FRAMES: usize = sync::BACKTRACE_DEPTH_MAX as usize;
+/// Staged samples per CPU: NMIs taken while that CPU's interrupts stay masked.
+const STAGED_CAPACITY: u32 = 16;
+
+/// A sample taken in NMI context, waiting in its CPU's staging ring for the irq_work that
+/// resolves and queues it ([`CpuBuffer::replay`]): plain words, no references.
+pub(crate) struct Staged {
+    pc: usize,
+    kernel: bool,
+    event: u32,
+    /// The sampled task's `task_struct` address: compared with the current task's at the
+    /// deferred step, never dereferenced.
+    task: usize,
+    /// The kernel part of the call chain (kernel-mode samples with backtraces on), unchecked:
+    /// the deferred step checks each entry as [`Walk::frame`] does.
+    frames: [usize; STAGED_FRAMES],
+    n_frames: usize,
+}
+
+/// Where a sample's registers come from.
+enum Source<'a> {
+    /// The interrupted registers, in the sampling interrupt.
+    Regs(&'a Regs),
+    /// A staged NMI sample at its deferred step, with the registers its task entered the
+    /// kernel with (`None` for a kernel thread).
+    Staged(&'a Staged, Option<&'a Regs>),
+}
+
+impl Source<'_> {
+    /// The sampled PC and whether it is kernel code.
+    fn pc(&self) -> (usize, bool) {
+        match self {
+            Source::Regs(regs) => regs.pc(),
+            Source::Staged(s, _) => (s.pc, s.kernel),
+        }
+    }
+
+    /// Registers whose user context a user-stack snapshot copies.
+    fn stack_regs(&self) -> Option<&Regs> {
+        match self {
+            Source::Regs(regs) => Some(regs),
+            Source::Staged(_, user) => *user,
+        }
+    }
+
+    /// The kernel call chain, each entry to `frame`, up to `depth` entries, and where the
+    /// user part starts ([`Regs::backtrace`]).
+    fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+        match self {
+            Source::Regs(regs) => regs.backtrace(depth, frame),
+            Source::Staged(s, user) => staged_backtrace(s, *user, depth, frame),
+        }
+    }
+}
+
+/// [`Source::backtrace`] of a staged sample: its kernel frames, then (unless the walk ended)
+/// the user part from `user` as `oprofile_shim_backtrace` gives it.
+fn staged_backtrace(s: &Staged, user: Option<&Regs>, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+    let mut n = 0u32;
+    for &pc in s.frames.iter().take(s.n_frames) {
+        if n >= depth {
+            break;
+        }
+        if !frame(pc) {
+            return (n, UserRegs::default());
+        }
+        n += 1;
+    }
+    let Some(user) = user.filter(|_| n < depth && depth > 0) else {
+        return (n, UserRegs::default());
+    };
+    // User-mode registers: no kernel frames, the user walk's start.
+    let (_, mut start) = user.backtrace(1, &mut |_| false);
+    if s.kernel {
+        start.entry = true;
+        start.pc = user.pc().0 as _;
+    }
+    (n, start)
+}
+
 /// The user frame walk of this architecture: ARM's frame-pointer walk, or AArch64's frame
 /// records (`common::sync`).
 #[cfg(not(CONFIG_ARM64))]
@@ -110,6 +203,8 @@ use sync::walk_user_frames_a64 as walk_user_frames;
 /// turned away, and its sample counted as lost).
 pub(crate) struct CpuBuffer {
     ring: Ring<Sample>,
+    /// NMI samples waiting for this CPU's irq_work (producer: the NMI; consumer: the work).
+    staged: Ring<Staged>,
     /// Free user-stack snapshot buffers (`user_stack_size` > 0 and backtraces on).
     stacks: Option<StackPool>,
 }
@@ -207,7 +302,7 @@ impl CpuBuffer {
     /// Errors: `EINVAL` if `capacity` is 0 or above `common::ring::MAX_CAPACITY`; `ENOMEM`.
     pub(crate) fn new(capacity: u32, stack_words: usize) -> Result<Self> {
         let stacks = if stack_words > 0 { Some(StackPool::new(stack_words)?) } else { None };
-        Ok(CpuBuffer { ring: Ring::new(capacity)?, stacks })
+        Ok(CpuBuffer { ring: Ring::new(capacity)?, staged: Ring::new(STAGED_CAPACITY)?, stacks })
     }
 
     /// Takes a sample of the interrupted registers `regs` (`None`: no valid PC) for counter
@@ -229,7 +324,65 @@ impl CpuBuffer {
             stats::inc(&cpu.sample_invalid_eip);
             return;
         };
+        self.log_sample(cpu, stats, code, &Source::Regs(regs), event, depth);
+    }
+
+    /// Stages a sample of `regs` for counter `event` in NMI context: no lookup, no reference,
+    /// no lock; the kernel call chain (up to `depth`) is read now, while the stack holds it.
+    /// Counts it received, or lost (`sample_invalid_eip`, `sample_lost_nmi_overflow`). Returns
+    /// whether it was staged.
+    fn stage(&self, cpu: &CpuStats, regs: Option<&Regs>, event: u32, depth: u32) -> bool {
+        stats::inc(&cpu.sample_received);
+        let Some(regs) = regs else {
+            stats::inc(&cpu.sample_invalid_eip);
+            return false;
+        };
         let (pc, kernel) = regs.pc();
+        let task = kernel::current!();
+        let mut s = Staged {
+            pc,
+            kernel,
+            event,
+            task: task.as_ptr() as usize,
+            frames: [0; STAGED_FRAMES],
+            n_frames: 0,
+        };
+        if kernel && depth > 0 {
+            let (frames, mut n) = (&mut s.frames, 0);
+            regs.backtrace(depth, &mut |pc| match frames.get_mut(n) {
+                Some(slot) => {
+                    *slot = pc;
+                    n += 1;
+                    true
+                }
+                None => false,
+            });
+            s.n_frames = n;
+        }
+        if self.staged.push(s).is_err() {
+            stats::inc(&cpu.sample_lost_nmi_overflow);
+            return false;
+        }
+        true
+    }
+
+    /// The deferred step of this CPU's staged samples (its irq_work, hard interrupt context):
+    /// each is logged as the sampling interrupt would have, if its task still runs here.
+    fn replay(&self, cpu: &CpuStats, stats: &Stats, code: &KernelCode, depth: u32) {
+        let me = kernel::current!().as_ptr() as usize;
+        self.staged.drain(|s| {
+            if s.task != me {
+                return stats::inc(&cpu.sample_lost_nmi_task);
+            }
+            bridge::regs::with_task_user_regs(|user| {
+                self.log_sample(cpu, stats, code, &Source::Staged(&s, user), s.event, depth)
+            });
+        });
+    }
+
+    /// Logs a sample of `src` (received, with registers): resolution, snapshot, ring, chain.
+    fn log_sample(&self, cpu: &CpuStats, stats: &Stats, code: &KernelCode, src: &Source<'_>, event: u32, depth: u32) {
+        let (pc, kernel) = src.pc();
         if !self.ring.has_room() {
             stats::inc(&cpu.sample_lost_overflow);
             return;
@@ -255,7 +408,7 @@ impl CpuBuffer {
         let stack = match &self.stacks {
             Some(pool) if depth > 0 => {
                 profile_point_time!(USER_STACK_COPY);
-                pool.take(stats, regs, tgid)
+                src.stack_regs().and_then(|regs| pool.take(stats, regs, tgid))
             }
             _ => None,
         };
@@ -277,7 +430,7 @@ impl CpuBuffer {
             let w = Walk { buf: self, cpu, stats, code, pid, tgid };
             let (n, user) = {
                 profile_point_time!(BT_KERNEL);
-                regs.backtrace(depth, &mut |pc| w.frame(pc, false))
+                src.backtrace(depth, &mut |pc| w.frame(pc, false))
             };
             if user.walk {
                 profile_point_time!(BT_USER);
@@ -304,8 +457,8 @@ impl CpuBuffer {
 }
 
 /// The rings of a session, one per CPU id (`0..nr_cpu_ids`), and what a sample needs besides
-/// its ring.
-pub(crate) struct CpuBuffers {
+/// its ring; shared with the CPUs' irq_works ([`CpuBuffers`]).
+pub(crate) struct Rings {
     buffers: KVec<CpuBuffer>,
     stats: Arc<Stats>,
     /// Where kernel backtrace entries may point.
@@ -314,22 +467,53 @@ pub(crate) struct CpuBuffers {
     backtrace_depth: u32,
 }
 
+/// The rings of a session and, per CPU id, the irq_work that runs the deferred step of its NMI
+/// samples. Each work holds a reference to the rings, and dropping one waits for its run, so the
+/// rings outlive every run.
+pub(crate) struct CpuBuffers {
+    rings: Arc<Rings>,
+    deferred: KVec<IrqWork<Rings>>,
+}
+
 /// Words of a user-stack snapshot of `bytes` (`user_stack_size`, rounded down to words).
 pub(crate) fn stack_words(bytes: u64) -> usize {
     (bytes / core::mem::size_of::<usize>() as u64) as usize
 }
 
+impl Rings {
+    /// This CPU's ring and stats; `None` for a CPU id beyond `nr_cpu_ids` at creation.
+    fn this_cpu(&self) -> Option<(usize, &CpuBuffer, &CpuStats)> {
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        Some((cpu, self.buffers.get(cpu)?, self.stats.cpu.get(cpu)?))
+    }
+}
+
+impl IrqWorkHandler for Rings {
+    /// The deferred step of this CPU's staged NMI samples ([`CpuBuffer::replay`]).
+    fn run(&self) {
+        if let Some((_, buf, cpu)) = self.this_cpu() {
+            buf.replay(cpu, &self.stats, &self.kernel_code, self.backtrace_depth);
+        }
+    }
+}
+
 impl CpuBuffers {
     /// One ring of `capacity` samples per CPU of `stats`, with user-stack snapshots of
-    /// `stack_words` words when backtraces are on and that is not 0. Errors: `ENOMEM`, `EINVAL` (see
-    /// [`CpuBuffer::new`]).
+    /// `stack_words` words when backtraces are on and that is not 0, and one irq_work per CPU.
+    /// Errors: `ENOMEM`, `EINVAL` (see [`CpuBuffer::new`]).
     pub(crate) fn new(stats: Arc<Stats>, capacity: u32, backtrace_depth: u32, stack_words: usize, kernel_code: KernelCode) -> Result<Self> {
         let stack_words = if backtrace_depth > 0 { stack_words } else { 0 };
-        let mut buffers = KVec::with_capacity(stats.cpu.len(), GFP_KERNEL)?;
-        for _ in 0..stats.cpu.len() {
+        let cpus = stats.cpu.len();
+        let mut buffers = KVec::with_capacity(cpus, GFP_KERNEL)?;
+        for _ in 0..cpus {
             buffers.push(CpuBuffer::new(capacity, stack_words)?, GFP_KERNEL)?;
         }
-        Ok(CpuBuffers { buffers, stats, kernel_code, backtrace_depth })
+        let rings = Arc::new(Rings { buffers, stats, kernel_code, backtrace_depth }, GFP_KERNEL)?;
+        let mut deferred = KVec::with_capacity(cpus, GFP_KERNEL)?;
+        for _ in 0..cpus {
+            deferred.push(IrqWork::new(rings.clone())?, GFP_KERNEL)?;
+        }
+        Ok(CpuBuffers { rings, deferred })
     }
 
     /// Takes a sample of the interrupted context on the current CPU (legacy
@@ -341,18 +525,26 @@ impl CpuBuffers {
     /// Takes a sample of the interrupted registers `regs` (`None`: no valid PC) on the current
     /// CPU for counter `event`, with its backtrace if `backtrace_depth` > 0
     /// (legacy `oprofile_add_sample`). Interrupt context, or any context where this CPU cannot be
-    /// re-entered by another sample.
+    /// re-entered by another sample; in NMI context the sample is staged and this CPU's
+    /// irq_work queued ([`CpuBuffer::stage`]).
     pub(crate) fn add_sample(&self, regs: Option<&Regs>, event: u32) {
         profile_point_time!(SAMPLE_HANDLER);
-        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
-        let (Some(buf), Some(stats)) = (self.buffers.get(cpu), self.stats.cpu.get(cpu)) else {
+        let r = &*self.rings;
+        let Some((cpu, buf, stats)) = r.this_cpu() else {
             return;
         };
-        buf.add_sample(stats, &self.stats, &self.kernel_code, regs, event, self.backtrace_depth);
+        if !irq_work::in_nmi() {
+            return buf.add_sample(stats, &r.stats, &r.kernel_code, regs, event, r.backtrace_depth);
+        }
+        if buf.stage(stats, regs, event, r.backtrace_depth) {
+            if let Some(work) = self.deferred.get(cpu) {
+                work.queue();
+            }
+        }
     }
 
     /// The rings, by CPU id.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &CpuBuffer> {
-        self.buffers.iter()
+        self.rings.buffers.iter()
     }
 }

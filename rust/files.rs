@@ -14,7 +14,7 @@
 //! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `user_stack_size` (ours) | 0644 | `"%lu\n"`: bytes of user stack per traced sample (`user_stack`) | number, `EBUSY` while running |
 //! | `cpu_type` | 0644 | model name, no newline | – |
-//! | `pointer_size` | 0644 | `"4\n"` on 32-bit | – |
+//! | `pointer_size` | 0644 | `"4\n"` on 32-bit, `"8\n"` on 64-bit | – |
 //! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
 //! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
 //! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |

@@ -48,9 +48,9 @@ pub(crate) trait Model: Send + Sync {
         None
     }
     /// Whether `backtrace_depth` > 0 is supported: samples carry their interrupted registers,
-    /// so every model can, where `sample_shim.c` has a stack walker (ARM).
+    /// so every model can, where `sample_shim.c` has a stack walker (ARM, arm64).
     fn has_backtrace(&self) -> bool {
-        cfg!(CONFIG_ARM)
+        cfg!(CONFIG_ARM) || cfg!(CONFIG_ARM64)
     }
 }
 

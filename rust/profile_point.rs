@@ -10,9 +10,10 @@
 //! that records at scope end) or [`ProfilePoint::start`]/[`ProfilePoint::leave`].
 //!
 //! A disabled point costs one relaxed load per section (no clock read); points start
-//! disabled. An enabled point reads the monotonic clock (`ktime_get_ns`) twice per section and
-//! adds to two 64-bit atomics. Sections may nest and run on any CPU and in any context,
-//! interrupts included. A point enabled or disabled while a section runs counts that section
+//! disabled. An enabled point reads the monotonic clock twice per section (through
+//! `ktime_get_mono_fast_ns`, the NMI-safe reader: `ktime_get` could spin forever in an NMI that
+//! interrupted a timekeeping update; `bridge::clock_ns`) and adds to two 64-bit atomics. Sections
+//! may nest and run on any CPU and in any context, interrupts and NMIs included. A point enabled or disabled while a section runs counts that section
 //! only if it was enabled at its start.
 //!
 //! The file `profile_points` (see [`ProfilePoints`]) shows the table of `common::profile_point` and takes
@@ -23,7 +24,6 @@ use crate::oprofilefs::{read_bytes, Key, OpFile, Open};
 use kernel::fs::file::Offset;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
 
 /// A profile point: its name and figures. Lives in `.profile_points`, one per cache line (a
@@ -49,7 +49,8 @@ const _: () = assert!(core::mem::size_of::<ProfilePoint>() == 64);
 
 /// A running section of an enabled point: its start time. Returned by
 /// [`ProfilePoint::start`], consumed by [`ProfilePoint::leave`].
-pub(crate) struct Started(Option<Instant<Monotonic>>);
+/// (ns of `bridge::clock_ns`).
+pub(crate) struct Started(Option<u64>);
 
 impl ProfilePoint {
     /// A disabled point called `name`. Use [`define_profile_point!`], which places it in the
@@ -84,7 +85,7 @@ impl ProfilePoint {
     /// point is enabled.
     #[inline]
     pub(crate) fn start(&self) -> Started {
-        Started(self.enabled.load(Relaxed).then(Instant::<Monotonic>::now))
+        Started(self.enabled.load(Relaxed).then(crate::bridge::clock_ns))
     }
 
     /// Ends the section begun by `started` (legacy `profile_point_leave`): adds one run and its
@@ -92,9 +93,9 @@ impl ProfilePoint {
     #[inline]
     pub(crate) fn leave(&self, started: Started) {
         if let Some(t) = started.0 {
-            let ns = t.elapsed().as_nanos();
+            let ns = crate::bridge::clock_ns().saturating_sub(t);
             self.nr.add(1u64, Relaxed);
-            self.total_ns.add(u64::try_from(ns).unwrap_or(0), Relaxed);
+            self.total_ns.add(ns, Relaxed);
         }
     }
 

@@ -15,6 +15,8 @@
  */
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/hardirq.h>
+#include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/module.h>
@@ -25,6 +27,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/task_stack.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
 #include <asm/irq_regs.h>
@@ -262,7 +265,8 @@ static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
  * The arm64 unwinder (stack_trace_save(): arch_stack_walk() of the current task, which crosses
  * the IRQ and overflow stacks and exception boundaries, reporting each exception's pt_regs PC)
  * from the handler itself; the sampled frame's entries are those after the interrupted PC
- * @regs->pc. The unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
+ * @regs->pc and, as profile_pc() reports a lock function's caller, the lock functions after it.
+ * The unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
  * Nothing is reported when the interrupted PC is not among the entries.
  */
 static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
@@ -274,6 +278,9 @@ static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
 	n = stack_trace_save(entries, max, 0);
 	for (i = 0; i < n && entries[i] != regs->pc; i++)
 		;
+	/* The sampled PC is profile_pc()'s: the first entry from there outside lock functions. */
+	while (i < n && in_lock_functions(entries[i]))
+		i++;
 	for (i++; i < n; i++)
 		if (!bt_emit(bt, entries[i]))
 			break;
@@ -475,4 +482,91 @@ void oprofile_shim_module_notifier_unregister(void)
 struct workqueue_struct *oprofile_shim_alloc_wq(void)
 {
 	return alloc_workqueue("oprofile_sync", WQ_UNBOUND, 0);
+}
+
+/**
+ * oprofile_shim_in_nmi() - whether this runs in NMI context
+ *
+ * Missing binding: in_nmi() is a preempt-count macro. With pseudo-NMIs (arm64,
+ * irqchip.gicv3_pseudo_nmi=1) perf's PMU overflow handler runs in NMI context.
+ */
+bool oprofile_shim_in_nmi(void)
+{
+	return in_nmi();
+}
+
+/**
+ * oprofile_shim_task_user_regs() - the registers the current user task entered the kernel with
+ *
+ * Missing binding: task_pt_regs() and user_mode() are arch code.
+ * Context: any; the registers stay valid until the task returns to user space.
+ * Return: task_pt_regs(current) when they are user-mode registers of a user task, else NULL.
+ */
+struct pt_regs *oprofile_shim_task_user_regs(void)
+{
+	struct pt_regs *regs;
+
+	if (!current->mm || (current->flags & PF_KTHREAD))
+		return NULL;
+	regs = task_pt_regs(current);
+	return user_mode(regs) ? regs : NULL;
+}
+
+struct oprofile_irq_work {
+	struct irq_work work;
+	void (*fn)(const void *ctx);
+	const void *ctx;
+};
+
+static void oprofile_irq_work_run(struct irq_work *work)
+{
+	struct oprofile_irq_work *w = container_of(work, struct oprofile_irq_work, work);
+
+	w->fn(w->ctx);
+}
+
+/**
+ * oprofile_shim_irq_work_new() - an irq_work that calls @fn(@ctx) in hard interrupt context
+ * @fn: the callback (Rust)
+ * @ctx: passed to @fn; must stay valid until oprofile_shim_irq_work_free()
+ *
+ * Missing binding: the kernel crate has no irq_work (init_irq_work() is an inline). Not
+ * IRQ_WORK_LAZY: it runs at the next interrupt-enabled point, on arm64 through a self-IPI.
+ * Context: process (allocates).
+ * Return: the irq_work, or NULL.
+ */
+struct oprofile_irq_work *oprofile_shim_irq_work_new(void (*fn)(const void *ctx), const void *ctx)
+{
+	struct oprofile_irq_work *w = kzalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w)
+		return NULL;
+	init_irq_work(&w->work, oprofile_irq_work_run);
+	w->fn = fn;
+	w->ctx = ctx;
+	return w;
+}
+
+/**
+ * oprofile_shim_irq_work_queue() - run @w on this CPU at its next interrupt-enabled point
+ * @w: an irq_work of oprofile_shim_irq_work_new()
+ *
+ * Context: any, NMI included (irq_work_queue() is NMI-safe).
+ * Return: false when it was already queued (it will run once for both).
+ */
+bool oprofile_shim_irq_work_queue(struct oprofile_irq_work *w)
+{
+	return irq_work_queue(&w->work);
+}
+
+/**
+ * oprofile_shim_irq_work_free() - wait for @w to be idle and free it
+ * @w: an irq_work of oprofile_shim_irq_work_new(), queued no more
+ *
+ * Context: process (irq_work_sync() may sleep).
+ */
+void oprofile_shim_irq_work_free(struct oprofile_irq_work *w)
+{
+	irq_work_sync(&w->work);
+	kfree(w);
 }

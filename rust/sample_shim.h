@@ -69,6 +69,14 @@ int oprofile_shim_exec_maps(struct mm_struct *mm, oprofile_map_fn fn, void *ctx)
 unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
 				     oprofile_frame_fn fn, void *ctx, struct oprofile_user_regs *user);
 
+bool oprofile_shim_in_nmi(void);
+struct pt_regs *oprofile_shim_task_user_regs(void);
+
+struct oprofile_irq_work;
+struct oprofile_irq_work *oprofile_shim_irq_work_new(void (*fn)(const void *ctx), const void *ctx);
+bool oprofile_shim_irq_work_queue(struct oprofile_irq_work *w);
+void oprofile_shim_irq_work_free(struct oprofile_irq_work *w);
+
 int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx));
 void oprofile_shim_module_notifier_unregister(void);
 struct workqueue_struct *oprofile_shim_alloc_wq(void);

@@ -83,6 +83,14 @@ stat_counters! {
         backtrace_aborted,
         /// Samples without a valid PC (no interrupt registers).
         sample_invalid_eip,
+        /// Samples taken in NMI context (arm64 pseudo-NMIs) dropped because this CPU's NMI
+        /// staging ring was full: more NMIs than fit while its interrupts stayed masked
+        /// (`cpu_buffer::Staged`). Always 0 without NMIs (ARMv7).
+        sample_lost_nmi_overflow,
+        /// Samples taken in NMI context dropped because another task ran on this CPU before
+        /// their deferred step (an NMI that interrupted a context switch with interrupts
+        /// masked): its mappings cannot be looked up for it any more. Always 0 without NMIs.
+        sample_lost_nmi_task,
     }
 }
 

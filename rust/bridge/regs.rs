@@ -23,6 +23,7 @@ extern "C" {
         user: *mut UserRegs,
     ) -> u32;
     fn oprofile_shim_user_regs(regs: *mut bindings::pt_regs, out: *mut c_ulong) -> bool;
+    fn oprofile_shim_task_user_regs() -> *mut bindings::pt_regs;
 }
 
 /// The registers of an interrupted context (`struct pt_regs`), as the sampling interrupt or
@@ -128,6 +129,16 @@ pub(crate) fn with_irq_regs<R>(f: impl FnOnce(Option<&Regs>) -> R) -> R {
     // SAFETY: FFI call without preconditions. The result is null or the registers of the
     // interrupt this runs in, live until it returns, which outlasts `f`.
     f(unsafe { Regs::from_raw(oprofile_shim_irq_regs()) })
+}
+
+/// Runs `f` with the registers the current user task entered the kernel with
+/// (`task_pt_regs(current)`); `None` for a kernel thread or when they are not user-mode
+/// registers. They stay valid until the task returns to user space, which it cannot while this
+/// runs in interrupt context; the borrow cannot outlive `f`.
+pub(crate) fn with_task_user_regs<R>(f: impl FnOnce(Option<&Regs>) -> R) -> R {
+    // SAFETY: FFI call without preconditions. The result is null or the current task's saved
+    // user registers, live while it is in the kernel, which outlasts `f`.
+    f(unsafe { Regs::from_raw(oprofile_shim_task_user_regs()) })
 }
 
 /// Fills `out` with the words at user address `addr` of the current task, read without

@@ -3,8 +3,8 @@
 //! Hardware event tables of the PMU models: one place for the module (validation at `buffer`
 //! open) and the host tool (`oprof events`, report column names).
 //!
-//! Every model follows a legacy `cpu_type` of oprofile 0.9.x userspace (`events/arm/*`) and the
-//! processor's Technical Reference Manual:
+//! Every model follows a legacy `cpu_type` of oprofile userspace (`events/arm/*`: 0.9.x for
+//! ARMv7, 1.x for ARMv8) and the processor's Technical Reference Manual:
 //!
 //! | `cpu_type` | processor | perf PMU name | counters |
 //! |---|---|---|---|
@@ -12,6 +12,26 @@
 //! | `arm/armv7-ca9` | Cortex-A9 | `armv7_cortex_a9` | 7: 0 = CCNT, 1–6 = PMN0–5 |
 //! | `arm/armv7-ca15` | Cortex-A15 | `armv7_cortex_a15` | 7: 0 = CCNT, 1–6 = PMN0–5 |
 //! | `arm/armv7-ca7` | Cortex-A7 | `armv7_cortex_a7` | 5: 0 = CCNT, 1–4 = PMN0–3 |
+//! | `arm/armv8-ca53` | Cortex-A53 | `armv8_cortex_a53` | 7: 0 = PMCCNTR, 1–6 = PMEVCNTR0–5 |
+//! | `arm/armv8-ca57` | Cortex-A57 | `armv8_cortex_a57` | 7: 0 = PMCCNTR, 1–6 = PMEVCNTR0–5 |
+//! | `arm/armv8-pmuv3-common` | any ARMv8 PMUv3 | `armv8_pmuv3` | 7: 0 = PMCCNTR, 1–6 = PMEVCNTR0–5 |
+//!
+//! ARMv8 (PMUv3, oprofile 1.x `events/arm/armv8-*`; event numbers as Linux 7.3
+//! `include/linux/perf/arm_pmuv3.h`): the cycle counter PMCCNTR_EL0 has no event number of its
+//! own; perf's `arm_pmuv3` driver puts the architectural `CPU_CYCLES` event `0x11` on it when it
+//! is free (`armv8pmu_can_use_pmccntr`) and on an event counter otherwise. So `CPU_CYCLES` is
+//! `0x11` on ARMv8 and may go on every counter ([`Counters::Any`]); counter 0 still takes only
+//! `CPU_CYCLES`. Cortex-A53 and A57 have 6 event counters (PMCR_EL0.N = 6, TRMs); PMUv3 allows up
+//! to 31, the model offers 6 and the module lowers the count to what the hardware reports. The
+//! minimums are oprofile 1.x's: 500, 5000 or 100000 per common event, 10007 for the cores' own.
+//!
+//! Perf PMU names (Linux 7.3 `drivers/perf/arm_pmuv3.c`): a devicetree PMU node is named by its
+//! `compatible` through `armv8_pmu_of_device_ids`, without a suffix: `arm,cortex-a53-pmu` →
+//! `armv8_cortex_a53` (the i.MX 8M Plus `imx8mp.dtsi`), `arm,cortex-a57-pmu` →
+//! `armv8_cortex_a57`, `arm,armv8-pmuv3` → `armv8_pmuv3` (QEMU's `virt` board writes that
+//! compatible for every `-cpu`, so a QEMU Cortex-A53 guest gets the generic model). ACPI systems
+//! register every PMU as `armv8_pmuv3_N` (`arm_pmu_acpi.c`: `"%s_%d"`, N from 0);
+//! [`CpuModel::by_pmu_name`] takes that suffix for the generic model only.
 //!
 //! Counter 0 is the cycle counter CCNT and takes only `CPU_CYCLES` (event `0xFF`, the perf
 //! ARMv7 driver's encoding for CCNT); the other counters take every other event. Unit masks do
@@ -31,6 +51,9 @@ pub enum Counters {
     Ccnt,
     /// Any event counter PMNx: counters 1..num_counters.
     Pmn,
+    /// Every counter: ARMv8 `CPU_CYCLES` (`0x11`), which perf puts on PMCCNTR_EL0 or an event
+    /// counter.
+    Any,
 }
 
 /// One event of a model's table.
@@ -57,8 +80,10 @@ pub struct CpuModel {
     pub pmu_name: &'static str,
     /// Processor name for humans.
     pub label: &'static str,
-    /// Counter directories the model offers (CCNT included).
+    /// Counter directories the model offers (the cycle counter included).
     pub num_counters: u32,
+    /// The cycle counter's register name (`CCNT` on ARMv7, `PMCCNTR_EL0` on ARMv8).
+    pub cycle_counter: &'static str,
     /// Event tables, searched in order: the ARMv7 common events, then the model's own.
     tables: &'static [&'static [Event]],
 }
@@ -66,11 +91,18 @@ pub struct CpuModel {
 /// Legacy default event of `opcontrol` on ARMv7 (`CPU_CYCLES:100000`).
 pub const DEFAULT_EVENT: (&str, u32) = ("CPU_CYCLES", 100_000);
 
-/// Number of the cycle-counter event (CCNT).
+/// Number of the ARMv7 cycle-counter event (CCNT; perf's ARMv7 driver's encoding).
 pub const CPU_CYCLES: u32 = 0xFF;
+
+/// Number of the ARMv8 PMUv3 architectural cycle event (`ARMV8_PMUV3_PERFCTR_CPU_CYCLES`).
+pub const ARMV8_CPU_CYCLES: u32 = 0x11;
 
 const fn ev(number: u32, name: &'static str, description: &'static str) -> Event {
     Event { number, name, counters: Counters::Pmn, minimum: 500, description }
+}
+
+const fn ev_min(number: u32, name: &'static str, minimum: u32, description: &'static str) -> Event {
+    Event { number, name, counters: Counters::Pmn, minimum, description }
 }
 
 const fn ccnt(minimum: u32) -> Event {
@@ -257,13 +289,155 @@ static CORTEX_A7: &[Event] = &[
     ev(0xCA, "LOCAL_CLUSTER_SNOOP", "Data read snooped from another processor of the local cluster"),
 ];
 
+/// ARMv8 PMUv3 architectural events as oprofile 1.x lists them (`events/arm/armv8-pmuv3-common`:
+/// 0x00–0x1D, 0x1F, 0x20; not `CHAIN` 0x1E, which only links counter pairs), with its minimums.
+static ARMV8_COMMON: &[Event] = &[
+    Event { number: ARMV8_CPU_CYCLES, name: "CPU_CYCLES", counters: Counters::Any, minimum: 100_000, description: "CPU cycle (cycle counter PMCCNTR_EL0 or an event counter)" },
+    ev_min(0x00, "SW_INCR", 500, "Software increment (write to PMSWINC_EL0), condition code pass"),
+    ev_min(0x01, "L1I_CACHE_REFILL", 5000, "Level 1 instruction cache refill"),
+    ev_min(0x02, "L1I_TLB_REFILL", 5000, "Level 1 instruction TLB refill"),
+    ev_min(0x03, "L1D_CACHE_REFILL", 5000, "Level 1 data cache refill"),
+    ev_min(0x04, "L1D_CACHE", 5000, "Level 1 data cache access"),
+    ev_min(0x05, "L1D_TLB_REFILL", 5000, "Level 1 data TLB refill"),
+    ev_min(0x06, "LD_RETIRED", 100_000, "Load instruction architecturally executed, condition code pass"),
+    ev_min(0x07, "ST_RETIRED", 100_000, "Store instruction architecturally executed, condition code pass"),
+    ev_min(0x08, "INST_RETIRED", 100_000, "Instruction architecturally executed"),
+    ev_min(0x09, "EXC_TAKEN", 500, "Exception taken"),
+    ev_min(0x0A, "EXC_RETURN", 500, "Exception return architecturally executed, condition code pass"),
+    ev_min(0x0B, "CID_WRITE_RETIRED", 500, "Write to CONTEXTIDR architecturally executed, condition code pass"),
+    ev_min(0x0C, "PC_WRITE_RETIRED", 5000, "Software change of the PC architecturally executed, condition code pass"),
+    ev_min(0x0D, "BR_IMMED_RETIRED", 5000, "Immediate branch architecturally executed"),
+    ev_min(0x0E, "BR_RETURN_RETIRED", 5000, "Procedure return architecturally executed, condition code pass"),
+    ev_min(0x0F, "UNALIGNED_LDST_RETIRED", 500, "Unaligned load or store architecturally executed, condition code pass"),
+    ev_min(0x10, "BR_MIS_PRED", 5000, "Branch mispredicted or not predicted, speculatively executed"),
+    ev_min(0x12, "BR_PRED", 5000, "Predictable branch speculatively executed"),
+    ev_min(0x13, "MEM_ACCESS", 100_000, "Data memory access"),
+    ev_min(0x14, "L1I_CACHE", 5000, "Level 1 instruction cache access"),
+    ev_min(0x15, "L1D_CACHE_WB", 5000, "Level 1 data cache write-back"),
+    ev_min(0x16, "L2D_CACHE", 5000, "Level 2 data cache access"),
+    ev_min(0x17, "L2D_CACHE_REFILL", 5000, "Level 2 data cache refill"),
+    ev_min(0x18, "L2D_CACHE_WB", 5000, "Level 2 data cache write-back"),
+    ev_min(0x19, "BUS_ACCESS", 5000, "Bus access"),
+    ev_min(0x1A, "MEMORY_ERROR", 500, "Local memory error"),
+    ev_min(0x1B, "INST_SPEC", 100_000, "Operation speculatively executed"),
+    ev_min(0x1C, "TTBR_WRITE_RETIRED", 5000, "Write to a TTBR architecturally executed, condition code pass"),
+    ev_min(0x1D, "BUS_CYCLES", 5000, "Bus cycle"),
+    ev_min(0x1F, "L1D_CACHE_ALLOCATE", 5000, "Level 1 data cache allocation without refill"),
+    ev_min(0x20, "L2D_CACHE_ALLOCATE", 5000, "Level 2 data cache allocation without refill"),
+];
+
+/// Cortex-A53 implementation-defined events (TRM section 12.9; oprofile 1.x
+/// `events/arm/armv8-ca53`).
+static CORTEX_A53: &[Event] = &[
+    ev_min(0x60, "BUS_ACCESS_LD", 10007, "Bus access, read"),
+    ev_min(0x61, "BUS_ACCESS_ST", 10007, "Bus access, write"),
+    ev_min(0x7A, "BR_INDIRECT_SPEC", 10007, "Indirect branch speculatively executed"),
+    ev_min(0x86, "EXC_IRQ", 10007, "IRQ exception taken"),
+    ev_min(0x87, "EXC_FIQ", 10007, "FIQ exception taken"),
+    ev_min(0xC0, "EXT_MEM_REQ", 10007, "External memory request"),
+    ev_min(0xC1, "EXT_MEM_REQ_NC", 10007, "Non-cacheable external memory request"),
+    ev_min(0xC2, "PREFETCH_LINEFILL", 10007, "Linefill caused by a prefetch"),
+    ev_min(0xC3, "PREFETCH_LINEFILL_DROP", 10007, "Instruction cache throttle"),
+    ev_min(0xC4, "READ_ALLOC_ENTER", 10007, "Entering read-allocate mode"),
+    ev_min(0xC5, "READ_ALLOC", 10007, "Read-allocate mode"),
+    ev_min(0xC6, "PRE_DECODE_ERR", 10007, "Pre-decode error"),
+    ev_min(0xC7, "STALL_SB_FULL", 10007, "Data write stalls the pipeline because the store buffer is full"),
+    ev_min(0xC8, "EXT_SNOOP", 10007, "SCU snooped data from another CPU for this CPU"),
+    ev_min(0xC9, "BR_COND", 10007, "Conditional branch executed"),
+    ev_min(0xCA, "BR_INDIRECT_MISPRED", 10007, "Indirect branch mispredicted"),
+    ev_min(0xCB, "BR_INDIRECT_MISPRED_ADDR", 10007, "Indirect branch mispredicted because of an address miscompare"),
+    ev_min(0xCC, "BR_COND_MISPRED", 10007, "Conditional branch mispredicted"),
+    ev_min(0xD0, "L1I_CACHE_ERR", 10007, "L1 instruction cache (data or tag) memory error"),
+    ev_min(0xD1, "L1D_CACHE_ERR", 10007, "L1 data cache (data, tag or dirty) memory error"),
+    ev_min(0xD2, "TLB_ERR", 10007, "TLB memory error"),
+    ev_min(0xE0, "OTHER_IQ_DEP_STALL", 10007, "Cycle the DPU IQ is empty, not for a micro-TLB miss, I-cache miss or pre-decode error"),
+    ev_min(0xE1, "IC_DEP_STALL", 10007, "Cycle the DPU IQ is empty while an instruction cache miss is processed"),
+    ev_min(0xE2, "IUTLB_DEP_STALL", 10007, "Cycle the DPU IQ is empty while an instruction micro-TLB miss is processed"),
+    ev_min(0xE3, "DECODE_DEP_STALL", 10007, "Cycle the DPU IQ is empty while a pre-decode error is processed"),
+    ev_min(0xE4, "OTHER_INTERLOCK_STALL", 10007, "Cycle with an interlock other than for SIMD/FP or load/store"),
+    ev_min(0xE5, "AGU_DEP_STALL", 10007, "Cycle with a load/store interlock waiting for address data in the AGU"),
+    ev_min(0xE6, "SIMD_DEP_STALL", 10007, "Cycle with an interlock for an Advanced SIMD/floating-point operation"),
+    ev_min(0xE7, "LD_DEP_STALL", 10007, "Cycle stalled in the Wr stage by a load miss"),
+    ev_min(0xE8, "ST_DEP_STALL", 10007, "Cycle stalled in the Wr stage by a store"),
+];
+
+/// Cortex-A57 implementation-defined events (TRM section 11.10; oprofile 1.x
+/// `events/arm/armv8-ca57`).
+static CORTEX_A57: &[Event] = &[
+    ev_min(0x40, "L1D_CACHE_LD", 10007, "Level 1 data cache access, read"),
+    ev_min(0x41, "L1D_CACHE_ST", 10007, "Level 1 data cache access, write"),
+    ev_min(0x42, "L1D_CACHE_REFILL_LD", 10007, "Level 1 data cache refill, read"),
+    ev_min(0x43, "L1D_CACHE_REFILL_ST", 10007, "Level 1 data cache refill, write"),
+    ev_min(0x46, "L1D_CACHE_WB_VICTIM", 10007, "Level 1 data cache write-back, victim"),
+    ev_min(0x47, "L1D_CACHE_WB_CLEAN", 10007, "Level 1 data cache write-back, cleaning and coherency"),
+    ev_min(0x48, "L1D_CACHE_INVAL", 10007, "Level 1 data cache invalidate"),
+    ev_min(0x4C, "L1D_TLB_REFILL_LD", 10007, "Level 1 data TLB refill, read"),
+    ev_min(0x4D, "L1D_TLB_REFILL_ST", 10007, "Level 1 data TLB refill, write"),
+    ev_min(0x50, "L2D_CACHE_LD", 10007, "Level 2 data cache access, read"),
+    ev_min(0x51, "L2D_CACHE_ST", 10007, "Level 2 data cache access, write"),
+    ev_min(0x52, "L2D_CACHE_REFILL_LD", 10007, "Level 2 data cache refill, read"),
+    ev_min(0x53, "L2D_CACHE_REFILL_ST", 10007, "Level 2 data cache refill, write"),
+    ev_min(0x56, "L2D_CACHE_WB_VICTIM", 10007, "Level 2 data cache write-back, victim"),
+    ev_min(0x57, "L2D_CACHE_WB_CLEAN", 10007, "Level 2 data cache write-back, cleaning and coherency"),
+    ev_min(0x58, "L2D_CACHE_INVAL", 10007, "Level 2 data cache invalidate"),
+    ev_min(0x60, "BUS_ACCESS_LD", 10007, "Bus access, read"),
+    ev_min(0x61, "BUS_ACCESS_ST", 10007, "Bus access, write"),
+    ev_min(0x62, "BUS_ACCESS_SHARED", 10007, "Bus access, normal, cacheable, shareable"),
+    ev_min(0x63, "BUS_ACCESS_NOT_SHARED", 10007, "Bus access, not normal, cacheable, shareable"),
+    ev_min(0x64, "BUS_ACCESS_NORMAL", 10007, "Bus access, normal"),
+    ev_min(0x65, "BUS_ACCESS_PERIPH", 10007, "Bus access, peripheral"),
+    ev_min(0x66, "MEM_ACCESS_LD", 10007, "Data memory access, read"),
+    ev_min(0x67, "MEM_ACCESS_ST", 10007, "Data memory access, write"),
+    ev_min(0x68, "UNALIGNED_LD_SPEC", 10007, "Unaligned access, read"),
+    ev_min(0x69, "UNALIGNED_ST_SPEC", 10007, "Unaligned access, write"),
+    ev_min(0x6A, "UNALIGNED_LDST_SPEC", 10007, "Unaligned access"),
+    ev_min(0x6C, "LDREX_SPEC", 10007, "Exclusive load speculatively executed"),
+    ev_min(0x6D, "STREX_PASS_SPEC", 10007, "Exclusive store speculatively executed, pass"),
+    ev_min(0x6E, "STREX_FAIL_SPEC", 10007, "Exclusive store speculatively executed, fail"),
+    ev_min(0x70, "LD_SPEC", 10007, "Load speculatively executed"),
+    ev_min(0x71, "ST_SPEC", 10007, "Store speculatively executed"),
+    ev_min(0x72, "LDST_SPEC", 10007, "Load or store speculatively executed"),
+    ev_min(0x73, "DP_SPEC", 10007, "Integer data processing speculatively executed"),
+    ev_min(0x74, "ASE_SPEC", 10007, "Advanced SIMD instruction speculatively executed"),
+    ev_min(0x75, "VFP_SPEC", 10007, "Floating-point instruction speculatively executed"),
+    ev_min(0x76, "PC_WRITE_SPEC", 10007, "Software change of the PC speculatively executed"),
+    ev_min(0x77, "CRYPTO_SPEC", 10007, "Cryptographic instruction speculatively executed"),
+    ev_min(0x78, "BR_IMMED_SPEC", 10007, "Immediate branch speculatively executed"),
+    ev_min(0x79, "BR_RETURN_SPEC", 10007, "Procedure return speculatively executed"),
+    ev_min(0x7A, "BR_INDIRECT_SPEC", 10007, "Indirect branch speculatively executed"),
+    ev_min(0x7C, "ISB_SPEC", 10007, "ISB barrier speculatively executed"),
+    ev_min(0x7D, "DSB_SPEC", 10007, "DSB barrier speculatively executed"),
+    ev_min(0x7E, "DMB_SPEC", 10007, "DMB barrier speculatively executed"),
+    ev_min(0x81, "EXC_UNDEF", 10007, "Exception taken, other synchronous"),
+    ev_min(0x82, "EXC_SVC", 10007, "Exception taken, supervisor call"),
+    ev_min(0x83, "EXC_PABORT", 10007, "Exception taken, instruction abort"),
+    ev_min(0x84, "EXC_DABORT", 10007, "Exception taken, data abort or SError"),
+    ev_min(0x86, "EXC_IRQ", 10007, "Exception taken, IRQ"),
+    ev_min(0x87, "EXC_FIQ", 10007, "Exception taken, FIQ"),
+    ev_min(0x88, "EXC_SMC", 10007, "Exception taken, secure monitor call"),
+    ev_min(0x8A, "EXC_HVC", 10007, "Exception taken, hypervisor call"),
+    ev_min(0x8B, "EXC_TRAP_PABORT", 10007, "Exception taken, instruction abort not taken locally"),
+    ev_min(0x8C, "EXC_TRAP_DABORT", 10007, "Exception taken, data abort or SError not taken locally"),
+    ev_min(0x8D, "EXC_TRAP_OTHER", 10007, "Exception taken, other trap not taken locally"),
+    ev_min(0x8E, "EXC_TRAP_IRQ", 10007, "Exception taken, IRQ not taken locally"),
+    ev_min(0x8F, "EXC_TRAP_FIQ", 10007, "Exception taken, FIQ not taken locally"),
+    ev_min(0x90, "RC_LD_SPEC", 10007, "Load-acquire speculatively executed"),
+    ev_min(0x91, "RC_ST_SPEC", 10007, "Store-release speculatively executed"),
+];
+
 /// Every PMU model, in the order `oprof events --list` shows them.
 pub static MODELS: &[CpuModel] = &[
-    CpuModel { cpu_type: c"arm/armv7", pmu_name: "armv7_cortex_a8", label: "ARM Cortex-A8", num_counters: 5, tables: &[CORTEX_A8, ARMV7_COMMON] },
-    CpuModel { cpu_type: c"arm/armv7-ca9", pmu_name: "armv7_cortex_a9", label: "ARM Cortex-A9", num_counters: 7, tables: &[CORTEX_A9, ARMV7_COMMON] },
-    CpuModel { cpu_type: c"arm/armv7-ca15", pmu_name: "armv7_cortex_a15", label: "ARM Cortex-A15", num_counters: 7, tables: &[CORTEX_A15, PMUV2_CYCLES, ARMV7_COMMON] },
-    CpuModel { cpu_type: c"arm/armv7-ca7", pmu_name: "armv7_cortex_a7", label: "ARM Cortex-A7", num_counters: 5, tables: &[CORTEX_A7, PMUV2_CYCLES, ARMV7_COMMON] },
+    CpuModel { cpu_type: c"arm/armv7", pmu_name: "armv7_cortex_a8", label: "ARM Cortex-A8", num_counters: 5, cycle_counter: "CCNT", tables: &[CORTEX_A8, ARMV7_COMMON] },
+    CpuModel { cpu_type: c"arm/armv7-ca9", pmu_name: "armv7_cortex_a9", label: "ARM Cortex-A9", num_counters: 7, cycle_counter: "CCNT", tables: &[CORTEX_A9, ARMV7_COMMON] },
+    CpuModel { cpu_type: c"arm/armv7-ca15", pmu_name: "armv7_cortex_a15", label: "ARM Cortex-A15", num_counters: 7, cycle_counter: "CCNT", tables: &[CORTEX_A15, PMUV2_CYCLES, ARMV7_COMMON] },
+    CpuModel { cpu_type: c"arm/armv7-ca7", pmu_name: "armv7_cortex_a7", label: "ARM Cortex-A7", num_counters: 5, cycle_counter: "CCNT", tables: &[CORTEX_A7, PMUV2_CYCLES, ARMV7_COMMON] },
+    CpuModel { cpu_type: c"arm/armv8-ca53", pmu_name: "armv8_cortex_a53", label: "ARM Cortex-A53", num_counters: 7, cycle_counter: "PMCCNTR_EL0", tables: &[ARMV8_COMMON, CORTEX_A53] },
+    CpuModel { cpu_type: c"arm/armv8-ca57", pmu_name: "armv8_cortex_a57", label: "ARM Cortex-A57", num_counters: 7, cycle_counter: "PMCCNTR_EL0", tables: &[ARMV8_COMMON, CORTEX_A57] },
+    CpuModel { cpu_type: c"arm/armv8-pmuv3-common", pmu_name: GENERIC_PMUV3, label: "ARMv8 PMUv3", num_counters: 7, cycle_counter: "PMCCNTR_EL0", tables: &[ARMV8_COMMON] },
 ];
+
+/// The perf PMU name of a devicetree `arm,armv8-pmuv3` node, and the base of every ACPI PMU's.
+const GENERIC_PMUV3: &str = "armv8_pmuv3";
 
 impl CpuModel {
     /// The model with this `cpu_type`.
@@ -276,12 +450,24 @@ impl CpuModel {
         core::str::from_utf8(self.cpu_type.to_bytes()).unwrap_or("?")
     }
 
-    /// The model driving the perf PMU registered as `pmu_name`.
+    /// The model driving the perf PMU registered as `pmu_name`; ACPI's `armv8_pmuv3_N` (N
+    /// decimal) is the generic PMUv3 model.
     pub fn by_pmu_name(pmu_name: &str) -> Option<&'static CpuModel> {
-        MODELS.iter().find(|m| m.pmu_name == pmu_name)
+        let acpi = pmu_name
+            .strip_prefix(GENERIC_PMUV3)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let name = if acpi { GENERIC_PMUV3 } else { pmu_name };
+        MODELS.iter().find(|m| m.pmu_name == name)
     }
 
-    /// Every event, CCNT first, then by table order (model-specific, then common).
+    /// The event counter 0 (the cycle counter) takes: `CPU_CYCLES`.
+    pub fn cycles(&self) -> Option<&'static Event> {
+        self.events().find(|e| e.counters != Counters::Pmn)
+    }
+
+    /// Every event, the cycle event first, then by table order (ARMv7: model-specific, then
+    /// common; ARMv8: common, then model-specific, as oprofile 1.x lists them).
     pub fn events(&self) -> impl Iterator<Item = &'static Event> {
         self.tables.iter().flat_map(|t| t.iter())
     }
@@ -302,6 +488,7 @@ impl CpuModel {
         match e.counters {
             Counters::Ccnt => 1 & all,
             Counters::Pmn => all & !1,
+            Counters::Any => all,
         }
     }
 }
@@ -337,7 +524,9 @@ mod tests {
                 assert!(a.number <= 0xFF, "{}: {} does not fit EVTSEL", m.name(), a.name);
                 assert!(!a.description.is_empty() && a.minimum > 0);
             }
-            assert_eq!(m.event(u64::from(CPU_CYCLES)).unwrap().counters, Counters::Ccnt);
+            let cycles = m.cycles().unwrap();
+            assert_eq!((cycles.name, m.counter_mask(cycles, m.num_counters) & 1), ("CPU_CYCLES", 1));
+            assert!(m.events().filter(|e| m.counter_mask(e, m.num_counters) & 1 != 0).count() == 1, "{}: counter 0 takes only CPU_CYCLES", m.name());
             assert_eq!(CpuModel::by_cpu_type(m.name()).unwrap().pmu_name, m.pmu_name);
             assert_eq!(CpuModel::by_pmu_name(m.pmu_name).unwrap().name(), m.name());
         }
@@ -369,6 +558,37 @@ mod tests {
         assert_eq!(a15.event(0x51).unwrap().name, "L2D_CACHE_ST");
         assert_eq!(a15.counter_mask(a15.event(0x11).unwrap(), 7), 0b111_1110);
         assert_eq!(a15.counter_mask(a15.event(0x11).unwrap(), 3), 0b110, "fewer counters on the hardware");
+    }
+
+    #[test]
+    fn armv8_models_follow_oprofile_1x() {
+        let a53 = CpuModel::by_pmu_name("armv8_cortex_a53").unwrap();
+        assert_eq!((a53.name(), a53.num_counters, a53.cycle_counter), ("arm/armv8-ca53", 7, "PMCCNTR_EL0"));
+        let cycles = a53.event_by_name("CPU_CYCLES").unwrap();
+        assert_eq!((cycles.number, cycles.minimum), (0x11, 100_000));
+        assert_eq!(a53.counter_mask(cycles, 7), 0b111_1111, "PMCCNTR or any event counter");
+        let refill = a53.event(0x03).unwrap();
+        assert_eq!((refill.name, refill.minimum, a53.counter_mask(refill, 7)), ("L1D_CACHE_REFILL", 5000, 0b111_1110));
+        assert_eq!(a53.event(0xC2).unwrap().name, "PREFETCH_LINEFILL", "ARMV8_A53_PERFCTR_PREF_LINEFILL");
+        assert_eq!(a53.event(0xE8).unwrap().minimum, 10007);
+        assert!(a53.event(0x1E).is_none(), "CHAIN is not an event to sample");
+        assert!(a53.event(0xFF).is_none(), "0xFF is ARMv7's CCNT encoding only");
+        assert_eq!(a53.events().count(), 32 + 30);
+        let a57 = CpuModel::by_cpu_type("arm/armv8-ca57").unwrap();
+        assert_eq!((a57.pmu_name, a57.event(0x77).unwrap().name), ("armv8_cortex_a57", "CRYPTO_SPEC"));
+        assert_eq!(a57.events().count(), 32 + 59);
+        let generic = CpuModel::by_cpu_type("arm/armv8-pmuv3-common").unwrap();
+        assert_eq!((generic.pmu_name, generic.events().count()), ("armv8_pmuv3", 32));
+        assert_eq!(generic.event(0x20).unwrap().name, "L2D_CACHE_ALLOCATE");
+    }
+
+    #[test]
+    fn acpi_pmu_names_are_the_generic_model() {
+        assert_eq!(CpuModel::by_pmu_name("armv8_pmuv3_0").unwrap().name(), "arm/armv8-pmuv3-common");
+        assert_eq!(CpuModel::by_pmu_name("armv8_pmuv3_12").unwrap().name(), "arm/armv8-pmuv3-common");
+        for bad in ["armv8_pmuv3_", "armv8_pmuv3_x", "armv8_pmuv30", "armv8_cortex_a53_0", "armv7_cortex_a9_1"] {
+            assert!(CpuModel::by_pmu_name(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

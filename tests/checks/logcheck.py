@@ -149,7 +149,7 @@ def stats(log):
 def received_and_lost(st):
     """Samples taken (sum of cpuN/sample_received) and samples lost after being taken."""
     received = sum(v for k, v in st.items() if k.endswith("/sample_received"))
-    lost = sum(v for k, v in st.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip)$", k))
+    lost = sum(v for k, v in st.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip|sample_lost_nmi_overflow|sample_lost_nmi_task)$", k))
     lost += sum(st.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
     return received, lost
 

@@ -76,7 +76,7 @@ def load(d, f):
 
 def received_lost(stats):
     received = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/sample_received", k))
-    lost = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/(sample_lost_overflow|sample_invalid_eip)", k))
+    lost = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/(sample_lost_overflow|sample_invalid_eip|sample_lost_nmi_overflow|sample_lost_nmi_task)", k))
     lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
     return received, lost
 

@@ -14,7 +14,11 @@
 //!   "Mapping symbols") give, else the Thumb bit of the function symbol it lies in. Calls are
 //!   ARM `BL`, `BLX` (immediate and register) and the pre-ARMv5 `mov lr, pc` before a jump;
 //!   Thumb `BL`/`BLX` (32-bit) and `BLX Rm` (decoded by `oprofile_common::arm`, which the
-//!   module's frame walk uses too). Data (`$d`, literal pools) is not a call. Other
+//!   module's frame walk uses too). Data (`$d`, literal pools) is not a call.
+//! - ELF images for AArch64: the same with the A64 mapping symbols (`$x` code, `$d` data;
+//!   AArch64 ELF ABI "Mapping symbols"), no Thumb bit (every A64 instruction is 4 bytes at a
+//!   4-byte aligned address), and the A64 calls `BL`, `BLR`, `BLRAA`/`BLRAB`(`Z`)
+//!   (`oprofile_common::aarch64`, shared with the module's arm64 frame walk). Other
 //!   architectures keep the `- 1` rule (no facts).
 //! - kallsyms (no code): symbol starts at a linker text-section marker (`__entry_text_start`,
 //!   `__idmap_text_end`, ... `__*_text_start`/`__*_text_end`): the code before belongs to
@@ -22,7 +26,7 @@
 //!   have to be a `noreturn` call as that section's very last instruction.
 
 use crate::elf::Isa;
-use oprofile_common::arm;
+use oprofile_common::{aarch64, arm};
 use crate::symbols::Symbol;
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind, SymbolSection};
 use std::collections::{HashMap, HashSet};
@@ -31,7 +35,7 @@ use std::collections::{HashMap, HashSet};
 pub type ArmMarks = HashMap<SectionIndex, Vec<(u64, Isa)>>;
 
 /// Whether the code `before` a symbol start (the section's bytes up to it) ends in a call, in
-/// state `state` (ARM, Thumb or data); `None` when there are too few bytes to tell.
+/// state `state` (ARM, Thumb, A64 or data); `None` when there are too few bytes to tell.
 pub(crate) fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
     let u16_at = |end: usize| -> Option<u16> {
         let b = before.get(before.len().checked_sub(end)?..)?.get(..2)?;
@@ -50,27 +54,45 @@ pub(crate) fn ends_in_call(before: &[u8], state: Isa) -> Option<bool> {
             let last = u16_at(2)?;
             Some(arm::thumb_ends_in_call(u16_at(4), last))
         }
-        // Data (and no other ARM state) is no call.
+        Isa::Arm64 => Some(aarch64::is_call(u32_at(4)?)),
+        // Data (and no other state) is no call.
         _ => Some(false),
     }
 }
 
-/// The state a mapping symbol name sets (`$a`, `$t`, `$d`, optionally followed by `.suffix`).
-fn mapping_state(name: &str) -> Option<Isa> {
+/// The state a mapping symbol name sets, optionally followed by `.suffix`: ARM `$a`, `$t`,
+/// `$d`; AArch64 (`a64`) `$x`, `$d`.
+fn mapping_state(name: &str, a64: bool) -> Option<Isa> {
     let kind = name.strip_prefix('$')?;
     let kind = kind.split('.').next()?;
-    match kind {
-        "a" => Some(Isa::Arm),
-        "t" => Some(Isa::Thumb),
-        "d" => Some(Isa::Data),
+    match (kind, a64) {
+        ("a", false) => Some(Isa::Arm),
+        ("t", false) => Some(Isa::Thumb),
+        ("x", true) => Some(Isa::Arm64),
+        ("d", _) => Some(Isa::Data),
         _ => None,
     }
 }
 
-/// The instruction-set marks of an ARM `file`'s executable sections `exec` at runtime addresses
-/// (`base`: each section's address; `relocatable`: symbol values are section offsets, `ET_REL`):
-/// per section its mapping symbols, or when it has none the Thumb bit of its function symbols.
+/// Whether `file` is a little-endian ARM (`Some(false)`) or AArch64 (`Some(true)`) ELF: the
+/// machines whose code this module decodes.
+pub fn arm_family(file: &object::File<'_>) -> Option<bool> {
+    match file.architecture() {
+        _ if !file.is_little_endian() => None,
+        object::Architecture::Arm => Some(false),
+        object::Architecture::Aarch64 => Some(true),
+        _ => None,
+    }
+}
+
+/// The instruction-set marks of an ARM or AArch64 `file`'s executable sections `exec` at
+/// runtime addresses (`base`: each section's address; `relocatable`: symbol values are section
+/// offsets, `ET_REL`): per section its mapping symbols, or when it has none the state of its
+/// function symbols (ARM: their Thumb bit; AArch64: A64). Empty for other machines.
 pub fn arm_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, exec: &HashSet<SectionIndex>, relocatable: bool) -> ArmMarks {
+    let Some(a64) = arm_family(file) else { return ArmMarks::new() };
+    // Bit 0 of an ARM symbol is the Thumb bit; A64 code has none.
+    let mask = if a64 { !0 } else { !1 };
     let mut marks: HashMap<SectionIndex, (Vec<(u64, Isa)>, Vec<(u64, Isa)>)> = HashMap::new();
     for s in file.symbols().chain(file.dynamic_symbols()) {
         let SymbolSection::Section(i) = s.section() else { continue };
@@ -78,14 +100,12 @@ pub fn arm_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, exe
             continue;
         }
         let Some(&b) = base.get(&i) else { continue };
-        let value = if relocatable { b.checked_add(s.address() & !1) } else { Some(s.address() & !1) };
+        let value = if relocatable { b.checked_add(s.address() & mask) } else { Some(s.address() & mask) };
         let Some(addr) = value else { continue };
         let entry = marks.entry(i).or_default();
-        match s.name().ok().and_then(mapping_state) {
+        match s.name().ok().and_then(|n| mapping_state(n, a64)) {
             Some(st) => entry.0.push((addr, st)),
-            None if s.kind() == SymbolKind::Text => {
-                entry.1.push((addr, if s.address() & 1 != 0 { Isa::Thumb } else { Isa::Arm }))
-            }
+            None if s.kind() == SymbolKind::Text => entry.1.push((addr, function_state(s.address(), a64))),
             None => {}
         }
     }
@@ -99,11 +119,20 @@ pub fn arm_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, exe
         .collect()
 }
 
-/// The symbol starts of `syms` (runtime addresses) that an ARM `file` reaches without a call
+/// The state of a function symbol of value `value` without mapping symbols.
+fn function_state(value: u64, a64: bool) -> Isa {
+    match (a64, value & 1 != 0) {
+        (true, _) => Isa::Arm64,
+        (false, true) => Isa::Thumb,
+        (false, false) => Isa::Arm,
+    }
+}
+
+/// The symbol starts of `syms` (runtime addresses) that an ARM or AArch64 `file` reaches without a call
 /// (see the module docs). `base`: each section's runtime address; `marks`: its sections'
 /// instruction-set marks ([`arm_marks`]).
 pub fn entered_without_call(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, marks: &ArmMarks, syms: &[Symbol]) -> Vec<u64> {
-    if file.architecture() != object::Architecture::Arm || !file.is_little_endian() {
+    if arm_family(file).is_none() {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -150,8 +179,16 @@ mod tests {
         assert_eq!(ends_in_call(&t(&[0xF000, 0xB800]), Isa::Thumb), Some(false), "b.w");
         assert_eq!(ends_in_call(&[0; 2], Isa::Arm), None, "too short");
         assert_eq!(ends_in_call(&[], Isa::Data), Some(false));
-        assert_eq!(mapping_state("$t.12"), Some(Isa::Thumb));
-        assert_eq!(mapping_state("$x"), None);
+        assert_eq!(mapping_state("$t.12", false), Some(Isa::Thumb));
+        assert_eq!(mapping_state("$x", false), None);
+        assert_eq!(mapping_state("$x.7", true), Some(Isa::Arm64));
+        assert_eq!(mapping_state("$d", true), Some(Isa::Data));
+        assert_eq!(mapping_state("$a", true), None, "no ARM state in an AArch64 object");
+        // A64: bl, blr x8, blraaz x8 are calls; ret, b, br x16 (a PLT's tail) are not.
+        for (w, call) in [(0x9400_0010u32, true), (0xD63F_0100, true), (0xD63F_091F, true), (0xD65F_03C0, false), (0x1400_0004, false), (0xD61F_0220, false)] {
+            assert_eq!(ends_in_call(&w.to_le_bytes(), Isa::Arm64), Some(call), "{w:#x}");
+        }
+        assert_eq!(ends_in_call(&[0; 3], Isa::Arm64), None, "too short");
         assert!(is_text_section_marker("__entry_text_start") && is_text_section_marker("__idmap_text_end"));
         assert!(!is_text_section_marker("_stext") && !is_text_section_marker("ret_fast_syscall"));
     }

@@ -123,7 +123,7 @@ pub struct ElfImage {
     pub arch: object::Architecture,
     /// Executable sections with file bytes, for disassembly ([`ElfImage::code_bytes`]).
     pub code: Vec<CodeSection>,
-    /// ARM: where the instruction set changes (every executable section's marks of
+    /// ARM and AArch64: where the instruction set changes (every executable section's marks of
     /// [`crate::calls::arm_marks`]), sorted by address.
     isa_marks: Vec<(u64, Isa)>,
     /// Where the symbols and line tables came from; `None` without any.
@@ -414,7 +414,8 @@ impl ElfImage {
                 source = Some(DebugSource { file: path.to_path_buf(), method: Method::Dynsym });
             }
         }
-        let marks = if is_arm { arm_marks_onto(marks_from, &lay, relocatable) } else { Default::default() };
+        // ARM and AArch64 (mapping symbols); empty for other machines.
+        let marks = arm_marks_onto(marks_from, &lay, relocatable);
         let (lines, lines_error) = if want_lines {
             let (f, l) = match &separate {
                 Some((d, l, src)) if !own_dwarf && has_dwarf(d) => {
@@ -474,8 +475,8 @@ impl ElfImage {
         }
     }
 
-    /// The instruction set at `addr`: on ARM from the last mapping symbol at or before it (ARM
-    /// state when none); `None` for machines oprof does not disassemble.
+    /// The instruction set at `addr`: on ARM and AArch64 from the last mapping symbol at or
+    /// before it (ARM or A64 state when none); `None` for machines oprof does not disassemble.
     pub fn isa_at(&self, addr: u64) -> Option<Isa> {
         use object::Architecture as A;
         match self.arch {
@@ -483,7 +484,10 @@ impl ElfImage {
                 let i = self.isa_marks.partition_point(|&(a, _)| a <= addr);
                 Some(i.checked_sub(1).map_or(Isa::Arm, |i| self.isa_marks[i].1))
             }
-            A::Aarch64 => Some(Isa::Arm64),
+            A::Aarch64 => {
+                let i = self.isa_marks.partition_point(|&(a, _)| a <= addr);
+                Some(i.checked_sub(1).map_or(Isa::Arm64, |i| self.isa_marks[i].1))
+            }
             A::X86_64 => Some(Isa::X86_64),
             A::I386 => Some(Isa::X86),
             _ => None,

@@ -36,7 +36,7 @@ pub fn render(model: Option<&CpuModel>) -> String {
         return out;
     };
     let _ = writeln!(out, "oprofile: available events for CPU type \"{}\" (cpu_type {})\n", m.label, m.name());
-    let _ = writeln!(out, "Counters 0..{}; counter 0 is the cycle counter CCNT. Unit masks: none (0).", m.num_counters - 1);
+    let _ = writeln!(out, "Counters 0..{}; counter 0 is the cycle counter {}. Unit masks: none (0).", m.num_counters - 1, m.cycle_counter);
     let _ = writeln!(out, "Write N/event (number), N/count (sampling period, or 0 to count only: N/total).\n");
     for e in m.events() {
         let mut ctrs = String::new();
@@ -268,5 +268,20 @@ mod tests {
         assert_eq!(close_matches(a8, "l1d_cache_refil").first(), Some(&"L1D_CACHE_REFILL"));
         assert_eq!(close_matches(a8, "INST_RETIRE").first(), Some(&"INST_RETIRED"));
         assert!(close_matches(a8, "QWERTYUIOP").is_empty());
+    }
+
+    #[test]
+    fn armv8_cycles_go_to_pmccntr_first() {
+        let a53 = model(Some("arm/armv8-ca53")).unwrap().unwrap();
+        let text = render(Some(a53));
+        assert!(text.contains("counter 0 is the cycle counter PMCCNTR_EL0"), "{text}");
+        assert!(text.contains("CPU_CYCLES: (counter: 0, 1, 2, 3, 4, 5, 6) [event 0x11]"), "{text}");
+        assert!(text.contains("L1D_CACHE_REFILL: (counter: 1, 2, 3, 4, 5, 6) [event 0x03]\n\tLevel 1 data cache refill (min count: 5000)"), "{text}");
+        let p = place(a53, "L1D_CACHE_REFILL,CPU_CYCLES,CPU_CYCLES:200000").unwrap();
+        let got: Vec<_> = p.iter().map(|p| (p.counter, p.event.number, p.count)).collect();
+        assert_eq!(got, [(1, 0x03, 50_000), (0, 0x11, 100_000), (2, 0x11, 200_000)]);
+        assert!(list_types().contains("arm/armv8-pmuv3-common\tARMv8 PMUv3 (7 counters, perf PMU armv8_pmuv3)"), "{}", list_types());
+        let e = format!("{:#}", place(a53, "INST_RETIRED:99999").unwrap_err());
+        assert!(e.contains("count 99999 is below the minimum 100000"), "{e}");
     }
 }

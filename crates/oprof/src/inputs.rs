@@ -56,7 +56,7 @@ pub struct Inputs {
     #[arg(long, value_name = "FRAMES")]
     pub backtrace_depth: Option<u64>,
     /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
-    /// else 4 as on ARM32).
+    /// else 4 as on ARM32; 8 on arm64).
     #[arg(long)]
     pub word_size: Option<usize>,
     /// What a counter counted, `COUNTER:EVENT[:COUNT]` (event by name or number), as written

@@ -28,6 +28,17 @@ pub struct Kallsyms {
     pub hidden: bool,
 }
 
+/// A text symbol's code address: bit 0 (the Thumb bit) cleared on a 32-bit kernel (ARM), kept
+/// above 4 GiB: a 64-bit kernel's text (arm64: 0xffff8000_xxxxxxxx) has no Thumb bit, and its
+/// A64 code is 4-byte aligned anyway.
+fn text_address(addr: u64) -> u64 {
+    if addr > u64::from(u32::MAX) {
+        addr
+    } else {
+        addr & !1
+    }
+}
+
 impl Kallsyms {
     /// Parses `text`, read from `name` (named with the 1-based line in errors: a line that is
     /// not `ADDR TYPE NAME [\t[MODULE]]` with a hexadecimal ADDR).
@@ -73,7 +84,7 @@ impl Kallsyms {
                 "t" => Binding::Local,
                 _ => Binding::Weak,
             };
-            let s = Symbol { addr: addr & !1, size: 0, name: sname.to_string(), binding };
+            let s = Symbol { addr: text_address(addr), size: 0, name: sname.to_string(), binding };
             match module {
                 Some(m) => k.modules.entry(m.to_string()).or_default().push(s),
                 None => k.kernel.push(s),
@@ -151,6 +162,28 @@ mod tests {
         assert_eq!(m["oprofile"].lookup(0xbf00_1ffc).unwrap().name, "oprofile_init");
         assert!(m["oprofile"].lookup(0xbf00_2000).is_none());
         assert_eq!(k.modules["oprofile"].len(), 2);
+    }
+
+    /// An arm64 kernel's kallsyms (16 hex digits, text at 0xffff8000_8xxxxxxx, modules below).
+    #[test]
+    fn arm64_addresses_are_kept_whole() {
+        let text = "ffff800080010000 T _stext\n\
+                    ffff800080010000 t $x\n\
+                    ffff800080010040 T el0t_64_irq\n\
+                    ffff800080fa0000 T do_idle\n\
+                    ffff800080fa0101 t odd_label\n\
+                    ffff800081000000 T _etext\n\
+                    ffff80007a000000 t sample_handler\t[oprofile]\n";
+        let k = Kallsyms::parse(text, "ks").unwrap();
+        assert_eq!(k.text, Some(0xffff_8000_8001_0000..0xffff_8000_8100_0000));
+        let t = k.kernel_table().unwrap();
+        assert_eq!(t.lookup(0xffff_8000_8001_0044).unwrap().name, "el0t_64_irq");
+        assert_eq!(t.lookup(0xffff_8000_80fa_0100).unwrap().name, "do_idle", "no Thumb bit on arm64");
+        assert_eq!(t.lookup(0xffff_8000_80fa_0101).unwrap().name, "odd_label");
+        assert!(k.kernel.iter().all(|s| s.name != "$x"));
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules("oprofile 8192 0 - Live 0xffff80007a000000 (O)\n", "pm").unwrap();
+        assert_eq!(k.module_tables(&snap)["oprofile"].lookup(0xffff_8000_7a00_0010).unwrap().name, "sample_handler");
     }
 
     #[test]

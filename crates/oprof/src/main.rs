@@ -53,6 +53,8 @@ mod tests_annotate;
 #[cfg(test)]
 mod tests_arm;
 #[cfg(test)]
+mod tests_arm64;
+#[cfg(test)]
 mod tests_debugfile;
 #[cfg(test)]
 mod tests_frames;
@@ -88,7 +90,7 @@ enum Cmd {
     Decode {
         /// Captured stream (bytes read from /dev/oprofile/buffer).
         buffer: PathBuf,
-        /// Word size in bytes: the target's /dev/oprofile/pointer_size (4 on ARM32).
+        /// Word size in bytes: the target's /dev/oprofile/pointer_size (4 on ARM32, 8 on arm64).
         #[arg(long, default_value_t = 4)]
         word_size: usize,
     },

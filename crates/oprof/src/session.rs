@@ -188,8 +188,9 @@ pub struct SessionInfo {
 pub struct Losses {
     /// Sum of `cpuN/sample_received`.
     pub received: u64,
-    /// `cpuN/sample_lost_overflow`, `cpuN/sample_invalid_eip`, `sample_lost_no_mm`,
-    /// `sample_lost_no_mapping`, `event_lost_overflow`.
+    /// `cpuN/sample_lost_overflow`, `cpuN/sample_invalid_eip`, `cpuN/sample_lost_nmi_overflow`,
+    /// `cpuN/sample_lost_nmi_task`, `sample_lost_no_mm`, `sample_lost_no_mapping`,
+    /// `event_lost_overflow`.
     pub lost: u64,
     /// `sample_lost_no_irq`, `sample_lost_overrun`: samples never taken.
     pub not_taken: u64,
@@ -203,7 +204,9 @@ impl Losses {
             let per_cpu = k.starts_with("cpu") && k.contains('/');
             match leaf {
                 "sample_received" if per_cpu => l.received += v,
-                "sample_lost_overflow" | "sample_invalid_eip" if per_cpu => l.lost += v,
+                "sample_lost_overflow" | "sample_invalid_eip" | "sample_lost_nmi_overflow" | "sample_lost_nmi_task" if per_cpu => {
+                    l.lost += v
+                }
                 "sample_lost_no_mm" | "sample_lost_no_mapping" | "event_lost_overflow" if !per_cpu => l.lost += v,
                 "sample_lost_no_irq" | "sample_lost_overrun" if !per_cpu => l.not_taken += v,
                 _ => {}
