@@ -2,7 +2,7 @@
 . /tests/lib.sh
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
-# 92 checks + 4 per possible CPU (its stats/cpuN/ files).
+# 92 checks + 6 per possible CPU (its stats/cpuN/ files).
 plan $((92 + 6 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
@@ -29,7 +29,7 @@ check "no stats dir beyond possible CPUs" test ! -e "$OP/stats/cpu$((last + 1))"
 
 expect "cpu_type" timer cat $OP/cpu_type
 expect "cpu_type has no newline" 5 sh -c "cat $OP/cpu_type | wc -c"
-expect "pointer_size" 4 cat $OP/pointer_size
+expect "pointer_size (the kernel's word: 4 on ARMv7, 8 on arm64)" "$(word_bytes)" cat $OP/pointer_size
 expect "buffer_size default" 131072 cat $OP/buffer_size
 expect "buffer_watershed default" 32768 cat $OP/buffer_watershed
 expect "cpu_buffer_size default" 8192 cat $OP/cpu_buffer_size
