@@ -547,8 +547,8 @@ static void restore(void)
 
 			if (!strcmp(field, "enabled"))
 				snprintf(v, sizeof(v), "%d", c0);
-			else if (!strcmp(field, "event"))
-				snprintf(v, sizeof(v), "%d", c0 ? 0xff : 0);
+			else if (!strcmp(field, "event")) /* CPU_CYCLES: ARMv7 0xff (CCNT), ARMv8 0x11 */
+				snprintf(v, sizeof(v), "%d", !c0 ? 0 : strncmp(cpu_type_s, "arm/armv8", 9) ? 0xff : 0x11);
 			else if (!strcmp(field, "count")) /* A8: no PMU IRQ, count only; else sample */
 				snprintf(v, sizeof(v), "%d", c0 && strcmp(cpu_type_s, "arm/armv7") ? 1000000 : 0);
 			else if (!strcmp(field, "kernel") || !strcmp(field, "user"))
