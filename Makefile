@@ -36,6 +36,11 @@ KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 INPLACE_CLEAN = if [ -f $(1)/modules.order ]; then $(KMAKE) M=$(1) clean; fi &&
 
+# The modules and target oprof of both architectures for kernel variant $(1) (the QEMU suite's
+# boards: ARMv7 realview-pb-a8, virt-a15; arm64 virt-a53).
+QEMU_ARCH_BUILD = $(MAKE) --no-print-directory module testmod target-tools KARCH=arm KVARIANT=$(1) && \
+                  $(MAKE) --no-print-directory module testmod target-tools KARCH=arm64 KVARIANT=$(1)
+
 .PHONY: all module testmod modules_install rust-analyzer setup kernel host target-tools run check soak test-host test-qemu clean
 
 all: module
@@ -119,7 +124,8 @@ check:
 
 # 1,000 load/mount/open/enable/disable/close/umount/unload cycles with kprof and every profile
 # point on, on both boards (tests/guest/cycles.sh; make check runs 200).
-soak: module testmod host
+soak: host
+	@$(call QEMU_ARCH_BUILD,plain) && $(call QEMU_ARCH_BUILD,debug)
 	@GUEST_ARGS="opcycles=1000 opsoak=1" SCRIPTS=cycles QEMU_TIMEOUT=3600 bash tests/run-qemu-tests.sh
 
 # Overhead, losses, per-sample cost and report speed measured against perf, on both boards (not
@@ -131,13 +137,14 @@ bench: module testmod host target-tools
 test-host:
 	@cargo test --locked
 
-# Without KVARIANT on the command line: plain on both boards and debug on virt-a15, so the
-# modules are built for both kernels.
-test-qemu: module testmod host target-tools
+# Without KVARIANT on the command line: plain on every board and debug on virt-a15 and virt-a53,
+# so the modules are built for both kernels of both architectures.
+test-qemu: host
 ifeq ($(origin KVARIANT),file)
-	@$(MAKE) --no-print-directory module testmod KVARIANT=debug
+	@$(call QEMU_ARCH_BUILD,plain) && $(call QEMU_ARCH_BUILD,debug)
 	@KVARIANT= bash tests/run-qemu-tests.sh
 else
+	@$(call QEMU_ARCH_BUILD,$(KVARIANT))
 	@bash tests/run-qemu-tests.sh
 endif
 

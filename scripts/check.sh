@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
 # checks (pyflakes3 tests/checks) and the module sources (scripts/lint-module.py), runs the host crates' tests (cargo test) and the QEMU
-# integration tests (tests/run-qemu-tests.sh: plain kernel on both boards, debug kernel on virt-a15) and the board image, installation and DKMS tests
+# integration tests (tests/run-qemu-tests.sh: plain kernel on realview-pb-a8, virt-a15 and
+# virt-a53, debug kernel on virt-a15 and virt-a53) and the board image, installation and DKMS tests
 # (tests/image.sh). The last line counts every test: "N passed, M failed, K skipped" (cargo's
 # "test result:" lines, their ignored tests as skipped; the runners' "qemu: N passed, M failed,
 # K skipped" and "image: ..."; one check for the lint; a part that ends without its counts is
@@ -49,9 +50,13 @@ fi
 counted "cargo test" "$p" "$f" "$k"
 
 step "building the module and the host tool"
+# ARMv7 (realview-pb-a8, virt-a15) and arm64 (virt-a53): each architecture's kernels, modules
+# and target oprof (the arm64 kernel trees build here on first use, scripts/build-kernel.sh).
 if ! make -C "$REPO" --no-print-directory module testmod host target-tools KVARIANT=plain ||
-   ! make -C "$REPO" --no-print-directory module testmod KVARIANT=debug; then
-    echo "not ok - build of the modules (plain and debug kernels), the test module or the host tools failed"
+   ! make -C "$REPO" --no-print-directory module testmod KVARIANT=debug ||
+   ! make -C "$REPO" --no-print-directory module testmod target-tools BOARD=virt-a53 KVARIANT=plain ||
+   ! make -C "$REPO" --no-print-directory module testmod BOARD=virt-a53 KVARIANT=debug; then
+    echo "not ok - build of the modules (plain and debug kernels, ARMv7 and arm64), the test module or the host tools failed"
     fail=$((fail + 1)); finish
 fi
 
