@@ -122,8 +122,10 @@ check_debug() {
         planned=$((planned + 2))
         if grep -aq 'KernelAddressSanitizer initialized (generic)' "$log"; then ok "$name: KASAN initialized (generic)"
         else not_ok "$name: no 'KernelAddressSanitizer initialized (generic)' in the guest log"; fi
-        if grep -aq 'GICv3: Pseudo-NMIs enabled' "$log"; then ok "$name: GICv3 pseudo-NMIs enabled"
-        else not_ok "$name: no 'GICv3: Pseudo-NMIs enabled' in the guest log (irqchip.gicv3_pseudo_nmi=1, ARM64_PSEUDO_NMI)"; fi
+        # ... and the PMU's overflow interrupt is one of them (perf's "using NMIs").
+        if grep -aq 'GICv3: Pseudo-NMIs enabled' "$log" && grep -aqE 'hw perfevents: enabled with .* PMU driver, .*using NMIs' "$log"
+        then ok "$name: GICv3 pseudo-NMIs enabled, the PMU interrupt an NMI"
+        else not_ok "$name: no 'GICv3: Pseudo-NMIs enabled' or no PMU 'using NMIs' in the guest log (irqchip.gicv3_pseudo_nmi=1, ARM64_PSEUDO_NMI)"; fi
     fi
     if grep -aq '^== lockdep debug_locks 1' "$log"; then ok "$name: lockdep still on at the end (debug_locks 1)"
     else not_ok "$name: lockdep off or missing at the end: $(grep -a '^== lockdep' "$log" | tr -d '\r')"; fi
