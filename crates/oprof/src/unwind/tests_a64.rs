@@ -341,6 +341,32 @@ fn a64_damage_ends_the_chain() {
     assert_eq!((c.frames.len(), c.end), (1, End::NoUnwindInfo { pc: cap.regs.pc }));
 }
 
+/// A program whose CFI is only in `.debug_frame` (no `.eh_frame` FDEs of its own), stripped:
+/// no unwind information at the sampled PC; with its separate debug file
+/// (`objcopy --only-keep-debug`) as a second table source the chain is whole again.
+#[test]
+fn a64_debug_frame_from_a_debug_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "df", VARIANTS[1].1);
+    let (stripped, debug) = (dir.path().join("df.stripped"), dir.path().join("df.debug"));
+    let objcopy = |args: &[&str], out: &Path| {
+        let st = Command::new("aarch64-linux-gnu-objcopy").args(args).arg(&exe).arg(out).status();
+        assert!(st.unwrap().success());
+    };
+    objcopy(&["--only-keep-debug"], &debug);
+    objcopy(&["--strip-debug"], &stripped);
+    let cap = capture(&exe, "a");
+    let mut procs = images(&cap);
+    let i = procs.images.iter().position(|t| t.path == exe).unwrap();
+    procs.images[i] = ImageTables::load(&stripped).unwrap();
+    let c = unwind(&cap, &procs);
+    assert_eq!((c.frames.len(), c.end), (1, End::NoUnwindInfo { pc: cap.regs.pc }));
+    procs.images[i].add_debug_file(&debug).unwrap();
+    let c = unwind(&cap, &procs);
+    assert_eq!((c.frames.len(), c.end), (6, End::Outermost), "{c:x?}");
+    assert_eq!(c, unwind(&cap, &images(&cap)), "the same chain as the unstripped program's");
+}
+
 /// An 8-byte-word stream with the module's USER_MAPS and USER_STACK records (34 registers):
 /// [`expand::expand`] appends the unwinder's callers as frames.
 #[test]
