@@ -5,10 +5,21 @@
 # Variables: KDIR (kernel build tree; default: the cached tree from scripts/build-kernel.sh),
 # KVARIANT (plain, default, or debug: the kernel variant; `make module testmod KVARIANT=debug`
 # builds build/debug/oprofile.ko and build/debug/kmod/optest.ko against the debug tree),
-# ARCH=arm LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), BOARD, EVENT (see README),
-# DESTDIR, PREFIX, INSTALL_MOD_PATH, INSTALL_MOD_DIR (install).
+# BOARD (the guest board: realview-pb-a8, virt-a15, imx51-evk: ARMv7; virt-a53, imx8mp-evk:
+# arm64), KARCH (arm or arm64: the guest architecture when no BOARD is given; default arm),
+# LLVM=1 RUSTC=/usr/bin/rustc (the kernel's toolchain), EVENT (see README), DESTDIR, PREFIX,
+# INSTALL_MOD_PATH, INSTALL_MOD_DIR (install).
+#
+# Everything built for the guest follows BOARD: `make module testmod target-tools run
+# BOARD=virt-a53` builds build/arm64-plain/oprofile.ko against the arm64 tree and the aarch64
+# oprof, and boots virt-a53. The kernel's ARCH is KARCH.
 
-ARCH  ?= arm
+ifneq ($(BOARD),)
+KARCH := $(shell bash scripts/lib.sh --board-arch $(BOARD))
+endif
+KARCH ?= arm
+export KARCH BOARD
+ARCH  := $(KARCH)
 LLVM  ?= 1
 RUSTC ?= /usr/bin/rustc
 KVARIANT ?= plain
@@ -17,7 +28,7 @@ export KVARIANT
 # own Kbuild output directories (MO=, scripts/lib.sh mod_dirs): build/$(KVARIANT) and
 # build/$(KVARIANT)/kmod. Kbuild refuses MO= while the source directory holds an in-place build
 # (its modules.order): INPLACE_CLEAN removes one left by an older checkout.
-MOD_DIRS := $(shell bash scripts/lib.sh --mod-dirs $(KVARIANT))
+MOD_DIRS := $(shell KARCH=$(KARCH) bash scripts/lib.sh --mod-dirs $(KVARIANT))
 MO_MAIN := MO=$(word 1,$(MOD_DIRS))
 MO_KMOD := MO=$(word 2,$(MOD_DIRS))
 KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC) \
@@ -46,7 +57,10 @@ testmod:
 PREFIX ?= /usr
 INSTALL_MOD_PATH ?= $(DESTDIR)
 INSTALL_MOD_DIR ?= extra
-OPROF_TARGET = target/armv7-unknown-linux-gnueabihf/release/oprof
+# The target oprof of KARCH (make target-tools).
+TARGET_TRIPLE := $(shell KARCH=$(KARCH) bash scripts/lib.sh --target-triple)
+CROSS := $(shell KARCH=$(KARCH) bash scripts/lib.sh --cross)
+OPROF_TARGET = target/$(TARGET_TRIPLE)/release/oprof
 
 modules_install: module
 	@$(KDIR_SH) $(KMAKE) $(MO_MAIN) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
@@ -69,8 +83,10 @@ dkms-source:
 	@find rust \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name '*.lds' \) ! -name kprof_text.h | \
 	 cpio -pdm --quiet "$(DKMS_SRC)"
 
-# The SD card image for a board (BOARD=imx51-evk, the default): build/image/BOARD/sdcard.img.
-image: module target-tools
+# The SD card image for a board (BOARD=imx51-evk, the default, or imx8mp-evk):
+# build/image/BOARD/sdcard.img. The module and the target oprof are built for the board's KARCH.
+image:
+	@$(MAKE) --no-print-directory module target-tools BOARD=$(or $(BOARD),imx51-evk)
 	@bash scripts/image.sh $(or $(BOARD),imx51-evk)
 
 rust-analyzer:
@@ -85,12 +101,13 @@ kernel: setup
 host:
 	@cargo build --release --locked -q
 
-# oprof for the board: armv7-unknown-linux-gnueabihf, static (crt-static), built by Debian's rustc
-# with its armhf std (libstd-rust-web-dev:armhf) and linked by arm-linux-gnueabihf-gcc. Output:
-# target/armv7-unknown-linux-gnueabihf/release/oprof (the guest's /usr/bin/oprof).
-TARGET_TRIPLE = armv7-unknown-linux-gnueabihf
+# oprof for the board: TARGET_TRIPLE of KARCH (armv7-unknown-linux-gnueabihf or
+# aarch64-unknown-linux-gnu), static (crt-static), built by Debian's rustc with its std of the
+# architecture (libstd-rust-web-dev:armhf, :arm64) and linked by $(CROSS)gcc. Output:
+# target/TARGET_TRIPLE/release/oprof (the guest's /usr/bin/oprof).
+TARGET_LINKER_VAR := CARGO_TARGET_$(shell echo $(TARGET_TRIPLE) | tr a-z- A-Z_)_LINKER
 target-tools:
-	@CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc \
+	@$(TARGET_LINKER_VAR)=$(CROSS)gcc \
 	 RUSTFLAGS="-C target-feature=+crt-static" RUSTC=$(RUSTC) \
 	 nice cargo build --release --locked -q --target $(TARGET_TRIPLE) -p oprof
 

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # `make image BOARD=imx51-evk`: the SD card image a user flashes to the board, built without root
 # or loop mounts (sfdisk on a file, mtools on the partition's offset, mkimage for the U-Boot
-# script). Usage: image.sh BOARD (imx51-evk: the i.MX51 EVK, "Babbage").
+# script). Usage: image.sh BOARD (imx51-evk: the i.MX51 EVK, "Babbage", ARMv7; imx8mp-evk: the
+# NXP i.MX 8M Plus EVK, arm64).
 #
-# Output in build/image/BOARD/ (Documentation/imx51-evk.rst):
-#   sdcard.img         MBR; the first 4 MiB free for U-Boot (u-boot.imx goes at 1 KiB);
-#                      partition 1 (bootable, type c): FAT32 "OPROFILE", 64 MiB, holding zImage,
-#                      the DTB, initramfs.cpio.gz, boot.scr and uEnv.txt
+# Output in build/image/BOARD/ (Documentation/imx51-evk.rst, Documentation/imx8mp-evk.rst):
+#   sdcard.img         MBR; the first 4 MiB free for U-Boot (i.MX51: u-boot.imx at 1 KiB; i.MX 8M
+#                      Plus: flash.bin at 32 KiB); partition 1 (bootable, type c): FAT32
+#                      "OPROFILE", 64 MiB, holding the kernel (zImage or Image), the DTB,
+#                      initramfs.cpio.gz, boot.scr (and uEnv.txt on the i.MX51)
 #   boot.cmd, boot.scr the U-Boot script (mkimage -T script): fatload the three files, `bootz`
-#   uEnv.txt           runs boot.scr from U-Boot's stock mx51evk environment (`run mmcboot`)
+#                      (i.MX51) or `booti` (i.MX 8M Plus)
+#   uEnv.txt           (i.MX51) runs boot.scr from U-Boot's stock mx51evk environment (`run
+#                      mmcboot`); the i.MX 8M Plus EVK's U-Boot runs boot.scr by itself
 #   initramfs.cpio.gz  scripts/initramfs.sh's tree (busybox, optool, oprofile.ko, tests/guest and
 #                      its programs) plus the installed module tree, /lib/modules/<release>/ (the
 #                      kernel's modules, extra/oprofile.ko, depmod's files: `modprobe oprofile`)
 #                      and /usr/bin/oprof when the target oprof is built (make target-tools);
 #                      initramfs.root is that tree (the sysroot for `oprof report`)
-#   zImage, DTB, config-<release>   copies of the kernel tree's
-# The kernel is the cached multi-platform ARMv7 tree (scripts/build-kernel.sh; its fragment has
-# SOC_IMX51 and the i.MX UART console). U-Boot loads everything from the FAT partition and the
+#   zImage or Image, DTB, config-<release>   copies of the kernel tree's
+# The kernel is the cached multi-platform tree of the board's architecture (scripts/build-kernel.sh;
+# its fragment has SOC_IMX51 or the i.MX 8M platform, and the i.MX UART console). U-Boot loads everything from the FAT partition and the
 # root filesystem is the initramfs, so the kernel needs no MMC driver. Without `opscript=` on the
 # command line the initramfs' /init starts a shell on the console.
 set -euo pipefail
@@ -24,8 +28,10 @@ set -euo pipefail
 board=${1:-imx51-evk}
 case "$board" in
 imx51-evk) dtb=arch/arm/boot/dts/nxp/imx/imx51-babbage.dtb console=ttymxc0,115200 ;;
-*) die "unknown board '$board' (imx51-evk)" ;;
+imx8mp-evk) dtb=arch/arm64/boot/dts/freescale/imx8mp-evk.dtb console=ttymxc1,115200 ;;
+*) die "unknown board '$board' (imx51-evk or imx8mp-evk)" ;;
 esac
+use_board "$board"
 for t in sfdisk mformat mcopy mkimage; do
     command -v $t >/dev/null || die "$t missing: run scripts/setup-host.sh"
 done
@@ -44,9 +50,12 @@ make -s -C "$REPO" --no-print-directory KDIR="$KOUT" DESTDIR="$root" INSTALL_MOD
 rm -f "$root/lib/modules/$rel/build"   # the host's tree
 pack_cpio "$root" "$out/initramfs.cpio.gz"
 
-cp "$KOUT/arch/arm/boot/zImage" "$KOUT/$dtb" "$out/"
+cp "$KOUT/$KIMAGE" "$KOUT/$dtb" "$out/"
 cp "$KOUT/.config" "$out/config-$rel"
 dtbname=${dtb##*/}
+kimage=${KIMAGE##*/}
+files=("$out/$kimage" "$out/$dtbname" "$out/initramfs.cpio.gz" "$out/boot.scr")
+if [ "$board" = imx51-evk ]; then
 # RAM is 512 MiB at 0x90000000: the kernel decompresses to 0x90008000 (about 10 MiB), the DTB
 # goes 16 MiB in, the zImage 32 MiB in, the initramfs 64 MiB in.
 cat > "$out/boot.cmd" <<CMD
@@ -67,7 +76,27 @@ mkimage -A arm -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.
 # U-Boot's own mx51evk environment boots by `run mmcboot`, which imports /uEnv.txt from the
 # first partition and runs its uenvcmd (bootpart = mmcdev:1): that loads and runs boot.scr.
 echo 'uenvcmd=fatload mmc ${bootpart} 0x90800000 boot.scr; source 0x90800000' > "$out/uEnv.txt"
-
+files+=("$out/uEnv.txt")
+else
+# RAM starts at 0x40000000 (6 GiB on the EVK). U-Boot's imx8mp_evk addresses: the Image (about
+# 6 MiB; booti moves it to a 2 MiB-aligned base if it needs to) at kernel_addr_r/loadaddr
+# 0x40480000, the DTB at fdt_addr_r 0x43000000, the initramfs at initrd_addr 0x43800000.
+cat > "$out/boot.cmd" <<CMD
+# oprofile-rs on the i.MX 8M Plus EVK: Image + DTB + initramfs from the SD card's FAT partition.
+# boot.scr is this file wrapped by: mkimage -A arm64 -O linux -T script -C none -d boot.cmd boot.scr
+# Distro boot/bootstd set devtype/devnum/distro_bootpart; NXP's environment (loadbootscript) runs
+# it with mmcdev (the SD slot is mmc 1) and mmcpart; by hand (source) it uses mmc 1, partition 1.
+if test -z "\${devtype}"; then setenv devtype mmc; fi
+if test -z "\${devnum}"; then if test -n "\${mmcdev}"; then setenv devnum \${mmcdev}; else setenv devnum 1; fi; fi
+if test -z "\${distro_bootpart}"; then if test -n "\${mmcpart}"; then setenv distro_bootpart \${mmcpart}; else setenv distro_bootpart 1; fi; fi
+setenv bootargs console=$console loglevel=7
+fatload \${devtype} \${devnum}:\${distro_bootpart} 0x40480000 Image
+fatload \${devtype} \${devnum}:\${distro_bootpart} 0x43000000 $dtbname
+fatload \${devtype} \${devnum}:\${distro_bootpart} 0x43800000 initramfs.cpio.gz
+booti 0x40480000 0x43800000:\${filesize} 0x43000000
+CMD
+mkimage -A arm64 -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.cmd" "$out/boot.scr" >/dev/null
+fi
 step "image $board: sdcard.img"
 img=$out/sdcard.img
 start=8192 sectors=131072   # 512-byte sectors: the partition starts at 4 MiB and is 64 MiB
@@ -76,5 +105,5 @@ printf 'label: dos\nlabel-id: 0x6f70726f\nstart=%d, size=%d, type=c, bootable\n'
     sfdisk -q "$img"
 fat="$img@@$((start * 512))"
 mformat -i "$fat" -F -T $sectors -H $start -N 6f70726f -v OPROFILE ::
-mcopy -i "$fat" "$out/zImage" "$out/$dtbname" "$out/initramfs.cpio.gz" "$out/boot.scr" "$out/uEnv.txt" ::
+mcopy -i "$fat" "${files[@]}" ::
 step "image $board: $img ($(du -h --apparent-size "$img" | cut -f1)); flash with: dd if=$img of=/dev/sdX bs=1M conv=fsync (Documentation/$board.rst)"

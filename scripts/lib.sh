@@ -15,27 +15,37 @@ KVARIANT=${KVARIANT:-plain}
 # imx8mp-evk); board_arch names a board's. Everything below that differs between the two follows
 # KARCH: the kernel's ARCH, the cross toolchain, Debian's multiarch name and the oprof target.
 KARCH=${KARCH:-arm}
-case "$KARCH" in
-arm)   CROSS=arm-linux-gnueabihf- DEB_ARCH=armhf TARGET_TRIPLE=armv7-unknown-linux-gnueabihf
-       KIMAGE=arch/arm/boot/zImage QEMU_SYSTEM=qemu-system-arm ;;
-arm64) CROSS=aarch64-linux-gnu- DEB_ARCH=arm64 TARGET_TRIPLE=aarch64-unknown-linux-gnu
-       KIMAGE=arch/arm64/boot/Image QEMU_SYSTEM=qemu-system-aarch64 ;;
-*) echo "error: unknown KARCH '$KARCH' (arm or arm64)" >&2; exit 1 ;;
-esac
 board_arch() {
     case "$1" in virt-a53|imx8mp-evk) echo arm64 ;; *) echo arm ;; esac
 }
-# Debian's glibc for the guest and its debug files (libc6:DEB_ARCH + libc6-dbg:DEB_ARCH, unpacked
-# by scripts/setup-host.sh): GUEST_LIBC/usr/lib/debug is the host's --debug-dir for it. The guest's
-# busybox (busybox-static:DEB_ARCH).
-GUEST_LIBC=$CACHE/$DEB_ARCH-libc
-BUSYBOX=$CACHE/busybox/bin/busybox
-[ "$KARCH" = arm ] || BUSYBOX=$CACHE/busybox-$KARCH/bin/busybox
-KMAKE_VARS=(ARCH="$KARCH" LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
-            RUSTDOC=/usr/bin/rustdoc BINDGEN="$BINDGEN")
-
-# `make target-tools`: the static oprof the guest runs as /usr/bin/oprof.
-OPROF_TARGET=$REPO/target/$TARGET_TRIPLE/release/oprof
+# karch_vars: the settings of $KARCH (run here, and again by use_board).
+karch_vars() {
+    case "$KARCH" in
+    arm)   CROSS=arm-linux-gnueabihf- DEB_ARCH=armhf TARGET_TRIPLE=armv7-unknown-linux-gnueabihf
+           KIMAGE=arch/arm/boot/zImage QEMU_SYSTEM=qemu-system-arm ;;
+    arm64) CROSS=aarch64-linux-gnu- DEB_ARCH=arm64 TARGET_TRIPLE=aarch64-unknown-linux-gnu
+           KIMAGE=arch/arm64/boot/Image QEMU_SYSTEM=qemu-system-aarch64 ;;
+    *) echo "error: unknown KARCH '$KARCH' (arm or arm64)" >&2; exit 1 ;;
+    esac
+    # Debian's glibc for the guest and its debug files (libc6:DEB_ARCH + libc6-dbg:DEB_ARCH,
+    # unpacked by scripts/setup-host.sh): GUEST_LIBC/usr/lib/debug is the host's --debug-dir for
+    # it; GUEST_LIBDIR its multiarch directory. The guest's busybox (busybox-static:DEB_ARCH).
+    GUEST_LIBC=$CACHE/$DEB_ARCH-libc
+    GUEST_LIBDIR=$GUEST_LIBC/lib/${CROSS%-}
+    BUSYBOX=$CACHE/busybox/bin/busybox
+    [ "$KARCH" = arm ] || BUSYBOX=$CACHE/busybox-$KARCH/bin/busybox
+    KMAKE_VARS=(ARCH="$KARCH" LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
+                RUSTDOC=/usr/bin/rustdoc BINDGEN="$BINDGEN")
+    # `make target-tools`: the static oprof the guest runs as /usr/bin/oprof.
+    OPROF_TARGET=$REPO/target/$TARGET_TRIPLE/release/oprof
+}
+karch_vars
+# use_board BOARD: KARCH (exported, for scripts/build-kernel.sh and the other scripts run from
+# here) and its settings from the board's architecture.
+use_board() {
+    KARCH=$(board_arch "$1"); export KARCH
+    karch_vars
+}
 
 _T0=${_T0:-$(date +%s)}
 step() { printf '[oprofile-rs %4ss] %s\n' "$(( $(date +%s) - _T0 ))" "$*" >&2; }
@@ -71,7 +81,12 @@ mod_dirs() {
 }
 
 # For the Makefile: `bash scripts/lib.sh --bindgen` prints the bindgen path,
-# `bash scripts/lib.sh --mod-dirs VARIANT` the two module directories.
+# `bash scripts/lib.sh --mod-dirs VARIANT` the two module directories (for $KARCH),
+# `--board-arch BOARD` the board's KARCH, `--target-triple` the target oprof's Rust target and
+# `--cross` the cross toolchain's prefix.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-    case "${1:-}" in --bindgen) echo "$BINDGEN" ;; --mod-dirs) mod_dirs "$2" ;; esac
+    case "${1:-}" in
+    --bindgen) echo "$BINDGEN" ;; --mod-dirs) mod_dirs "$2" ;; --board-arch) board_arch "$2" ;;
+    --target-triple) echo "$TARGET_TRIPLE" ;; --cross) echo "$CROSS" ;;
+    esac
 fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: boot QEMU, profile a real workload with `oprof record` on the guest, copy its session
 # directory out and print the report (and the guest's own `oprof report`).
-#   BOARD=realview-pb-a8 (default: Cortex-A8, 1 CPU, no PMU interrupt in QEMU) or virt-a15
-#         (Cortex-A15, 2 CPUs, PMU interrupt).
+#   BOARD=realview-pb-a8 (default: Cortex-A8, 1 CPU, no PMU interrupt in QEMU), virt-a15
+#         (Cortex-A15, 2 CPUs, PMU interrupt); arm64: virt-a53 (Cortex-A53, 2 CPUs, GICv3, PMU
+#         interrupt) or imx8mp-evk (NXP i.MX 8M Plus EVK: 4 Cortex-A53, PMU interrupt). The
+#         module, testmod and target oprof must be built for the board (make run BOARD=...).
 #   EVENT=timer (default: timer mode) or NAME[:COUNT],... hardware events (`oprof events
 #         --cpu-type arm/armv7` lists them), e.g. EVENT=CPU_CYCLES:1000000, given to
 #         `oprof record -e`; COUNT 0 counts without sampling (the report prints the totals).
@@ -10,6 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 board=${BOARD:-realview-pb-a8}
+use_board "$board"
 event=${EVENT:-timer}
 out=$REPO/build/run
 oprof=$REPO/target/release/oprof
@@ -17,7 +20,9 @@ mkdir -p "$out"
 case "$board" in
 realview-pb-a8) cpu_type=arm/armv7 ;;
 virt-a15) cpu_type=arm/armv7-ca15 ;;
-*) die "unknown BOARD '$board' (realview-pb-a8 or virt-a15)" ;;
+# Both arm64 boards' DTBs name the PMU "arm,cortex-a53-pmu" (the kernel's armv8_cortex_a53).
+virt-a53|imx8mp-evk) cpu_type=arm/armv8-ca53 ;;
+*) die "unknown BOARD '$board' (realview-pb-a8, virt-a15, virt-a53 or imx8mp-evk)" ;;
 esac
 rm -f "$out/opsetup.sh"
 if [ "$event" != timer ]; then
@@ -41,8 +46,8 @@ rm -rf "$out/session" "$out/session.tgz" "$out/profile.pb.gz"
 log_stream "$out/guest.log" session "$out/session.tgz" && tar -C "$out" -xzf "$out/session.tgz" ||
     die "no session directory came back from the guest (see $out/guest.log)"
 # The guest's files: the initramfs tree is the sysroot, libraries by name, modules' .ko files.
-# Debug files: opwork's (built -O2 Thumb-2 and stripped, as a distribution ships it; initramfs.sh)
-# and Debian's libc6-dbg:armhf for the guest's libc (setup-host.sh), found by build-id.
+# Debug files: opwork's (built -O2 without frame pointers, Thumb-2 on armhf, and stripped, as a
+# distribution ships it; initramfs.sh) and Debian's libc6-dbg:DEB_ARCH for the guest's libc (setup-host.sh), found by build-id.
 host=(--vmlinux "$KOUT/vmlinux" --sysroot "$out/initramfs.root" --image-path "$out/initramfs.root/lib"
       --image-path "$moddir" --image-path "$kmoddir" --debug-dir "$out/initramfs.debug"
       --debug-dir "$GUEST_LIBC/usr/lib/debug")

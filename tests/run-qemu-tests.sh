@@ -2,7 +2,8 @@
 # QEMU integration tests: boots each board with each guest script and checks the results.
 #
 # Boards: realview-pb-a8 (Cortex-A8, 1 CPU, no PMU interrupt) and virt-a15 (Cortex-A15, 2 CPUs,
-# PMU interrupt). Guest scripts (tests/guest/), with their host checks (tests/checks/): abi.sh
+# PMU interrupt), ARMv7; virt-a53 (Cortex-A53, 2 CPUs, GICv3, PMU interrupt), arm64 (imx8mp-evk
+# runs too when named in BOARDS; make check does not). Guest scripts (tests/guest/), with their host checks (tests/checks/): abi.sh
 # (tree, modes, errnos; timer mode), profile.sh (timer-mode profile of a real workload; stream
 # checked by profile.py), events.sh (hardware events: model, counter files, validation errors,
 # counting mode, no-IRQ losses on the A8, two-counter sampling on the A15, checked by events.py),
@@ -20,9 +21,13 @@
 # splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and object debugging
 # reports) in the console or dmesg.
 # Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:
-# lockdep, KFENCE, kmemleak, UBSAN, ...) on virt-a15, with checks named "virt-a15-debug ...";
-# there lockdep must still be on at the end, KFENCE must count no bug and kmemleak must report
-# no object leaked after the script started (check_debug, 3 more checks per script).
+# lockdep, KFENCE, kmemleak, UBSAN, ...; on arm64 also KASAN and pseudo-NMIs,
+# debug-arm64.config) on virt-a15 and virt-a53, with checks named "virt-a15-debug ...",
+# "virt-a53-debug ..."; there lockdep must still be on at the end, KFENCE must count no bug and
+# kmemleak must report no object leaked after the script started (check_debug, 3 more checks per
+# script; on arm64 2 more: the boot log says KASAN is initialized and pseudo-NMIs are enabled,
+# so the checks ran with them). Each architecture has its own kernel trees, modules (lib.sh
+# mod_dirs) and initramfs.
 #
 # The convention (DEVELOPERS.md, "Tests: plans, and adding a guest script with a host check"):
 # every part reports TAP, a plan line "1..N" and exactly N "ok - ..." / "not ok - ..." lines.
@@ -54,7 +59,7 @@
 set -uo pipefail
 VARIANTS=${KVARIANT:-}   # before lib.sh, which defaults KVARIANT to plain
 . "$(dirname "$0")/../scripts/lib.sh"
-BOARDS=${BOARDS:-realview-pb-a8 virt-a15}
+BOARDS=${BOARDS:-realview-pb-a8 virt-a15 virt-a53}
 # The suite's inventory, pinned: the guest scripts it runs, those with a host check
 # tests/checks/NAME.py, and the other tests/guest/*.sh (the library, the board shell's runner,
 # `make run`'s workload, `make bench`'s script, tests/image.sh's install script). Adding or
@@ -63,7 +68,8 @@ ALL_SCRIPTS="abi profile events user death kprof points cycles fuzz stress storm
 HOST_CHECKS="profile events user kprof points storm record"
 OTHER_GUEST="lib run workload bench install"
 SCRIPTS=${SCRIPTS:-$ALL_SCRIPTS}
-DEBUG_BOARDS=virt-a15   # the debug kernel's boards when KVARIANT is not given
+DEBUG_BOARDS="virt-a15 virt-a53"   # the debug kernel's boards when KVARIANT is not given
+KNOWN_BOARDS="realview-pb-a8 virt-a15 virt-a53 imx8mp-evk"
 OUT=$REPO/build/tests
 mkdir -p "$OUT"
 OPROF=$REPO/target/release/oprof
@@ -96,8 +102,14 @@ inventory() {
 }
 
 # The debug kernel's reports: lockdep, KFENCE, SLUB debugging ("BUG kmalloc-64 (Not tainted):
-# Redzone overwritten"), DEBUG_OBJECTS, and the checkers switching themselves off.
+# Redzone overwritten"), DEBUG_OBJECTS, and the checkers switching themselves off; KASAN's ("BUG:
+# KASAN: slab-use-after-free in ...", "KASAN: maybe wild-memory-access", "... KASAN:
+# null-ptr-deref"; tap.sh's SPLAT has BUG: and KASAN), and what the kernel says about NMIs going
+# wrong: an NMI backtrace (hung task, lockup, RCU stall: "Sending NMI from CPU", "NMI backtrace
+# for cpu"), an unknown NMI ("Uhhuh. NMI received"), the hard lockup detector, and a function
+# that must not run in NMI context ("... in NMI context", lockdep_assert_in_nmi's WARNING).
 SPLAT+='|list_[a-z_]* corruption|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: |BUG: KFENCE|BUG [^ ]+ \((Not tainted|Tainted)|ODEBUG:|turning off the locking correctness validator|Kernel memory leak detector disabled|Memory pool empty'
+SPLAT+='|BUG: KASAN|KASAN:|Sending NMI|NMI backtrace|Uhhuh|NMI received for unknown reason|[Hh]ard LOCKUP|NMI watchdog|in NMI context|in_nmi\(\)'
 
 # check_debug NAME LOG: the debug kernel's end-of-script report (tests/guest/lib.sh
 # debug_report), 3 checks: lockdep still on, KFENCE on with no bug counted, no kmemleak
@@ -105,6 +117,14 @@ SPLAT+='|list_[a-z_]* corruption|possible circular locking|possible recursive lo
 check_debug() {
     local name=$1 log=$2 base=$OUT/${1// /-} f
     planned=$((planned + 3))
+    if [ "$KARCH" = arm64 ]; then
+        # The checkers the arm64 debug kernel adds must really be on (dmesg at the script's end).
+        planned=$((planned + 2))
+        if grep -aq 'KernelAddressSanitizer initialized (generic)' "$log"; then ok "$name: KASAN initialized (generic)"
+        else not_ok "$name: no 'KernelAddressSanitizer initialized (generic)' in the guest log"; fi
+        if grep -aq 'GICv3: Pseudo-NMIs enabled' "$log"; then ok "$name: GICv3 pseudo-NMIs enabled"
+        else not_ok "$name: no 'GICv3: Pseudo-NMIs enabled' in the guest log (irqchip.gicv3_pseudo_nmi=1, ARM64_PSEUDO_NMI)"; fi
+    fi
     if grep -aq '^== lockdep debug_locks 1' "$log"; then ok "$name: lockdep still on at the end (debug_locks 1)"
     else not_ok "$name: lockdep off or missing at the end: $(grep -a '^== lockdep' "$log" | tr -d '\r')"; fi
     log_block "$log" kfence "$base.kfence" || true
@@ -140,21 +160,29 @@ run_board() {
     done
 }
 
-# run_variant VARIANT BOARDS...: the kernel variant's tree, modules (lib.sh mod_dirs) and
-# initramfs, then every script on each board.
+# run_variant VARIANT BOARDS...: per architecture of the boards (arm, then arm64), the kernel
+# variant's tree, modules (lib.sh mod_dirs) and initramfs, then every script on each board.
 run_variant() {
+    local a b boards
     KVARIANT=$1; shift; export KVARIANT
-    KOUT=$(bash "$REPO/scripts/build-kernel.sh") || { planned=$((planned + 1)); not_ok "$KVARIANT kernel: build failed"; return; }
-    export KOUT
-    read -r MODDIR KMODDIR < <(mod_dirs "$KVARIANT")
-    export MODDIR KMODDIR   # the host checks find the .ko files there (user.py)
-    INITRD=$OUT/initramfs.cpio.gz; [ "$KVARIANT" = plain ] || INITRD=$OUT/initramfs-$KVARIANT.cpio.gz
-    bash "$REPO/scripts/initramfs.sh" "$INITRD" "$MODDIR/oprofile.ko" ||
-        { planned=$((planned + 1)); not_ok "$KVARIANT kernel: initramfs build failed"; return; }
-    # A guest script takes a few minutes at most, under the debug kernel's checkers too.
-    TIMEOUT=${QEMU_TIMEOUT:-900}; [ "$KVARIANT" = plain ] || TIMEOUT=${QEMU_TIMEOUT:-1500}
     for b in "$@"; do
-        case $b in realview-pb-a8|virt-a15) run_board $b ;; *) planned=$((planned + 1)); not_ok "unknown board $b" ;; esac
+        case " $KNOWN_BOARDS " in *" $b "*) ;; *) planned=$((planned + 1)); not_ok "unknown board $b" ;; esac
+    done
+    for a in arm arm64; do
+        boards=$(for b in "$@"; do case " $KNOWN_BOARDS " in *" $b "*) [ "$(board_arch "$b")" != $a ] || echo "$b" ;; esac; done)
+        [ -n "$boards" ] || continue
+        KARCH=$a; export KARCH; karch_vars
+        KOUT=$(bash "$REPO/scripts/build-kernel.sh") || { planned=$((planned + 1)); not_ok "$KARCH $KVARIANT kernel: build failed"; continue; }
+        export KOUT
+        read -r MODDIR KMODDIR < <(mod_dirs "$KVARIANT")
+        export MODDIR KMODDIR   # the host checks find the .ko files there (user.py)
+        INITRD=$OUT/initramfs; [ $a = arm ] || INITRD+=-$a; [ "$KVARIANT" = plain ] || INITRD+=-$KVARIANT
+        INITRD+=.cpio.gz
+        bash "$REPO/scripts/initramfs.sh" "$INITRD" "$MODDIR/oprofile.ko" ||
+            { planned=$((planned + 1)); not_ok "$KARCH $KVARIANT kernel: initramfs build failed"; continue; }
+        # A guest script takes a few minutes at most, under the debug kernel's checkers too.
+        TIMEOUT=${QEMU_TIMEOUT:-900}; [ "$KVARIANT" = plain ] || TIMEOUT=${QEMU_TIMEOUT:-1500}
+        for b in $boards; do run_board "$b"; done
     done
 }
 

@@ -1,9 +1,11 @@
 """Host checks of tests/guest/events.sh: event-based sampling on the A15 with CCNT (counter 0,
-CPU_CYCLES every 2M cycles) and counter 1 (CLOCK_CYCLES every 1M cycles) over a kernel-bound dd
-per CPU, and a kernel-only (user=0) stream, through `oprof report`.
+CPU_CYCLES every 2M cycles) and counter 1 (CLOCK_CYCLES, event 0x11, every 1M cycles), on the
+arm64 boards' Cortex-A53 with PMCCNTR_EL0 (counter 0, CPU_CYCLES every 2M cycles) and counter 1
+(event 0x11, CPU_CYCLES too on ARMv8, every 1M cycles), over a kernel-bound dd per CPU, and a
+kernel-only (user=0) stream, through `oprof report`.
 
-Plan: 10 checks on virt-a15; none on realview-pb-a8 (no PMU interrupt: the guest script checks
-the lost samples itself).
+Plan: 10 checks on the boards with a PMU interrupt (virt-a15, virt-a53, imx8mp-evk); none on
+realview-pb-a8 (no PMU interrupt: the guest script checks the lost samples itself).
 
 Usage (see tests/checks/logcheck.py for every option):
     python3 tests/checks/events.py --log build/tests/virt-a15-events.log [--board virt-a15]
@@ -13,7 +15,7 @@ Writes NAME.buf, NAME.kbuf (the streams), NAME.json, NAME.txt, NAME-k.json next 
 import json
 import re
 
-from logcheck import PMU_IRQ, main, received_and_lost, stats as read_stats
+from logcheck import ARM64, PMU_IRQ, main, received_and_lost, stats as read_stats
 
 # The enable writes start and stop the counters on every CPU inside optool's session interval:
 # at most this much of the interval per CPU goes uncounted (ns; events.sh's counting-mode check;
@@ -30,7 +32,15 @@ EDGE_NS = 20_000_000
 # overflow path): allowed per sample (ns) either way on both counters, so the bounds below still
 # hold the counts to the wall time (a 2^32 wrap too many, or periods counted twice, fail them).
 PMU_DRIFT_NS = 50_000
-COUNTERS = ["--cpu-type", "arm/armv7-ca15", "--counter", "0:CPU_CYCLES:2000000", "--counter", "1:CLOCK_CYCLES:1000000"]
+# The counters events.sh set, by the model's names of counter 1's event 0x11.
+COUNTER1 = {False: "CLOCK_CYCLES", True: "CPU_CYCLES"}
+
+
+def counters(board):
+    """`oprof report` options naming the model and events.sh's counters on BOARD."""
+    arm64 = board in ARM64
+    return ["--cpu-type", "arm/armv8-ca53" if arm64 else "arm/armv7-ca15", "--counter", "0:CPU_CYCLES:2000000",
+            "--counter", f"1:{COUNTER1[arm64]}:1000000"]
 
 
 def plan(board):
@@ -42,8 +52,8 @@ def checks(s):
         return
     buf, kbuf = s.stream("opbuf", ".buf"), s.stream("kbuf", ".kbuf")
     vmlinux = ["--vmlinux", f"{s.kout}/vmlinux"]
-    rep = json.loads(s.oprof("report", buf, *vmlinux, *COUNTERS, "--json", out=".json"))
-    text = s.oprof("report", buf, *vmlinux, *COUNTERS, "-n", "8", out=".txt", what="report (text)")
+    rep = json.loads(s.oprof("report", buf, *vmlinux, *counters(s.board), "--json", out=".json"))
+    text = s.oprof("report", buf, *vmlinux, *counters(s.board), "-n", "8", out=".txt", what="report (text)")
     krep = json.loads(s.oprof("report", kbuf, "--json", out="-k.json", what="report of the kernel-only stream"))
     log = s.log
     stats = read_stats(log)
@@ -96,8 +106,9 @@ def checks(s):
     top = [r["symbol"] for r in rep["rows"] if r["image"] == "vmlinux"][:5]
     hot = re.compile(r"clear_user|memzero|memset|copy_to_user|read_zero|iov_iter|zero")
     s.check(any(hot.search(x) for x in top), f"cycles put dd's zero/copy routines among the hottest kernel symbols {top}")
-    s.check("CPU_CYCLES" in text and "CLOCK_CYCLES" in text and "Counter 1:" in text,
-            "text report has a column per counter, named by event")
+    c1 = COUNTER1[s.board in ARM64]
+    s.check("CPU_CYCLES" in text and c1 in text and "Counter 1:" in text,
+            f"text report has a column per counter, named by event (CPU_CYCLES, {c1})")
     s.check(krep["total"] >= 50 and krep["user"] == 0,
             f"user=0 gives kernel samples only ({krep['kernel']} kernel, {krep['user']} user)")
 

@@ -17,7 +17,8 @@ the reason and counts the checks that did not run as failed.
 Every module takes the same arguments (main() parses them):
 
     --log LOG      the guest's serial log, e.g. build/tests/virt-a15-user.log (required)
-    --board BOARD  realview-pb-a8 or virt-a15 (default: the start of the log's file name)
+    --board BOARD  realview-pb-a8, virt-a15, virt-a53 or imx8mp-evk (default: the start of the
+                   log's file name)
     --out DIR      where extracted files and oprof's output go (default: the log's directory)
     --name NAME    prefix of those files (default: the log's file name without .log)
     --kout DIR     kernel build tree with vmlinux and System.map (default: $KOUT, else the
@@ -37,9 +38,26 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The boards tests/run-qemu-tests.sh boots (scripts/qemu.sh), with their CPU count.
-BOARDS = {"realview-pb-a8": 1, "virt-a15": 2}
+BOARDS = {"realview-pb-a8": 1, "virt-a15": 2, "virt-a53": 2, "imx8mp-evk": 4}
 # The boards whose PMU raises overflow interrupts: event-based sampling works there.
-PMU_IRQ = {"virt-a15"}
+PMU_IRQ = {"virt-a15", "virt-a53", "imx8mp-evk"}
+# The arm64 boards (scripts/lib.sh board_arch; the others are ARMv7): KARCH of a board, and the
+# word size of its kernel (pointer_size, the buffer's words).
+ARM64 = {"virt-a53", "imx8mp-evk"}
+
+
+def karch(board):
+    """scripts/lib.sh's KARCH of BOARD: arm or arm64."""
+    return "arm64" if board in ARM64 else "arm"
+
+
+def word_size(board):
+    """The board's kernel word size in bytes (oprofilefs pointer_size)."""
+    return 8 if board in ARM64 else 4
+
+
+# The oprof commands that read a sample stream and take --word-size (Session.oprof).
+WORD_SIZE_CMDS = {"report", "annotate", "diff", "decode"}
 
 
 class Bail(Exception):
@@ -67,7 +85,7 @@ class Session:
         """The kernel build tree: --kout, $KOUT or scripts/build-kernel.sh's cached tree."""
         if not self._kout:
             self._kout = os.environ.get("KOUT") or subprocess.run(
-                ["bash", os.path.join(REPO, "scripts/build-kernel.sh")],
+                ["bash", os.path.join(REPO, "scripts/build-kernel.sh")], env=dict(os.environ, KARCH=karch(self.board)),
                 check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
         return self._kout
 
@@ -124,7 +142,12 @@ class Session:
 
     def oprof(self, *args, out=None, what=None):
         """Runs `oprof ARGS...`; its stdout goes to path(out) when OUT is given and is returned.
+        The commands that read a sample stream (report, annotate, diff, decode) get the board's
+        word size, `--word-size 8` on arm64: a bare stream (the guest's buffer) does not say
+        its word size and oprof takes 4 (a session directory's session.json says the same).
         Fails (Bail) with the head of its stderr when it exits non-zero."""
+        if args and args[0] in WORD_SIZE_CMDS and "--word-size" not in args:
+            args = (*args, "--word-size", str(word_size(self.board)))
         r = subprocess.run([self.oprof_path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, errors="replace")
         if r.returncode != 0:

@@ -4,14 +4,14 @@ sysroot: exact accounting, image records, symbols and source lines, call graphs,
 samples in unmapped/exec'd/exited code and in a module loaded while profiling; `oprof annotate`
 of hot_a and `oprof diff` of hot_timer (70/30) against flip (the same program at 30/70).
 
-Cases: hot_timer, flip, hot_thumb (hot built -O2: Thumb-2, no frame pointer), split, sort,
-corrupt (tests/guest/callers.c, -O2 Thumb-2, stripped, its debug file on the host only; with
-user-stack snapshots), churn, kmod, and on boards with a PMU interrupt (virt-a15) hot_cycles and
-split_cycles.
+Cases: hot_timer, flip, hot_thumb (hot built -O2, no frame pointer: Thumb-2 on ARMv7), split,
+sort, corrupt (tests/guest/callers.c, -O2 (Thumb-2 on ARMv7), stripped, its debug file on the host
+only; with user-stack snapshots), churn, kmod, and on boards with a PMU interrupt (virt-a15,
+virt-a53, imx8mp-evk) hot_cycles and split_cycles.
 Plan: per case 3 checks, + 3 for hot_*, + 7 for hot_timer, + 2 for flip, + 2 for hot_thumb, + 4
 for split*, + 6 for sort, + 5 for corrupt, + 4 for churn, + 2 for kmod: hot_timer 13, flip 5,
 hot_thumb 8, split 7, sort 9, corrupt 8, churn 7, kmod 5, hot_cycles 6, split_cycles 7 (62 on
-realview-pb-a8, 75 on virt-a15). A case
+realview-pb-a8, 75 on the others). A case
 whose stream, session blocks or reports are missing reports its planned checks as failed.
 
 Usage (see tests/checks/logcheck.py for every option):
@@ -26,23 +26,32 @@ import json
 import os
 import re
 
-from logcheck import PMU_IRQ, REPO, Bail, kernel_code_ranges, main, received_and_lost, stray_kernel_entries
+from logcheck import ARM64, PMU_IRQ, REPO, Bail, kernel_code_ranges, karch, main, received_and_lost, stray_kernel_entries
 from logcheck import stats as read_stats
 
 
 # Where oprofile.ko and optest.ko of the kernel the guest ran were built (tests/run-qemu-tests.sh
-# exports them; scripts/lib.sh mod_dirs), by default the plain kernel's.
-MODDIR = os.environ.get("MODDIR") or os.path.join(REPO, "build/plain")
-# Debian's armhf glibc debug files (scripts/lib.sh ARMHF_LIBC).
-ARMHF_LIBC_DEBUG = os.path.join(os.environ.get("OPROFILE_CACHE") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "oprofile-rs"), "armhf-libc/usr/lib/debug")
+# exports them; scripts/lib.sh mod_dirs), by default the plain kernel's of the board's KARCH.
+MODDIR_ENV = os.environ.get("MODDIR")
+
+
+def moddirs(board):
+    """oprofile.ko's and optest.ko's build directories for BOARD (scripts/lib.sh mod_dirs)."""
+    d = MODDIR_ENV or os.path.join(REPO, "build/plain" if karch(board) == "arm" else f"build/{karch(board)}-plain")
+    return d, os.environ.get("KMODDIR") or os.path.join(d, "kmod")
+
+
+def libc_debug(board):
+    """Debian's glibc debug files of BOARD's architecture (scripts/lib.sh GUEST_LIBC)."""
+    cache = os.environ.get("OPROFILE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "oprofile-rs")
+    return os.path.join(cache, ("arm64" if board in ARM64 else "armhf") + "-libc/usr/lib/debug")
 CALLERS = "/bin/callers"
 LIBC = "/lib/libc.so.6"
 # Every call of tests/guest/callers.c: callee -> its callers in the program (the one libc caller
 # that calls back into it, main's, is libc's __libc_start_call_main; cmp_words' are qsort's).
 CALLS = {"leaf": {"caller_a", "caller_b", "cmp_words"}, "caller_a": {"main"}, "caller_b": {"main"},
          "sort_words": {"main"}, "spin_on_junk": {"main"}}
-KMODDIR = os.environ.get("KMODDIR") or os.path.join(MODDIR, "kmod")
 
 
 def cases(board):
@@ -78,11 +87,12 @@ def idle_samples(decode):
 
 def host_files(s):
     """oprof options for the host copies of the guest's files (shared by every case): the
-    initramfs tree, its host-only debug files (scripts/initramfs.sh) and Debian's armhf libc
-    debug files (scripts/setup-host.sh)."""
+    initramfs tree, its host-only debug files (scripts/initramfs.sh) and Debian's libc debug
+    files of the board's architecture (scripts/setup-host.sh)."""
+    moddir, kmoddir = moddirs(s.board)
     return ["--vmlinux", f"{s.kout}/vmlinux", "--sysroot", s.root, "--image-path", f"{s.root}/lib",
-            "--image-path", MODDIR, "--image-path", KMODDIR, "--debug-dir", s.root[:-len(".root")] + ".debug",
-            "--debug-dir", ARMHF_LIBC_DEBUG]
+            "--image-path", moddir, "--image-path", kmoddir, "--debug-dir", s.root[:-len(".root")] + ".debug",
+            "--debug-dir", libc_debug(s.board)]
 
 
 def run_oprof(s, c):
@@ -167,7 +177,8 @@ def check_case(s, c, rep, allstats):
         a = samples("/bin/hot", "hot_a")
         insns = ann[0]["instructions"] if len(ann) == 1 else []
         isas = sorted({i["isa"] for i in insns})
-        s.check(a > 0 and sum(i["samples"] for i in insns) == a and isas in (["arm"], ["arm", "data"]),
+        isa = "arm64" if s.board in ARM64 else "arm"   # hot is built ARM (-marm) on ARMv7
+        s.check(a > 0 and sum(i["samples"] for i in insns) == a and isas in ([isa], [isa, "data"]),
                 f"{c}: annotate: hot_a's per-instruction samples sum to its {a} report samples "
                 f"({sum(i['samples'] for i in insns)} in {len(insns)} instructions, {isas})")
         lines = ann[0]["lines"] if len(ann) == 1 else []
@@ -208,10 +219,21 @@ def check_case(s, c, rep, allstats):
         made_up = [x for x in callers if x not in ((hot, "work"), (hot, "main"))]
         s.check((hot, "hot_a") in cg and not made_up,
                 f"{c}: no made-up caller of hot_a/hot_b (callers {callers}; only work and main call them)")
-        thumb = st.get("bt_user_thumb", 0)
-        s.check(thumb >= a + b > 0,
-                f"{c}: every traced Thumb user sample ended its chain counted: stats/bt_user_thumb {thumb} >= "
-                f"hot_a + hot_b samples {a + b}")
+        if s.board in ARM64:
+            # AArch64 has no Thumb: -O2 code keeps no frame record (x29 is the caller's, or
+            # libc's), so a sample's chain either names its true caller (work, main) or must end
+            # counted as a bad frame or a return address after no call.
+            true = sum(r["samples"] for sym in ("hot_a", "hot_b") for r in cg.get((hot, sym), {}).get("callers", [])
+                       if (r["image"], r["symbol"]) in ((hot, "work"), (hot, "main")))
+            ended = st.get("bt_user_bad_frame", 0) + st.get("bt_user_not_call", 0)
+            s.check(true + ended >= a + b > 0,
+                    f"{c}: every traced user sample names its true caller ({true}) or ended its chain counted "
+                    f"(stats/bt_user_bad_frame + bt_user_not_call {ended}): >= hot_a + hot_b samples {a + b}")
+        else:
+            thumb = st.get("bt_user_thumb", 0)
+            s.check(thumb >= a + b > 0,
+                    f"{c}: every traced Thumb user sample ended its chain counted: stats/bt_user_thumb {thumb} >= "
+                    f"hot_a + hot_b samples {a + b}")
     if c.startswith("split") or c in ("sort", "corrupt"):
         check_unwound(s, c, rep, st, samples)
     if c == "churn":

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * callers: call chains with a known answer, built as distributions build C for armhf
- * (arm-linux-gnueabihf-gcc -O2: Thumb-2, no frame pointer) and stripped on the board.
+ * callers: call chains with a known answer, built as distributions build C (gcc -O2, no frame
+ * pointer; Thumb-2 on armhf) and stripped on the board.
  *
  *   callers split SECONDS   leaf() runs under caller_a() and caller_b() in a 2:1 split (the same
  *                           work per call; which caller calls next is drawn pseudo-randomly, 2 in
  *                           3 caller_a, so that no sampling period can lock onto a fixed order),
  *                           for SECONDS of wall clock; prints "callers: N calls"
- *   callers corrupt SECONDS spin_on_junk() spins with sp pointing into a heap buffer of random
- *                           words (a corrupted stack): its samples' chains must end, counted
+ *   callers corrupt SECONDS spin_on_junk() spins with sp (AArch64: sp and the frame pointer x29)
+ *                           pointing into a heap buffer of random words (a corrupted stack): its
+ *                           samples' chains must end, counted
  *   callers sort N          libc's qsort() of N words, whose comparison function cmp_words()
  *                           calls leaf(): chains leaf <- cmp_words <- (libc qsort) <- sort_words
  *                           <- main
@@ -57,16 +58,29 @@ __attribute__((noipa)) static unsigned int sort_words(unsigned int *v, size_t n)
 
 /*
  * Spins `n` rounds with sp moved to `junk` (no memory access meanwhile: nothing uses the bad
- * stack, and interrupts run on the kernel's).
+ * stack, and interrupts run on the kernel's). On AArch64 the frame pointer x29 too: a user chain
+ * there starts from the frame record x29 points to, which is then random words.
  */
 __attribute__((noipa)) void spin_on_junk(void *junk, unsigned int n)
 {
+#if defined(__aarch64__)
+	__asm__ volatile("mov x9, sp\n\t"
+			 "mov x10, x29\n\t"
+			 "mov sp, %0\n\t"
+			 "mov x29, %0\n\t"
+			 "1: subs %w1, %w1, #1\n\t"
+			 "b.ne 1b\n\t"
+			 "mov sp, x9\n\t"
+			 "mov x29, x10"
+			 : "+r"(junk), "+r"(n) : : "x9", "x10", "cc", "memory");
+#else
 	__asm__ volatile("mov r12, sp\n\t"
 			 "mov sp, %0\n\t"
 			 "1: subs %1, %1, #1\n\t"
 			 "bne 1b\n\t"
 			 "mov sp, r12"
 			 : "+r"(junk), "+r"(n) : : "r12", "cc", "memory");
+#endif
 }
 
 static double now(void)

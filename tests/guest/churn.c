@@ -43,8 +43,13 @@ __attribute__((noinline)) void child_spin(unsigned int ms)
 	churn_sink = x;
 }
 
+#if defined(__aarch64__)
+/* A64: countdown: subs w0, w0, #1; b.ne countdown; ret */
+static const unsigned int countdown[] = { 0x71000400, 0x54ffffe1, 0xd65f03c0 };
+#else
 /* ARM: countdown: subs r0, r0, #1; bne countdown; bx lr */
 static const unsigned int countdown[] = { 0xe2500001, 0x1afffffd, 0xe12fff1e };
+#endif
 
 static void run_anon(unsigned int ms)
 {

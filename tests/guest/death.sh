@@ -9,7 +9,7 @@
 plan 20
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent
-a15=0; grep -q realview /proc/device-tree/compatible || a15=1
+irq=$(pmu_irq)
 
 # died HOW: checks after a death; HOW names the case. With sampling=0 (the A8's PMU has no
 # interrupt) no sample can be taken: counting must have worked and no image be named.
@@ -47,8 +47,8 @@ kill_case; died "timer, SIGKILL while running"
 check "unload" unload
 
 check "load (hardware mode)" load
-echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 100000 > $OP/0/count
-[ $a15 = 1 ] || sampling=0
+echo 1 > $OP/0/enabled; echo $(cycles_event) > $OP/0/event; echo 100000 > $OP/0/count
+[ $irq = 1 ] || sampling=0
 exit_case; died "CPU_CYCLES, exit without close"
 kill_case; died "CPU_CYCLES, SIGKILL while running"
 check "unload" unload

@@ -3,22 +3,24 @@
 # with two counters at different periods. Prints STAT/TOTAL lines and the sample stream for the
 # host checks (tests/checks/events.py).
 . /tests/lib.sh
-# 52 checks on either board, then the A8 has one more setup_fails case (2 checks) and 4 no-irq
-# checks, the A15 3 sampling checks.
-if grep -q realview /proc/device-tree/compatible; then
-    board=a8 want_type=arm/armv7 want_n=5
-    plan 58
-else
-    board=a15 want_type=arm/armv7-ca15 want_n=7
-    plan 55
-fi
+# 52 checks on every board, then the A8 has one more setup_fails case (2 checks) and 4 no-irq
+# checks, the boards with a PMU interrupt (A15, and the A53s of arm64) 3 sampling checks.
+# The model by board (lib.sh): its cpu_type, perf PMU, counter count, CPU_CYCLES number and
+# minimum count: ARMv7 CPU_CYCLES is 0xff on the cycle counter (counter 0) only, ARMv8 PMUv3's
+# is 0x11 on any counter (counter 0 is PMCCNTR_EL0, cycles only).
+board=$(board) want_type=$(hw_cpu_type) cyc=$(cycles_event) min=$(cycles_min)
+case $board in
+a8)  pmu=armv7_cortex_a8 want_n=5; plan 58 ;;
+a15) pmu=armv7_cortex_a15 want_n=7; plan 55 ;;
+*)   pmu=armv8_cortex_a53 want_n=7; plan 55 ;;
+esac
 echo 1 > /proc/sys/kernel/printk
 # Emulation makes PMU interrupts slow; keep perf from lowering the sample rate under us.
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent
 
 check "load" load
 expect "cpu_type" "$want_type" cat $OP/cpu_type
-check "init log names the PMU and model" sh -c "dmesg | grep -q 'oprofile: hardware events on perf PMU armv7_cortex_.*cpu_type $want_type, $want_n counters'"
+check "init log names the PMU ($pmu) and model" sh -c "dmesg | grep -q 'oprofile: hardware events on perf PMU $pmu.*cpu_type $want_type, $want_n counters'"
 last=$((want_n - 1))
 check "counter dirs 0..$last" test -d $OP/0 -a -d $OP/$last
 check "no counter dir $want_n" test ! -e $OP/$want_n
@@ -55,27 +57,33 @@ setup_fails() {
     reset_counters
     while [ $# -ge 3 ]; do echo "$3" > $OP/$1/$2; shift 3; done
     dmesg_mark
-    expect "$d -> EINVAL at buffer open" "ERR EINVAL" optool bufread 4
+    expect "$d -> EINVAL at buffer open" "ERR EINVAL" optool bufread $(word_bytes)
     check "$d: kernel log says why" eval "dmesg_new | grep -q -- '$pat'"
 }
 setup_fails "no counter enabled" "oprofile: $want_type: no counter enabled"
 setup_fails "unknown event" "counter 1: event 0x99 is not an event" 1 enabled 1 1 event 0x99 1 count 1000
-setup_fails "CPU_CYCLES on counter 1" "counter 1: event CPU_CYCLES cannot be counted on this counter (allowed counters: 0)" \
-    1 enabled 1 1 event 0xff 1 count 1000000
+if [ "$(arm64)" = 0 ]; then
+    setup_fails "CPU_CYCLES on counter 1" "counter 1: event CPU_CYCLES cannot be counted on this counter (allowed counters: 0)" \
+        1 enabled 1 1 event 0xff 1 count 1000000
+else
+    # ARMv8 counts CPU_CYCLES on any counter; ARMv7's cycle-counter event 0xff is none of its.
+    setup_fails "ARMv7's CCNT event 0xff on ARMv8" "counter 1: event 0xff is not an event" \
+        1 enabled 1 1 event 0xff 1 count 1000000
+fi
 setup_fails "L1D_CACHE_REFILL on counter 0" "counter 0: event L1D_CACHE_REFILL cannot be counted on this counter (allowed counters: 1, 2, 3, 4" \
     0 enabled 1 0 event 3 0 count 1000
-if [ $board = a8 ]; then min=100000; else min=500; fi
 setup_fails "count below the minimum" "counter 0: count 50 is below the minimum $min of CPU_CYCLES" \
-    0 enabled 1 0 event 0xff 0 count 50
-setup_fails "unit_mask 1" "counter $last: unit_mask 0x1 is invalid" $last enabled 1 $last event 3 $last count 1000 $last unit_mask 1
-setup_fails "kernel=0 user=0" "counter 2: kernel and user are both 0" 2 enabled 1 2 event 3 2 count 1000 2 kernel 0 2 user 0
+    0 enabled 1 0 event $cyc 0 count 50
+# (count 5000: L1D_CACHE_REFILL's minimum is 500 on ARMv7, 5000 on ARMv8; this is about the rest)
+setup_fails "unit_mask 1" "counter $last: unit_mask 0x1 is invalid" $last enabled 1 $last event 3 $last count 5000 $last unit_mask 1
+setup_fails "kernel=0 user=0" "counter 2: kernel and user are both 0" 2 enabled 1 2 event 3 2 count 5000 2 kernel 0 2 user 0
 if [ $board = a8 ]; then
     setup_fails "A15 event on the A8" "counter 1: event 0x11 is not an event" 1 enabled 1 1 event 0x11 1 count 1000
 fi
 
 # Counting mode (count = 0): totals for a short and a longer busy loop, no samples.
 reset_counters
-echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 0 > $OP/0/count
+echo 1 > $OP/0/enabled; echo $cyc > $OP/0/event; echo 0 > $OP/0/count
 echo 1 > $OP/1/enabled; echo 3 > $OP/1/event; echo 0 > $OP/1/count
 check "counting: short loop" capture /tmp/c1 optool spin 300
 t1=$(cat $OP/0/total) p1=$(cat $OP/stats/period_ns) s1=$(cat $OP/stats/cpu0/sample_received)
@@ -116,18 +124,19 @@ if [ $board = a8 ]; then
         sh -c "echo \$(cat $OP/stats/0/sample_lost_no_irq $OP/stats/1/sample_lost_no_irq)"
     check "no-irq: one kernel log line" test "$(dmesg_new | grep -c 'raised no overflow interrupt')" = 1
 else
-    # Event-based sampling: CCNT every 2M cycles and an event counter every 1M cycles.
+    # Event-based sampling: the cycle counter (CCNT, PMCCNTR_EL0) every 2M cycles and an event
+    # counter counting cycles (0x11: CPU_CYCLES, on ARMv7 and ARMv8) every 1M cycles.
     reset_counters
-    echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 2000000 > $OP/0/count
+    echo 1 > $OP/0/enabled; echo $cyc > $OP/0/event; echo 2000000 > $OP/0/count
     echo 1 > $OP/1/enabled; echo 0x11 > $OP/1/event; echo 1000000 > $OP/1/count
     check "sampling capture" capture /tmp/buf sh -c "$(each_cpu 'dd if=/dev/zero of=/dev/null bs=64k count=20000')"
     echo "TOTAL counter0 $(cat $OP/0/total) counter1 $(cat $OP/1/total) session_ns ${CAPTURE_NS:-0} cpus $n"
     print_stats
     print_stream opbuf /tmp/buf
     check "sampling: no sample lost for want of an interrupt" test "$(cat $OP/stats/sample_lost_no_irq)" = 0
-    # kernel/user honoured: user=0 on a PMUv2 core gives no user samples.
+    # kernel/user honoured: user=0 on a PMUv2 or PMUv3 core gives no user samples.
     reset_counters
-    echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 1000000 > $OP/0/count; echo 0 > $OP/0/user
+    echo 1 > $OP/0/enabled; echo $cyc > $OP/0/event; echo 1000000 > $OP/0/count; echo 0 > $OP/0/user
     check "kernel-only capture" capture /tmp/kbuf sh -c 'optool spin 500 && dd if=/dev/zero of=/dev/null bs=64k count=5000'
     print_stream kbuf /tmp/kbuf
 fi

@@ -11,7 +11,7 @@ plan 17
 echo 1 > /proc/sys/kernel/printk
 seed=$(guest_arg opseed)
 [ -n "$seed" ] || seed=$(od -A n -t u4 -N 4 /dev/urandom | tr -d ' ')
-case $(board) in a8) b=realview-pb-a8 ;; *) b=virt-a15 ;; esac
+case $(board) in a8) b=realview-pb-a8 ;; a15) b=virt-a15 ;; a53) b=virt-a53 ;; *) b=imx8mp-evk ;; esac
 echo "fuzz seed $seed (replay: GUEST_ARGS=opseed=$seed BOARDS=$b SCRIPTS=fuzz bash tests/run-qemu-tests.sh)"
 
 check "load" load

@@ -19,7 +19,7 @@ for p in timer:bool timer_hz:u32 kprof_hz:u32 kprof_granularity:u32; do
 done
 check "modprobe oprofile" modprobe oprofile
 check "mount -t oprofilefs" sh -c "mkdir -p $OP && mount -t oprofilefs nodev $OP"
-expect "cpu_type (Cortex-A8 PMU)" arm/armv7 cat $OP/cpu_type
+expect "cpu_type (the board's PMU model)" "$(hw_cpu_type)" cat $OP/cpu_type
 check "umount, modprobe -r oprofile" sh -c "umount $OP && modprobe -r oprofile && ! test -e /sys/module/oprofile"
 check "mount -t oprofilefs loads the module (alias fs-oprofilefs)" sh -c "mount -t oprofilefs nodev $OP && test -d /sys/module/oprofile"
 check "umount, modprobe -r oprofile after the autoload" sh -c "umount $OP && modprobe -r oprofile && ! test -e /sys/module/oprofile"

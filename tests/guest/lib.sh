@@ -147,5 +147,27 @@ print_stats() {
 # guest_arg NAME: the value of NAME=VALUE on the kernel command line (scripts/qemu.sh GUEST_ARGS),
 # empty if absent.
 guest_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | tail -n 1; }
-# board: a8 (realview-pb-a8, 1 CPU, no PMU interrupt) or a15 (virt, 2 CPUs, PMU interrupt).
-board() { if grep -q realview /proc/device-tree/compatible; then echo a8; else echo a15; fi; }
+# board: a8 (realview-pb-a8: Cortex-A8, 1 CPU, no PMU interrupt), a15 (virt-a15: Cortex-A15, 2
+# CPUs), a53 (virt-a53: Cortex-A53, 2 CPUs, arm64) or imx8mp (imx8mp-evk: 4 Cortex-A53, arm64);
+# every board but a8 has the PMU overflow interrupt.
+board() {
+    if grep -q realview /proc/device-tree/compatible; then echo a8
+    elif grep -q 'fsl,imx8mp' /proc/device-tree/compatible; then echo imx8mp
+    elif [ "$(uname -m)" = aarch64 ]; then echo a53
+    else echo a15; fi
+}
+# pmu_irq: 1 where the PMU raises its overflow interrupt (hardware events sample), 0 on a8.
+pmu_irq() { if [ "$(board)" = a8 ]; then echo 0; else echo 1; fi; }
+# arm64: 1 on the arm64 boards (AArch64 kernel and programs), else 0.
+arm64() { if [ "$(uname -m)" = aarch64 ]; then echo 1; else echo 0; fi; }
+# word_bytes: the kernel's word size (pointer_size, the buffer's words): 8 on arm64, 4 on ARMv7.
+word_bytes() { if [ "$(arm64)" = 1 ]; then echo 8; else echo 4; fi; }
+# hw_cpu_type: the module's cpu_type in hardware mode (its model of the board's PMU): arm/armv7
+# (Cortex-A8), arm/armv7-ca15, arm/armv8-ca53 (both arm64 boards' DTBs: "arm,cortex-a53-pmu").
+hw_cpu_type() { case $(board) in a8) echo arm/armv7 ;; a15) echo arm/armv7-ca15 ;; *) echo arm/armv8-ca53 ;; esac; }
+# cycles_event: the event number of the model's CPU_CYCLES: 0xff on ARMv7 (the cycle counter,
+# CCNT), 0x11 on ARMv8 PMUv3 (PMCCNTR_EL0 or any event counter).
+cycles_event() { if [ "$(arm64)" = 1 ]; then echo 0x11; else echo 0xff; fi; }
+# cycles_min: the model's minimum count of CPU_CYCLES (rust/common/events.rs): 100000 on the A8
+# (oprofile 1.x's armv7 table) and on ARMv8 PMUv3, 500 on the A15.
+cycles_min() { if [ "$(board)" = a15 ]; then echo 500; else echo 100000; fi; }

@@ -547,8 +547,8 @@ static void restore(void)
 
 			if (!strcmp(field, "enabled"))
 				snprintf(v, sizeof(v), "%d", c0);
-			else if (!strcmp(field, "event"))
-				snprintf(v, sizeof(v), "%d", c0 ? 0xff : 0);
+			else if (!strcmp(field, "event")) /* CPU_CYCLES: ARMv7 0xff (CCNT), ARMv8 0x11 */
+				snprintf(v, sizeof(v), "%d", !c0 ? 0 : strncmp(cpu_type_s, "arm/armv8", 9) ? 0xff : 0x11);
 			else if (!strcmp(field, "count")) /* A8: no PMU IRQ, count only; else sample */
 				snprintf(v, sizeof(v), "%d", c0 && strcmp(cpu_type_s, "arm/armv7") ? 1000000 : 0);
 			else if (!strcmp(field, "kernel") || !strcmp(field, "user"))
@@ -990,7 +990,10 @@ static void fuzz_read(struct ofile *f)
 	fuzz_read_at(f, size, off, below(20) == 0 && size);
 }
 
-/* Reads of buffer: word multiples only, unseekable; dump first so a read never blocks. */
+/* Reads of buffer: multiples of the kernel's word only (sizeof(long): the guest programs are
+ * built for the kernel's architecture, 4 bytes on ARMv7, 8 on arm64), unseekable; dump first so a
+ * read never blocks. Sizes are drawn as multiples of 4, so on arm64 half of those are no word
+ * multiple. */
 static void fuzz_buffer_read(void)
 {
 	size_t size = below(4) ? 4 * below(1025) : below(4097);
@@ -1002,20 +1005,20 @@ static void fuzz_buffer_read(void)
 		return;
 	mclass = C_BREAD;
 	breads_n++;
-	if (size % 4 == 0 && !pread_it && size)
+	if (size % sizeof(long) == 0 && !pread_it && size)
 		control("dump before a buffer read", 0, put(OP "/dump", "1"));
 	alarm_every(2000000);
 	r = pread_it ? pread(bfd, badptr ? badpage : pbuf, size, 0) : read(bfd, badptr ? badpage : pbuf, size);
 	e = errno;
 	alarm_off();
-	want = pread_it ? ESPIPE : size % 4 ? EINVAL : 0;
+	want = pread_it ? ESPIPE : size % sizeof(long) ? EINVAL : 0;
 	if (want && (r >= 0 || e != want)) {
 		breads_bad++;
 		mismatch("buffer read size %zu%s: want %s, got %zd %s", size, pread_it ? " (pread)" : "", ename(want), r,
 			 r < 0 ? ename(e) : "");
 	} else if (!want && badptr && r < 0 && e == EFAULT) {
 		/* words stay queued for the next read */
-	} else if (!want && (r < 0 || (size_t)r > size || r % 4)) {
+	} else if (!want && (r < 0 || (size_t)r > size || r % sizeof(long))) {
 		breads_bad++;
 		mismatch("buffer read size %zu: got %zd %s", size, r, r < 0 ? ename(e) : "");
 	}

@@ -33,12 +33,12 @@ expect "all points still off" 0 sh -c "grep -c '^ *on ' $PP"
 # buffer_read: exactly the reads that copied data.
 expect "enable buffer_read" ok optool write $PP "enable buffer_read"
 expect "buffer_read on" on field buffer_read 1
-expect "7 reads of one word after a 300 ms period" "ok 7" optool reads 7 4 300
+expect "7 reads of one word after a 300 ms period" "ok 7" optool reads 7 $(word_bytes) 300
 expect "buffer_read nr = 7" 7 field buffer_read 4
 expect "buffer_read total > 0" 1 sh -c "awk '\$2 == \"buffer_read\" { print (\$3 > 0) }' $PP"
 expect "disable buffer_read" ok optool write $PP "disable buffer_read"
 expect "buffer_read off" off field buffer_read 1
-expect "5 more reads while disabled" "ok 5" optool reads 5 4 300
+expect "5 more reads while disabled" "ok 5" optool reads 5 $(word_bytes) 300
 expect "disabled point did not count (still 7)" 7 field buffer_read 4
 expect "reset buffer_read" ok optool write $PP "reset buffer_read"
 expect "reset zeroes nr" 0 field buffer_read 4
@@ -48,7 +48,7 @@ expect "reset zeroes avg.ns" 0 field buffer_read 5
 # sample_handler: one run per sample taken, i.e. the sum of stats/cpu*/sample_received.
 expect "enable all" ok optool write $PP "enable all"
 expect "reset all" ok optool write $PP "reset all"
-expect "3 reads after a 500 ms period" "ok 3" optool reads 3 4 500
+expect "3 reads after a 500 ms period" "ok 3" optool reads 3 $(word_bytes) 500
 rcv=$(samples_received)
 echo "EXPECT sample_handler $rcv"
 echo "EXPECT buffer_read 3"

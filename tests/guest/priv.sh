@@ -32,26 +32,30 @@ check "uid 1000 reads the settings, stats and profile points" \
 # Kernel addresses: kpctl's text line against /proc/kallsyms, which follows the same rule.
 text() { awk '$1 == "text" { print $2, $3 }'; }
 sym() { awk -v s="$1" '$3 == s { print $1 }' /proc/kallsyms; }
-hexes() { printf '%d %d' "$1" "$2"; }
+# hexes A B: two hex addresses, with or without 0x, as "0xA 0xB" (lower case, no leading zeros):
+# compared as text, since the shell's signed 64-bit numbers cannot hold arm64's 0xffff8000....
+hexes() { for h in "$1" "$2"; do h=$(echo "${h#0x}" | tr A-F a-f | sed 's/^0*//'); printf '0x%s ' "${h:-0}"; done; }
+# kallsyms' hidden address: zeros, one hex digit per half byte of the kernel's word.
+if [ "$(word_bytes)" = 8 ]; then zeros=0000000000000000; else zeros=00000000; fi
 expect "kptr_restrict default 0" 0 cat /proc/sys/kernel/kptr_restrict
 root_text=$(text < $KC)
 check "root sees the text range ($root_text)" test "$root_text" != "0x0 0x0" -a -n "$root_text"
 expect "root's range is _stext.._etext of /proc/kallsyms" "$(hexes 0x$(sym _stext) 0x$(sym _etext))" hexes $root_text
 expect "uid 1000 sees 0x0 0x0" "0x0 0x0" sh -c "optool as 1000 cat $KC | awk '\$1 == \"text\" { print \$2, \$3 }'"
-expect "as /proc/kallsyms gives uid 1000 zeros" 00000000 sh -c "optool as 1000 cat /proc/kallsyms | awk '\$3 == \"_stext\" { print \$1 }'"
+expect "as /proc/kallsyms gives uid 1000 zeros" $zeros sh -c "optool as 1000 cat /proc/kallsyms | awk '\$3 == \"_stext\" { print \$1 }'"
 expect "root without CAP_SYSLOG sees 0x0 0x0" "0x0 0x0" sh -c "opfuzz nocap syslog cat $KC | awk '\$1 == \"text\" { print \$2, \$3 }'"
 echo 1 > /proc/sys/kernel/kptr_restrict
 expect "kptr_restrict=1: root still sees the range" "$root_text" sh -c "awk '\$1 == \"text\" { print \$2, \$3 }' $KC"
 expect "kptr_restrict=1: uid 1000 sees 0x0 0x0" "0x0 0x0" sh -c "optool as 1000 cat $KC | awk '\$1 == \"text\" { print \$2, \$3 }'"
 echo 2 > /proc/sys/kernel/kptr_restrict
 expect "kptr_restrict=2: root sees 0x0 0x0" "0x0 0x0" sh -c "awk '\$1 == \"text\" { print \$2, \$3 }' $KC"
-expect "kptr_restrict=2: /proc/kallsyms gives root zeros too" 00000000 sym _stext
+expect "kptr_restrict=2: /proc/kallsyms gives root zeros too" $zeros sym _stext
 echo 0 > /proc/sys/kernel/kptr_restrict
 # Stricter than kallsyms: perf_event_paranoid <= 1 does not open kpctl's addresses to users.
 p=$(cat /proc/sys/kernel/perf_event_paranoid)
 echo 1 > /proc/sys/kernel/perf_event_paranoid
 check "perf_event_paranoid=1: /proc/kallsyms shows uid 1000 the addresses" \
-    sh -c "test \"\$(optool as 1000 cat /proc/kallsyms | awk '\$3 == \"_stext\" { print \$1 }')\" != 00000000"
+    sh -c "test \"\$(optool as 1000 cat /proc/kallsyms | awk '\$3 == \"_stext\" { print \$1 }')\" != $zeros"
 expect "perf_event_paranoid=1: kpctl still shows uid 1000 0x0 0x0 (documented)" "0x0 0x0" \
     sh -c "optool as 1000 cat $KC | awk '\$1 == \"text\" { print \$2, \$3 }'"
 echo "$p" > /proc/sys/kernel/perf_event_paranoid

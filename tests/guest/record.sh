@@ -154,7 +154,9 @@ rm -rf /tmp/pts
 echo "== agree_report begin"; oprof report /tmp/agree -l -n 10 2>/dev/null; echo "== agree_report end"
 check "guest report names hot_a from the archived /bin/hot" eval 'oprof report /tmp/agree -l -n 10 2>/dev/null | grep -q " /bin/hot  *hot_a\$"'
 echo "== agree_annotate begin"; oprof annotate /tmp/agree --symbol hot_a --assembly 2>/dev/null; echo "== agree_annotate end"
-check "guest oprof annotate disassembles hot_a (mla)" eval 'oprof annotate /tmp/agree --symbol hot_a --assembly 2>/dev/null | grep -q ":  e0[0-9a-f]* *mla "'
+# hot_a's multiply-accumulate: ARM's mla (cond 0xe, 0xe0......), AArch64's madd (0x1b......).
+if [ "$(arm64)" = 1 ]; then mla='1b[0-9a-f]* *madd'; else mla='e0[0-9a-f]* *mla'; fi
+check "guest oprof annotate disassembles hot_a (${mla##* })" eval 'oprof annotate /tmp/agree --symbol hot_a --assembly 2>/dev/null | grep -q ":  $mla "'
 tar -C /tmp -czf /tmp/agree.tgz agree && print_stream agree.tgz /tmp/agree.tgz
 
 # --- a hardware event (the A8 in QEMU raises no PMU interrupt: its samples are not taken) ---

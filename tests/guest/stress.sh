@@ -1,6 +1,7 @@
 # Concurrency: 30 s of two processes toggling enable, one reading buffer and one writing
 # settings, counter values, dump, profile point and kprof commands, with a workload on every CPU
-# (hardware sampling on virt-a15, timer mode on realview-pb-a8, whose PMU raises no interrupt);
+# (hardware sampling on virt-a15 and the arm64 boards, timer mode on realview-pb-a8, whose PMU
+# raises no interrupt);
 # then a reader SIGKILLed in a blocking read, buffer closed by one thread while another reads,
 # a process exiting with buffer open, umount and rmmod with buffer open, a second mount.
 # Cases marked [release] kill or exit a task that holds buffer open while profiling runs: its
@@ -11,9 +12,10 @@ echo 1 > /proc/sys/kernel/printk
 n=$(nproc)
 skip_release=0; [ "$(guest_arg opskip)" != release ] || skip_release=1
 
-# model: counter 0 samples CPU_CYCLES on the A15 (the default set-up has no counter enabled).
-model() { [ "$(board)" = a8 ] || { echo 1 > $OP/0/enabled; echo 0xff > $OP/0/event; echo 1000000 > $OP/0/count; }; }
-if [ "$(board)" = a15 ]; then
+# model: counter 0 samples CPU_CYCLES where the PMU has its interrupt (the default set-up has no
+# counter enabled).
+model() { [ "$(pmu_irq)" = 0 ] || { echo 1 > $OP/0/enabled; echo $(cycles_event) > $OP/0/event; echo 1000000 > $OP/0/count; }; }
+if [ "$(pmu_irq)" = 1 ]; then
     check "load (hardware model, CPU_CYCLES every 1000000 cycles)" load
     loadargs=
 else

@@ -3,9 +3,10 @@
 # sample stream, stats and session files (images, modules) for the host checks in
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
-a15=0; grep -q realview /proc/device-tree/compatible || a15=1
-# 24 checks, + 8 on the A15 (the hot_cycles and split_cycles cases with hardware events).
-plan $((24 + 8 * a15))
+irq=$(pmu_irq)
+# 24 checks, + 8 where the PMU raises its interrupt (the hot_cycles and split_cycles cases with
+# hardware events: the A15, the arm64 boards' A53s).
+plan $((24 + 8 * irq))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -28,7 +29,8 @@ check "images names /bin/hot" sh -c "grep -q '^[1-9][0-9]* /bin/hot\$' $OP/image
 check "images names libc" sh -c "grep -q '^[1-9][0-9]* /lib/libc.so.6\$' $OP/images"
 # The same program with the split reversed (30/70): oprof diff against hot_timer.
 case_run flip /bin/hot 2 3000 7000
-# hot as Debian builds C (-O2: Thumb-2, r11 no frame pointer): chains must end, not invent.
+# hot as Debian builds C (-O2 without frame pointer; on armhf Thumb-2, r11 no frame pointer):
+# chains must end, not invent.
 case_run hot_thumb /bin/hot_t2 3
 # Distribution code's callers from user-stack snapshots (user_stack_size), unwound on the host:
 # a 2:1 split of leaf's callers, a qsort callback back through libc, a corrupted stack.
@@ -47,10 +49,11 @@ check "optest loaded" sh -c "grep -q '^optest ' /proc/modules"
 check "unload optest" rmmod optest
 check "unload" unload
 
-if [ $a15 = 1 ]; then
+if [ $irq = 1 ]; then
     check "load (hardware events)" load
-    # CPU_CYCLES (0xff, the cycle counter) every 1M cycles, user and kernel.
-    for f in "0/enabled 1" "0/event 0xff" "0/count 1000000"; do echo ${f#* } > $OP/${f% *}; done
+    # CPU_CYCLES (0xff on ARMv7, 0x11 on ARMv8; counter 0, the cycle counter) every 1M cycles,
+    # user and kernel.
+    for f in "0/enabled 1" "0/event $(cycles_event)" "0/count 1000000"; do echo ${f#* } > $OP/${f% *}; done
     case_run hot_cycles /bin/hot 3
     expect "backtrace_depth=16" ok optool write $OP/backtrace_depth 16
     expect "user_stack_size=2048" ok optool write $OP/user_stack_size 2048
