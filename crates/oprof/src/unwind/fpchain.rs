@@ -262,7 +262,7 @@ fn fp_set(t: &ImageTables, ctx: &mut UnwindContext<usize>, cs: &Capstone, func: 
 fn leaves_after(rest: &[&capstone::Insn<'_>], func: &std::ops::Range<u64>) -> bool {
     for insn in rest.iter().take(6) {
         let w = u32::from_le_bytes(insn.bytes().try_into().unwrap_or_default());
-        let ret = matches!(w & 0xFFFF_FC1F, 0xD65F_0000) || w == 0xD65F_0BFF || w == 0xD65F_0FFF;
+        let ret = w & 0xFFFF_FC1F == 0xD65F_0000 || w == 0xD65F_0BFF || w == 0xD65F_0FFF;
         if ret || w & 0xFFFF_FC1F == 0xD61F_0000 {
             return true;
         }
