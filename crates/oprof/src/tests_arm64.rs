@@ -109,7 +109,9 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir(d.join("host")).unwrap();
-    let exe = cc(d, "prog.c", PROG, &["-g", "-O1", "-no-pie"], "host/prog");
+    // `hot` keeps a frame record (a leaf has none by default): its traced chain's edge to main
+    // is proven with the CFI (`unwind::fpchain`).
+    let exe = cc(d, "prog.c", PROG, &["-g", "-O1", "-no-pie", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"], "host/prog");
     let (hot, _) = symbol(&exe, "hot");
     let hot_off = file_offset(&exe, hot);
     let ret_off = file_offset(&exe, return_address_of_bl(&exe, "main", hot));
@@ -157,6 +159,8 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     let cg = r.callgraph.as_ref().unwrap();
     let hot_e = cg.iter().find(|e| e.symbol == "hot").unwrap();
     assert_eq!((hot_e.callers[0].symbol.as_str(), hot_e.callers[0].samples), ("main", 1));
+    let note = "fp chains (arm64 frame records): 1 checked with CFI, 0 cut at an unproven edge (0 frames left out)";
+    assert!(r.warnings.iter().any(|w| w == note), "{:?}", r.warnings);
 
     // The same stream bare: 4-byte words misread it; --word-size 8 reads it.
     let total = |word_size| -> Result<u64, String> {

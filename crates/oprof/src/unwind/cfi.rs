@@ -155,6 +155,13 @@ impl Cfi {
         self.fde_at(addr).is_some()
     }
 
+    /// The address range of the FDE covering `addr` (its function, or the part of it the FDE
+    /// describes).
+    pub fn fde_range(&self, addr: u64) -> Option<Range<u64>> {
+        let i = self.index.partition_point(|e| e.0 <= addr).checked_sub(1)?;
+        self.index[..=i].iter().rev().take(4).find(|e| addr < e.1).map(|e| e.0..e.1)
+    }
+
     fn fde_at(&self, addr: u64) -> Option<usize> {
         let i = self.index.partition_point(|e| e.0 <= addr).checked_sub(1)?;
         // FDEs may nest or overlap in broken files: check the few before too.

@@ -10,8 +10,14 @@
 //! with (the PC the task entered the kernel from, which is the snapshot's PC). A chain the
 //! module cut short (a lost frame) gets none: no caller is put under a frame that did not call
 //! it. Each chain's end is counted by reason ([`Expansion::ends`]).
+//!
+//! In an 8-byte-word (arm64) stream, the chains of samples without a snapshot come from the
+//! module's frame-record walk: they are proven edge by edge here ([`super::fpchain`]) and cut at
+//! the first unproven edge ([`Expansion::fp`]), as `Inputs::load` does for streams without
+//! snapshots.
 
 use super::a64::{Regs64, Stack64};
+use super::fpchain::{FpStats, Prover};
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
 use crate::elf::offset_to_vaddr;
 use crate::stream::{ChainState, Role, SampleCtx};
@@ -86,6 +92,8 @@ pub struct Expansion {
     pub truncated: u64,
     /// The recorded depth was known (else chains the depth ended count as cut short).
     pub depth_known: bool,
+    /// Frame-record chains (8-byte streams, samples without a snapshot) proven and cut.
+    pub fp: FpStats,
 }
 
 impl Expansion {
@@ -133,6 +141,11 @@ struct Expander<'a> {
     pending: Option<Vec<(u64, u64)>>,
     word_bytes: usize,
     stats: Expansion,
+    /// 8-byte streams: proves the frame-record chains.
+    prover: Option<Prover>,
+    /// The open chain's user part: each entry's (image, offset) (`None`: in no image) and the
+    /// index in `out` of its record.
+    chain_user: Vec<(Option<(u64, u64)>, usize)>,
 }
 
 /// Unwinds the snapshots of the stream `words` (`word_bytes` per word); `load(image_id)` gives
@@ -158,6 +171,8 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut
         pending: None,
         word_bytes,
         stats: Expansion { depth_known: known, ..Default::default() },
+        prover: (word_bytes == 8).then(Prover::new),
+        chain_user: Vec::new(),
     };
     for item in Decoder::new(words, word_bytes) {
         let (at, rec) = item.map_err(|e| crate::stream::describe(e, word_bytes, words.len()))?;
@@ -165,6 +180,9 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut
         x.record(&rec, rec_words);
     }
     x.flush();
+    if let Some(p) = x.prover {
+        x.stats.fp = p.stats;
+    }
     Ok((x.out, x.stats))
 }
 
@@ -186,19 +204,29 @@ impl Expander<'_> {
         if let Record::CpuSwitch { .. } = rec {
             self.maps.clear();
         }
+        let at = self.out.len();
         self.out.extend_from_slice(words);
         self.ctx.apply(rec);
-        match self.chain.apply(rec) {
+        let role = self.chain.apply(rec);
+        match role {
             Some(Role::Sample { .. }) => {
                 self.sample_kernel = self.ctx.in_kernel == Some(true);
                 self.user_reached = !self.sample_kernel;
                 self.chain_frames = 0;
+                self.chain_user.clear();
             }
             Some(Role::Frame) => {
                 self.user_reached = self.ctx.in_kernel == Some(false);
                 self.chain_frames += 1;
             }
             None => {}
+        }
+        if let (Some(_), Some(_), Record::Sample { pc, .. }) = (role, &self.prover, rec) {
+            let user = self.ctx.in_kernel == Some(false);
+            if user || !self.chain_user.is_empty() {
+                let place = self.ctx.cookie.filter(|&c| user && c != 0).map(|c| (c, *pc));
+                self.chain_user.push((place, at));
+            }
         }
     }
 
@@ -248,6 +276,10 @@ impl Expander<'_> {
     /// Appends the pending frames at the end of the open chain, if it reached user space, up to
     /// the session's depth.
     fn flush(&mut self) {
+        if self.pending.is_none() {
+            self.prove_fp_chain();
+        }
+        self.chain_user.clear();
         let Some(mut frames) = self.pending.take() else { return };
         if !self.user_reached || !self.chain.open {
             if self.chain_frames >= self.depth {
@@ -280,6 +312,21 @@ impl Expander<'_> {
         }
         if let Some(c) = cookie.filter(|&c| self.ctx.cookie != Some(c)) {
             self.emit(&Record::CookieSwitch { cookie: c }, &[esc, code::COOKIE_SWITCH as u64, c]);
+        }
+    }
+
+    /// Cuts the open chain, from the module's frame-record walk, at its first unproven edge:
+    /// the records of the frames left out go (they are at the end of `out`; the switches
+    /// between them stay, as later records rely on them).
+    fn prove_fp_chain(&mut self) {
+        let Some(prover) = self.prover.as_mut() else { return };
+        if self.chain_user.len() < 2 {
+            return;
+        }
+        let user: Vec<Option<(u64, u64)>> = self.chain_user.iter().map(|e| e.0).collect();
+        let keep = prover.keep(&user, 1, &mut *self.load);
+        for &(_, at) in self.chain_user[keep..].iter().rev() {
+            self.out.drain(at..at + 2);
         }
     }
 

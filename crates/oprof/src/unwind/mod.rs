@@ -31,6 +31,7 @@ pub mod a64;
 pub mod cfi;
 pub mod ehabi;
 pub mod expand;
+pub mod fpchain;
 pub mod leaf;
 pub mod maps;
 pub mod tables;
@@ -38,6 +39,8 @@ pub mod tables;
 mod tests;
 #[cfg(test)]
 mod tests_a64;
+#[cfg(test)]
+mod tests_fpchain;
 
 pub use tables::ImageTables;
 

@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 "#;
 
 /// The cross toolchain's root: `qemu-aarch64 -L` and the host copies of the target's libraries.
-const SYSROOT: &str = "/usr/aarch64-linux-gnu";
+pub(super) const SYSROOT: &str = "/usr/aarch64-linux-gnu";
 
 /// Builds the test program with `flags` in `dir` as `name`.
 fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
@@ -187,7 +187,7 @@ fn capture_on(exe: &Path, mode: &str, cpu: &str) -> Capture {
 }
 
 /// The host file of a target path: itself, else the sysroot's `lib/` copy.
-fn host_file(path: &str) -> PathBuf {
+pub(super) fn host_file(path: &str) -> PathBuf {
     let p = PathBuf::from(path);
     if p.exists() {
         return p;
