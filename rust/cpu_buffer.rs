@@ -14,8 +14,8 @@
 //! ring ([`Staged`], plain words) and the CPU's irq_work runs the rest (below) in hard interrupt
 //! context right after the NMI, as perf defers its pending work. Until the task returns to user
 //! space its mappings and user registers are those of the sample; the one race is another task
-//! running on the CPU first (the NMI hit a context switch with interrupts masked), and such a
-//! sample is counted (`sample_lost_nmi_task`), never attributed to the wrong task.
+//! running on the CPU first (the NMI hit a context switch with interrupts masked): such a sample
+//! is never resolved against the other task (see the counters below).
 //!
 //! Unlike legacy, a user sample is resolved here, while the task cannot have changed its
 //! mappings: [`bridge::user::lookup_irq`] finds the VMA locklessly and the entry keeps a reference to the
@@ -35,7 +35,9 @@
 //!   ended at Thumb code, at a frame that is not a frame record, at a return address that
 //!   follows no call ([`sync::UserWalkEnd`]);
 //! - `sample_lost_nmi_overflow`, `sample_lost_nmi_task`: NMI samples dropped at staging (ring
-//!   full) or at their deferred step (another task ran first).
+//!   full) or at their deferred step (another task ran first: user-mode samples); a kernel-mode
+//!   one is kept with its kernel chain, without its task's executable (app cookie 0) and user
+//!   chain, and counted in `nmi_task_switched`.
 
 use crate::bridge::irq_work::{self, IrqWork, IrqWorkHandler};
 use crate::bridge::{self, regs::{Regs, UserRegs}, ring::Ring, user::Lookup};
@@ -121,6 +123,8 @@ pub(crate) struct Staged {
     pc: usize,
     kernel: bool,
     event: u32,
+    pid: i32,
+    tgid: i32,
     /// The sampled task's `task_struct` address: compared with the current task's at the
     /// deferred step, never dereferenced.
     task: usize,
@@ -135,8 +139,9 @@ enum Source<'a> {
     /// The interrupted registers, in the sampling interrupt.
     Regs(&'a Regs),
     /// A staged NMI sample at its deferred step, with the registers its task entered the
-    /// kernel with (`None` for a kernel thread).
-    Staged(&'a Staged, Option<&'a Regs>),
+    /// kernel with (`None` for a kernel thread, or when its task is not the current one), and
+    /// whether its task is the current one.
+    Staged(&'a Staged, Option<&'a Regs>, bool),
 }
 
 impl Source<'_> {
@@ -144,7 +149,19 @@ impl Source<'_> {
     fn pc(&self) -> (usize, bool) {
         match self {
             Source::Regs(regs) => regs.pc(),
-            Source::Staged(s, _) => (s.pc, s.kernel),
+            Source::Staged(s, ..) => (s.pc, s.kernel),
+        }
+    }
+
+    /// The sampled task's pid and tgid, and its executable (referenced) when it is the current
+    /// task: another task's cannot be taken in interrupt context.
+    fn task(&self) -> (i32, i32, Option<ARef<File>>) {
+        match self {
+            Source::Regs(_) => {
+                let task = kernel::current!();
+                (task.pid(), task.tgid(), bridge::user::exe_file_irq())
+            }
+            Source::Staged(s, _, current) => (s.pid, s.tgid, current.then(bridge::user::exe_file_irq).flatten()),
         }
     }
 
@@ -152,7 +169,7 @@ impl Source<'_> {
     fn stack_regs(&self) -> Option<&Regs> {
         match self {
             Source::Regs(regs) => Some(regs),
-            Source::Staged(_, user) => *user,
+            Source::Staged(_, user, _) => *user,
         }
     }
 
@@ -161,7 +178,7 @@ impl Source<'_> {
     fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
         match self {
             Source::Regs(regs) => regs.backtrace(depth, frame),
-            Source::Staged(s, user) => staged_backtrace(s, *user, depth, frame),
+            Source::Staged(s, user, _) => staged_backtrace(s, *user, depth, frame),
         }
     }
 }
@@ -343,6 +360,8 @@ impl CpuBuffer {
             pc,
             kernel,
             event,
+            pid: task.pid(),
+            tgid: task.tgid(),
             task: task.as_ptr() as usize,
             frames: [0; STAGED_FRAMES],
             n_frames: 0,
@@ -371,11 +390,18 @@ impl CpuBuffer {
     fn replay(&self, cpu: &CpuStats, stats: &Stats, code: &KernelCode, depth: u32) {
         let me = kernel::current!().as_ptr() as usize;
         self.staged.drain(|s| {
-            if s.task != me {
-                return stats::inc(&cpu.sample_lost_nmi_task);
+            let current = s.task == me;
+            if !current {
+                // A user PC of another task cannot be placed; a kernel one can, without its
+                // task's executable and user chain.
+                if !s.kernel {
+                    return stats::inc(&cpu.sample_lost_nmi_task);
+                }
+                stats::inc(&cpu.nmi_task_switched);
             }
             bridge::regs::with_task_user_regs(|user| {
-                self.log_sample(cpu, stats, code, &Source::Staged(&s, user), s.event, depth)
+                let user = user.filter(|_| current);
+                self.log_sample(cpu, stats, code, &Source::Staged(&s, user, current), s.event, depth)
             });
         });
     }
@@ -397,10 +423,8 @@ impl CpuBuffer {
                 Err(Unresolved::NoMm) => return stats::inc(&stats.sample_lost_no_mm),
             }
         };
-        let app = bridge::user::exe_file_irq();
+        let (pid, tgid, app) = src.task();
         SAMPLE_RESOLVE.leave(resolve);
-        let task = kernel::current!();
-        let (pid, tgid) = (task.pid(), task.tgid());
         let mut flags = if kernel { IS_KERNEL } else { 0 };
         if depth > 0 {
             flags |= TRACE_BEGIN;

@@ -87,10 +87,15 @@ stat_counters! {
         /// staging ring was full: more NMIs than fit while its interrupts stayed masked
         /// (`cpu_buffer::Staged`). Always 0 without NMIs (ARMv7).
         sample_lost_nmi_overflow,
-        /// Samples taken in NMI context dropped because another task ran on this CPU before
-        /// their deferred step (an NMI that interrupted a context switch with interrupts
-        /// masked): its mappings cannot be looked up for it any more. Always 0 without NMIs.
+        /// User-mode samples taken in NMI context dropped because another task ran on this CPU
+        /// before their deferred step: its mappings cannot be looked up for it any more.
+        /// Always 0 without NMIs (and expected 0 with them: a user-mode NMI returns to user
+        /// space with interrupts unmasked, so the deferred step runs first).
         sample_lost_nmi_task,
+        /// Kernel-mode samples taken in NMI context whose task was switched out before their
+        /// deferred step: delivered with their kernel call chain, but without their task's
+        /// executable (app cookie 0) and the user part of their chain. Not a loss.
+        nmi_task_switched,
     }
 }
 

@@ -22,7 +22,7 @@
 //! A sample without its snapshot keeps its frame-pointer chain; nothing is guessed.
 
 use crate::bridge::{self, regs::Regs, ring::Ring, user};
-use crate::common::event::{self, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_STACK_HEADER};
+use crate::common::event::{self, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_REGS_SP, USER_STACK_HEADER};
 use crate::common::sync::EventSink;
 use crate::image_ids::ImageIds;
 use crate::stats::{self, Stats};
@@ -63,7 +63,7 @@ impl UserStack {
     /// sp (interrupt context); false, leaving it empty (`len` 0), when the stack cannot be read.
     fn fill(&mut self, uregs: &[usize; USER_REGS], tgid: i32) -> bool {
         self.len = 0;
-        let sp = uregs[13];
+        let sp = uregs[USER_REGS_SP];
         let Some(stack_end) = bridge::user::mapping_end_irq(sp) else { return false };
         let room = self.words.len().saturating_sub(USER_STACK_HEADER);
         let n = room.min(stack_end.saturating_sub(sp) / core::mem::size_of::<usize>());

@@ -18,7 +18,10 @@ struct RawIrqWork {
 
 extern "C" {
     fn oprofile_shim_in_nmi() -> bool;
-    fn oprofile_shim_irq_work_new(f: unsafe extern "C" fn(*const c_void), ctx: *const c_void) -> *mut RawIrqWork;
+    fn oprofile_shim_irq_work_new(
+        f: unsafe extern "C" fn(*const c_void),
+        ctx: *const c_void,
+    ) -> *mut RawIrqWork;
     fn oprofile_shim_irq_work_queue(w: *mut RawIrqWork) -> bool;
     fn oprofile_shim_irq_work_free(w: *mut RawIrqWork);
 }
@@ -74,7 +77,10 @@ impl<T: IrqWorkHandler> IrqWork<T> {
         let raw = unsafe { oprofile_shim_irq_work_new(run::<T>, ctx.cast()) };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: a new work with `handler` as its context.
-        Ok(IrqWork { raw, _handler: handler })
+        Ok(IrqWork {
+            raw,
+            _handler: handler,
+        })
     }
 
     /// Queues the work on this CPU; false when it was queued already (it runs once for both).

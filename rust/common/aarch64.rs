@@ -30,7 +30,10 @@ pub fn is_call(w: u32) -> bool {
 /// Whether the instruction before return address `ret` is a call, reading code with
 /// `read32(addr)` (the 4 bytes at `addr`; `None` when unreadable). `None` when `ret` is not
 /// 4-byte aligned (no A64 return address) or the code cannot be read.
-pub fn returns_after_call(ret: usize, mut read32: impl FnMut(usize) -> Option<u32>) -> Option<bool> {
+pub fn returns_after_call(
+    ret: usize,
+    mut read32: impl FnMut(usize) -> Option<u32>,
+) -> Option<bool> {
     if ret & 3 != 0 {
         return None;
     }
@@ -44,7 +47,13 @@ mod tests {
     #[test]
     fn a64_calls() {
         // bl, blr x8, blraaz x8, blrab x8, x9; not: b, br x8, ret, nop.
-        for w in [0x9400_0010u32, 0x97FF_FFF0, 0xD63F_0100, 0xD63F_091F, 0xD73F_0D09] {
+        for w in [
+            0x9400_0010u32,
+            0x97FF_FFF0,
+            0xD63F_0100,
+            0xD63F_091F,
+            0xD73F_0D09,
+        ] {
             assert!(is_call(w), "{w:#x}");
         }
         for w in [0x1400_0010u32, 0xD61F_0100, 0xD65F_03C0, 0xD503_201F] {

@@ -75,6 +75,15 @@ pub const fn user_regs(word_bytes: usize) -> usize {
     }
 }
 
+/// Index of the stack pointer among the registers of [`user_regs`]: r13 (ARM), sp (AArch64).
+pub const fn user_regs_sp(word_bytes: usize) -> usize {
+    if word_bytes >= 8 {
+        31
+    } else {
+        13
+    }
+}
+
 /// Words of a USER_STACK record before its stack words, for `word_bytes`-byte words.
 pub const fn user_stack_header_words(word_bytes: usize) -> usize {
     3 + user_regs(word_bytes)
@@ -82,6 +91,8 @@ pub const fn user_stack_header_words(word_bytes: usize) -> usize {
 
 /// Registers of a USER_STACK record in the native word ([`user_regs`]; the module's).
 pub const USER_REGS: usize = user_regs(core::mem::size_of::<usize>());
+/// Index of the stack pointer in the native registers ([`user_regs_sp`]).
+pub const USER_REGS_SP: usize = user_regs_sp(core::mem::size_of::<usize>());
 /// Words of a native USER_STACK record before its stack words.
 pub const USER_STACK_HEADER: usize = user_stack_header_words(core::mem::size_of::<usize>());
 /// Words of a USER_MAPS record before its mappings, and per mapping.

@@ -2,8 +2,8 @@
 . /tests/lib.sh
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
-# 92 checks + 6 per possible CPU (its stats/cpuN/ files).
-plan $((92 + 6 * (last + 1)))
+# 92 checks + 7 per possible CPU (its stats/cpuN/ files).
+plan $((92 + 7 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -21,7 +21,7 @@ for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no
     expect "mode of stats/$s" 444 mode stats/$s
 done
 for cpu in $(seq 0 "$last"); do
-    for s in sample_received sample_lost_overflow backtrace_aborted sample_invalid_eip sample_lost_nmi_overflow sample_lost_nmi_task; do
+    for s in sample_received sample_lost_overflow backtrace_aborted sample_invalid_eip sample_lost_nmi_overflow sample_lost_nmi_task nmi_task_switched; do
         expect "stats/cpu$cpu/$s exists, 0444" 444 mode stats/cpu$cpu/$s
     done
 done

@@ -118,6 +118,26 @@ impl Counts {
         }
     }
 
+    /// Shortens call chains: `keep(spaces, key, samples)` says how many entries of the key's
+    /// chain (the sample first) to keep; keys that become equal are counted together.
+    pub fn truncate_chains(&mut self, mut keep: impl FnMut(&[Space], &Key<'_>, u64) -> usize) {
+        let keys = std::mem::take(&mut self.keys);
+        let mut out = FastMap::with_capacity_and_hasher(keys.len(), Default::default());
+        for (k, n) in keys {
+            let key = self.key(&k);
+            let total = key.entries.len() / self.stride;
+            let kept = keep(&self.spaces, &key, n).min(total);
+            let k = if kept < total {
+                let header = k.len() - key.entries.len();
+                k[..header + kept * self.stride].into()
+            } else {
+                k
+            };
+            *out.entry(k).or_default() += n;
+        }
+        self.keys = out;
+    }
+
     fn space_id(&mut self, s: Space) -> u32 {
         if let Some(&i) = self.space_ids.get(&s) {
             return i;

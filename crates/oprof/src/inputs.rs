@@ -180,11 +180,21 @@ impl Inputs {
         // A session says whether it took snapshots; a raw stream is scanned.
         let snapshots = ses.as_ref().is_none_or(|s| s.info.settings.user_stack_size > 0);
         let expanded = if snapshots { unwound(&buffer, word_size, depth, &mut res)? } else { None };
-        let counts = match expanded {
+        let was_expanded = expanded.is_some();
+        let mut counts = match expanded {
             Some(bytes) => aggregate::read(std::io::Cursor::new(bytes), word_size, want.keys, Default::default()),
             None => aggregate::read(input, word_size, want.keys, Default::default()),
         }
         .with_context(|| format!("decoding {}", buffer.display()))?;
+        // arm64 frame-record chains are proven with CFI (in the expansion when there were
+        // snapshots); ARM's stay as the module wrote them.
+        if word_size == 8 && !was_expanded {
+            let mut prover = unwind::fpchain::Prover::new();
+            for part in &mut counts.parts {
+                unwind::fpchain::prove_counts(part, &mut prover, &mut |id| res.unwind_tables(id));
+            }
+            res.warnings.extend(prover.stats.note());
+        }
         Ok(Profile { path, session: ses, cpu_type, counters, counts, res })
     }
 }
@@ -204,6 +214,7 @@ fn unwound(buffer: &std::path::Path, word_size: usize, depth: Option<u64>, res: 
     let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
         .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
     res.warnings.insert(stats.note());
+    res.warnings.extend(stats.fp.note());
     Ok(Some(out.iter().flat_map(|&w| w.to_le_bytes()[..word_size].to_vec()).collect()))
 }
 

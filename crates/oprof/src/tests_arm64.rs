@@ -109,7 +109,9 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir(d.join("host")).unwrap();
-    let exe = cc(d, "prog.c", PROG, &["-g", "-O1", "-no-pie"], "host/prog");
+    // `hot` keeps a frame record (a leaf has none by default): its traced chain's edge to main
+    // is proven with the CFI (`unwind::fpchain`).
+    let exe = cc(d, "prog.c", PROG, &["-g", "-O1", "-no-pie", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"], "host/prog");
     let (hot, _) = symbol(&exe, "hot");
     let hot_off = file_offset(&exe, hot);
     let ret_off = file_offset(&exe, return_address_of_bl(&exe, "main", hot));
@@ -157,6 +159,8 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     let cg = r.callgraph.as_ref().unwrap();
     let hot_e = cg.iter().find(|e| e.symbol == "hot").unwrap();
     assert_eq!((hot_e.callers[0].symbol.as_str(), hot_e.callers[0].samples), ("main", 1));
+    let note = "fp chains (arm64 frame records): 1 checked with CFI, 0 cut at an unproven edge (0 frames left out)";
+    assert!(r.warnings.iter().any(|w| w == note), "{:?}", r.warnings);
 
     // The same stream bare: 4-byte words misread it; --word-size 8 reads it.
     let total = |word_size| -> Result<u64, String> {
@@ -238,6 +242,34 @@ fn a64_symbols_entered_without_a_call() {
     let insns = disasm::disassemble(&img, after_b..after_data).unwrap();
     let texts: Vec<(&str, Isa)> = insns.iter().map(|i| (i.text.as_str(), i.isa)).collect();
     assert_eq!(texts, [("ret", Isa::Arm64), (".word 0x94000000", Isa::Data)]);
+}
+
+/// The same code as a kernel: `_stext`/`_etext` around it, linked at arm64's kernel text
+/// (0xffff8000_80010000), with labels as kallsyms lists them (`WithLabels`).
+#[test]
+fn arm64_vmlinux_names_kernel_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = ENTRIES.replace("_start:\n", "_stext:\n_start:\n") + "    .globl _etext\n_etext:\n    nop\n";
+    let vm = cc(dir.path(), "vm.S", &src, &["-nostdlib", "-static", "-Wl,-Ttext=0xffff800080010000", "-Wl,-e,_start"], "vmlinux");
+    let k = crate::kprof::Kernel::load(&vm).unwrap();
+    let at = |name: &str| symbol(&vm, name).0;
+    assert_eq!((k.base, k.end), (0xffff_8000_8001_0000, at("_etext")), "no Thumb bit masking of 64-bit bounds");
+    let img = ElfImage::load_kernel(&vm, false, None).unwrap();
+    let mut res = crate::resolve::Resolver::new(Default::default(), None, Some((vm.clone(), img)), &ModuleSnapshot::default());
+    let s = |pc| Record::Sample { pc, event: 0 };
+    let recs = [
+        Record::CpuSwitch { cpu: 0 },
+        Record::CtxSwitch { pid: 0, tgid: 0, app_cookie: 0 },
+        Record::KernelEnter,
+        Record::TraceBegin,
+        s(at("after_data")),
+        s(at("after_b")), // entered by `b`: named by itself
+        s(at("after_bl")), // after `bl`: its caller, _start
+    ];
+    let st = crate::stream::Stream::from_bytes(&stream8(&recs), 8).unwrap();
+    let r = report::build(&st, &mut res, &[], report::Options { lines: false, flame: true }).unwrap();
+    assert_eq!((r.kernel, r.rows[0].image.as_str(), r.rows[0].symbol.as_str()), (1, "vmlinux", "after_data"));
+    assert_eq!(r.folded.lines(), ["[kernel];_start;after_b;after_data 1"]);
 }
 
 /// `objdump -d` of `func` in `exe`: (address, mnemonic) per instruction.

@@ -11,6 +11,12 @@
 //! it the value of its return address register (r14 on ARM). An explicit `DW_CFA_undefined` of
 //! the return address column anywhere in the CIE or FDE (glibc's `_start` style) marks the
 //! outermost frame: [`Row::ra_undefined`].
+//!
+//! AArch64 (DWARF for the Arm 64-bit Architecture, "Call frame information"): sections of an
+//! AArch64 image are read with gimli's AArch64 vendor extension ([`Cfi::aarch64`]), so
+//! `DW_CFA_AARCH64_negate_ra_state` (0x2d; `paciasp`/`autiasp`) toggles the RA_SIGN_STATE
+//! pseudo-register (34): [`Row::ra_signed`] says the saved return address carries a pointer
+//! authentication code.
 
 use gimli::{
     BaseAddresses, CallFrameInstruction, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, Register,
@@ -57,6 +63,8 @@ pub struct Row {
     pub ra_undefined: bool,
     /// The address range the row covers.
     pub range: Range<u64>,
+    /// AArch64: the return address was signed (RA_SIGN_STATE 1); always false elsewhere.
+    pub ra_signed: bool,
 }
 
 impl Row {
@@ -83,6 +91,8 @@ pub struct Cfi {
     address_size: u8,
     /// `.text`'s address (for `DW_EH_PE_textrel` pointers).
     text: u64,
+    /// gimli's vendor extensions for the CFA instructions ([`Cfi::aarch64`]).
+    vendor: gimli::Vendor,
     /// (start, end, FDE offset), sorted by start.
     index: Vec<(u64, u64, usize)>,
 }
@@ -97,7 +107,7 @@ impl Cfi {
     /// Reads the section `data` of `kind` (an image with `address_size`-byte addresses and
     /// `.text` at `text`) and indexes its FDEs; FDEs that do not parse are left out.
     pub fn new(kind: Kind, data: Rc<[u8]>, endian: RunTimeEndian, address_size: u8, text: u64) -> Cfi {
-        let mut cfi = Cfi { kind, data, endian, address_size, text, index: Vec::new() };
+        let mut cfi = Cfi { kind, data, endian, address_size, text, vendor: gimli::Vendor::Default, index: Vec::new() };
         let mut index = match kind {
             Kind::DebugFrame => fde_index(&cfi.debug_frame(), &cfi.bases()),
             Kind::EhFrame { .. } => fde_index(&cfi.eh_frame(), &cfi.bases()),
@@ -105,6 +115,12 @@ impl Cfi {
         index.sort_unstable();
         cfi.index = index;
         cfi
+    }
+
+    /// The section of an AArch64 image: `DW_CFA_AARCH64_negate_ra_state` is understood.
+    pub fn aarch64(mut self) -> Cfi {
+        self.vendor = gimli::Vendor::AArch64;
+        self
     }
 
     fn bases(&self) -> BaseAddresses {
@@ -118,12 +134,14 @@ impl Cfi {
     fn debug_frame(&self) -> DebugFrame<Slice<'_>> {
         let mut s = DebugFrame::new(&self.data, self.endian);
         s.set_address_size(self.address_size);
+        s.set_vendor(self.vendor);
         s
     }
 
     fn eh_frame(&self) -> EhFrame<Slice<'_>> {
         let mut s = EhFrame::new(&self.data, self.endian);
         s.set_address_size(self.address_size);
+        s.set_vendor(self.vendor);
         s
     }
 
@@ -135,6 +153,13 @@ impl Cfi {
     /// Whether an FDE covers `addr`.
     pub fn covers(&self, addr: u64) -> bool {
         self.fde_at(addr).is_some()
+    }
+
+    /// The address range of the FDE covering `addr` (its function, or the part of it the FDE
+    /// describes).
+    pub fn fde_range(&self, addr: u64) -> Option<Range<u64>> {
+        let i = self.index.partition_point(|e| e.0 <= addr).checked_sub(1)?;
+        self.index[..=i].iter().rev().take(4).find(|e| addr < e.1).map(|e| e.0..e.1)
     }
 
     fn fde_at(&self, addr: u64) -> Option<usize> {
@@ -195,7 +220,9 @@ where
         CfaRule::Expression(_) => Cfa::Expression,
     };
     let rules = row.registers().map(|(reg, rule)| (reg.0, rule_of(rule))).collect();
-    Ok(Row { cfa, rules, ra: ra.0, ra_undefined, range: row.start_address()..row.end_address() })
+    let ra_signed = section.vendor() == gimli::Vendor::AArch64
+        && matches!(row.register(gimli::AArch64::RA_SIGN_STATE), RegisterRule::Constant(v) if v & 1 != 0);
+    Ok(Row { cfa, rules, ra: ra.0, ra_undefined, range: row.start_address()..row.end_address(), ra_signed })
 }
 
 fn rule_of(rule: &RegisterRule<usize>) -> Rule {

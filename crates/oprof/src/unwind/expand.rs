@@ -10,7 +10,14 @@
 //! with (the PC the task entered the kernel from, which is the snapshot's PC). A chain the
 //! module cut short (a lost frame) gets none: no caller is put under a frame that did not call
 //! it. Each chain's end is counted by reason ([`Expansion::ends`]).
+//!
+//! In an 8-byte-word (arm64) stream, the chains of samples without a snapshot come from the
+//! module's frame-record walk: they are proven edge by edge here ([`super::fpchain`]) and cut at
+//! the first unproven edge ([`Expansion::fp`]), as `Inputs::load` does for streams without
+//! snapshots.
 
+use super::a64::{Regs64, Stack64};
+use super::fpchain::{FpStats, Prover};
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
 use crate::elf::offset_to_vaddr;
 use crate::stream::{ChainState, Role, SampleCtx};
@@ -36,17 +43,27 @@ struct TaskImages<'a> {
 }
 
 impl TaskImages<'_> {
-    fn entry(&self, addr: u32) -> Option<&MapEntry> {
-        let a = u64::from(addr);
-        self.maps.iter().find(|m| m.start <= a && a < m.end)
+    fn entry(&self, addr: u64) -> Option<&MapEntry> {
+        self.maps.iter().find(|m| m.start <= addr && addr < m.end)
+    }
+
+    /// The (image, file offset) of each runtime address in `frames`, up to the first in no
+    /// mapping.
+    fn offsets(&self, frames: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
+        frames
+            .map_while(|a| {
+                let m = self.entry(a)?;
+                Some((m.image, m.offset.checked_add(a - m.start)?))
+            })
+            .collect()
     }
 }
 
 impl Images for TaskImages<'_> {
-    fn find(&self, addr: u32) -> Option<Place<'_>> {
+    fn find(&self, addr: u64) -> Option<Place<'_>> {
         let m = self.entry(addr)?;
         let tables = self.tables.get(&m.image)?.as_ref()?;
-        let off = m.offset.checked_add(u64::from(addr).checked_sub(m.start)?)?;
+        let off = m.offset.checked_add(addr.checked_sub(m.start)?)?;
         let elf_addr = offset_to_vaddr(&tables.loads, off)?;
         Some(Place { tables, elf_addr, executable: true })
     }
@@ -59,10 +76,11 @@ pub struct Expansion {
     pub snapshots: u64,
     /// User frames added to chains.
     pub frames: u64,
-    /// Why each unwound chain ended, by [`End`] name (`Depth` included).
+    /// Why each unwound chain ended, by [`End`] name (`Depth` included); AArch32 (compat) tasks
+    /// of a 64-bit stream, not unwound, as `compat task`.
     pub ends: BTreeMap<String, u64>,
-    /// Snapshots whose frames were not added: no USER_MAPS for the task (or not a 32-bit
-    /// stream),
+    /// Snapshots whose frames were not added: no USER_MAPS for the task (or a stream of a word
+    /// size other than 4 and 8),
     pub no_maps: u64,
     /// the chain did not reach user space in the stream (the module cut it: a return address in
     /// no mapping, `bt_lost_no_mapping`, or `backtrace_aborted`),
@@ -74,6 +92,8 @@ pub struct Expansion {
     pub truncated: u64,
     /// The recorded depth was known (else chains the depth ended count as cut short).
     pub depth_known: bool,
+    /// Frame-record chains (8-byte streams, samples without a snapshot) proven and cut.
+    pub fp: FpStats,
 }
 
 impl Expansion {
@@ -121,6 +141,11 @@ struct Expander<'a> {
     pending: Option<Vec<(u64, u64)>>,
     word_bytes: usize,
     stats: Expansion,
+    /// 8-byte streams: proves the frame-record chains.
+    prover: Option<Prover>,
+    /// The open chain's user part: each entry's (image, offset) (`None`: in no image) and the
+    /// index in `out` of its record.
+    chain_user: Vec<(Option<(u64, u64)>, usize)>,
 }
 
 /// Unwinds the snapshots of the stream `words` (`word_bytes` per word); `load(image_id)` gives
@@ -146,6 +171,8 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut
         pending: None,
         word_bytes,
         stats: Expansion { depth_known: known, ..Default::default() },
+        prover: (word_bytes == 8).then(Prover::new),
+        chain_user: Vec::new(),
     };
     for item in Decoder::new(words, word_bytes) {
         let (at, rec) = item.map_err(|e| crate::stream::describe(e, word_bytes, words.len()))?;
@@ -153,6 +180,9 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut
         x.record(&rec, rec_words);
     }
     x.flush();
+    if let Some(p) = x.prover {
+        x.stats.fp = p.stats;
+    }
     Ok((x.out, x.stats))
 }
 
@@ -174,19 +204,29 @@ impl Expander<'_> {
         if let Record::CpuSwitch { .. } = rec {
             self.maps.clear();
         }
+        let at = self.out.len();
         self.out.extend_from_slice(words);
         self.ctx.apply(rec);
-        match self.chain.apply(rec) {
+        let role = self.chain.apply(rec);
+        match role {
             Some(Role::Sample { .. }) => {
                 self.sample_kernel = self.ctx.in_kernel == Some(true);
                 self.user_reached = !self.sample_kernel;
                 self.chain_frames = 0;
+                self.chain_user.clear();
             }
             Some(Role::Frame) => {
                 self.user_reached = self.ctx.in_kernel == Some(false);
                 self.chain_frames += 1;
             }
             None => {}
+        }
+        if let (Some(_), Some(_), Record::Sample { pc, .. }) = (role, &self.prover, rec) {
+            let user = self.ctx.in_kernel == Some(false);
+            if user || !self.chain_user.is_empty() {
+                let place = self.ctx.cookie.filter(|&c| user && c != 0).map(|c| (c, *pc));
+                self.chain_user.push((place, at));
+            }
         }
     }
 
@@ -208,12 +248,7 @@ impl Expander<'_> {
     /// Unwinds a snapshot of the open chain's sample; its callers wait in `pending`.
     fn user_stack(&mut self, words: &[u64]) {
         self.stats.snapshots += 1;
-        // The unwinder is AArch32's: snapshots of 64-bit tasks are left out (counted).
-        if self.word_bytes != 4 {
-            self.stats.no_maps += 1;
-            return;
-        }
-        let header = user_stack_header_words(4);
+        let header = user_stack_header_words(self.word_bytes);
         let (Some(regs), Some(stack)) = (words.get(3..header), words.get(header..)) else {
             return;
         };
@@ -221,27 +256,30 @@ impl Expander<'_> {
             self.stats.no_maps += 1;
             return;
         };
-        let mut r = [0u32; 16];
-        for (d, s) in r.iter_mut().zip(regs) {
-            *d = *s as u32;
-        }
-        let regs = Regs { r, cpsr: regs.get(user_regs(4) - 1).map_or(0, |&c| c as u32) };
-        let bytes: Vec<u8> = stack.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
         let images = TaskImages { maps, tables: &self.tables };
-        let chain: Chain = self.unwinder.unwind(&images, &regs, &Stack { sp: regs.r[13], bytes: &bytes });
-        *self.stats.ends.entry(end_name(chain.end).to_string()).or_default() += 1;
-        // The first frame is the snapshot's PC: the sample itself, or the user frame the
-        // kernel's chain ends with. Its callers follow.
-        let callers = chain.frames.iter().skip(1).map_while(|f| {
-            let m = images.entry(f.addr)?;
-            Some((m.image, m.offset.checked_add(u64::from(f.addr) - m.start)?))
-        });
-        self.pending = Some(callers.collect());
+        let (end, callers) = match self.word_bytes {
+            4 => unwind_a32(&mut self.unwinder, &images, regs, stack),
+            8 => match Regs64::from_words(regs) {
+                Some(r) if r.aarch32() => ("compat task", Vec::new()),
+                Some(r) => unwind_a64(&mut self.unwinder, &images, &r, stack),
+                None => return,
+            },
+            _ => {
+                self.stats.no_maps += 1;
+                return;
+            }
+        };
+        *self.stats.ends.entry(end.to_string()).or_default() += 1;
+        self.pending = Some(callers);
     }
 
     /// Appends the pending frames at the end of the open chain, if it reached user space, up to
     /// the session's depth.
     fn flush(&mut self) {
+        if self.pending.is_none() {
+            self.prove_fp_chain();
+        }
+        self.chain_user.clear();
         let Some(mut frames) = self.pending.take() else { return };
         if !self.user_reached || !self.chain.open {
             if self.chain_frames >= self.depth {
@@ -277,10 +315,46 @@ impl Expander<'_> {
         }
     }
 
+    /// Cuts the open chain, from the module's frame-record walk, at its first unproven edge:
+    /// the records of the frames left out go (they are at the end of `out`; the switches
+    /// between them stay, as later records rely on them).
+    fn prove_fp_chain(&mut self) {
+        let Some(prover) = self.prover.as_mut() else { return };
+        if self.chain_user.len() < 2 {
+            return;
+        }
+        let user: Vec<Option<(u64, u64)>> = self.chain_user.iter().map(|e| e.0).collect();
+        let keep = prover.keep(&user, 1, &mut *self.load);
+        for &(_, at) in self.chain_user[keep..].iter().rev() {
+            self.out.drain(at..at + 2);
+        }
+    }
+
     fn emit(&mut self, rec: &Record, words: &[u64]) {
         self.out.extend_from_slice(words);
         self.ctx.apply(rec);
     }
+}
+
+/// Unwinds an AArch32 snapshot (`regs`: r0–r15, CPSR; `stack`: 4-byte words from SP): why the
+/// chain ended and the callers' (image, file offset). The first frame is the snapshot's PC
+/// (the sample itself, or the user frame the kernel's chain ends with); its callers follow.
+fn unwind_a32(u: &mut Unwinder, images: &TaskImages<'_>, regs: &[u64], stack: &[u64]) -> (&'static str, Vec<(u64, u64)>) {
+    let mut r = [0u32; 16];
+    for (d, s) in r.iter_mut().zip(regs) {
+        *d = *s as u32;
+    }
+    let regs = Regs { r, cpsr: regs.get(user_regs(4) - 1).map_or(0, |&c| c as u32) };
+    let bytes: Vec<u8> = stack.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+    let chain: Chain = u.unwind(images, &regs, &Stack { sp: regs.r[13], bytes: &bytes });
+    (end_name(chain.end), images.offsets(chain.frames.iter().skip(1).map(|f| u64::from(f.addr))))
+}
+
+/// Unwinds an AArch64 snapshot (`stack`: 8-byte words from SP), as [`unwind_a32`].
+fn unwind_a64(u: &mut Unwinder, images: &TaskImages<'_>, regs: &Regs64, stack: &[u64]) -> (&'static str, Vec<(u64, u64)>) {
+    let bytes: Vec<u8> = stack.iter().flat_map(|&w| w.to_le_bytes()).collect();
+    let chain = u.unwind_a64(images, regs, &Stack64 { sp: regs.sp, bytes: &bytes });
+    (end_name(chain.end), images.offsets(chain.frames.iter().skip(1).copied()))
 }
 
 /// The name of an [`End`] without its address.

@@ -8,8 +8,8 @@ use crate::elf::offset_to_vaddr;
 /// One mapping: runtime addresses `start..end` map file offset `offset` of image `image` onward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mapping {
-    pub start: u32,
-    pub end: u32,
+    pub start: u64,
+    pub end: u64,
     pub executable: bool,
     /// File offset (bytes) at `start`.
     pub offset: u64,
@@ -27,7 +27,7 @@ pub struct ProcessImages {
 
 /// A parsed `/proc/PID/maps` line: range, permissions, file offset and path (`None` for
 /// anonymous memory and `[stack]`-style names).
-pub fn parse_line(line: &str) -> Option<(u32, u32, bool, u64, Option<&str>)> {
+pub fn parse_line(line: &str) -> Option<(u64, u64, bool, u64, Option<&str>)> {
     let mut f = line.split_whitespace();
     let (start, end) = f.next()?.split_once('-')?;
     let perms = f.next()?;
@@ -35,8 +35,8 @@ pub fn parse_line(line: &str) -> Option<(u32, u32, bool, u64, Option<&str>)> {
     let _dev = f.next()?;
     let _inode = f.next()?;
     let path = f.next().filter(|p| p.starts_with('/'));
-    let start = u32::from_str_radix(start, 16).ok()?;
-    let end = u32::from_str_radix(end, 16).ok()?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
     Some((start, end, perms.contains('x'), offset, path))
 }
 
@@ -69,14 +69,14 @@ impl ProcessImages {
 }
 
 impl Images for ProcessImages {
-    fn find(&self, addr: u32) -> Option<Place<'_>> {
+    fn find(&self, addr: u64) -> Option<Place<'_>> {
         let i = self.mappings.partition_point(|m| m.start <= addr).checked_sub(1)?;
         let m = self.mappings[i];
         if addr >= m.end {
             return None;
         }
         let tables = self.images.get(m.image)?;
-        let off = m.offset.checked_add(u64::from(addr - m.start))?;
+        let off = m.offset.checked_add(addr - m.start)?;
         let elf_addr = offset_to_vaddr(&tables.loads, off)?;
         Some(Place { tables, elf_addr, executable: m.executable })
     }

@@ -1,4 +1,5 @@
-//! A user-space call-chain unwinder for 32-bit ARM (AArch32), for `--call-graph dwarf`-style
+//! A user-space call-chain unwinder for 32-bit ARM (AArch32) and, in [`a64`], AArch64, for
+//! `--call-graph dwarf`-style
 //! samples: the user registers r0–r15 and CPSR at the sample, and a bounded copy of the user
 //! stack from SP upward ([`Regs`], [`Stack`]). Code without frame pointers (Debian's armhf:
 //! `-O2`, Thumb-2) is unwound with the tables the host has for each image ([`ImageTables`]:
@@ -21,19 +22,25 @@
 //! callee's, nor equal with the same PC ([`End::Loop`]); stack reads outside the snapshot end
 //! the chain ([`End::StackOutside`]). All address arithmetic is checked.
 //!
-//! Addresses: registers and [`Frame`]s are runtime addresses of the sampled process (`u32`);
-//! tables are looked up at addresses in each ELF's own virtual address space, which
+//! Addresses: registers and [`Frame`]s are runtime addresses of the sampled process (`u32` on
+//! AArch32, `u64` in [`a64`]; [`Images`] takes either as `u64`); tables are looked up at addresses in each ELF's own virtual address space, which
 //! [`Images::find`] gives. For a return address the table is looked up at `address - 1` (the
 //! call instruction), so that a call ending a function (`noreturn`) finds its own function.
 
+pub mod a64;
 pub mod cfi;
 pub mod ehabi;
 pub mod expand;
+pub mod fpchain;
 pub mod leaf;
 pub mod maps;
 pub mod tables;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_a64;
+#[cfg(test)]
+mod tests_fpchain;
 
 pub use tables::ImageTables;
 
@@ -88,7 +95,7 @@ pub struct Place<'a> {
 /// The sampled process's address space as the unwinder needs it.
 pub trait Images {
     /// The image mapped at runtime address `addr`, or `None` (anonymous memory, no host file).
-    fn find(&self, addr: u32) -> Option<Place<'_>>;
+    fn find(&self, addr: u64) -> Option<Place<'_>>;
 }
 
 /// Which table gave a frame's caller.
@@ -106,13 +113,13 @@ pub enum End {
     /// The outermost frame: the CFI marks the return address undefined, or it is 0.
     Outermost,
     /// No CFI and no EHABI entry covers `pc` (runtime address).
-    NoUnwindInfo { pc: u32 },
+    NoUnwindInfo { pc: u64 },
     /// `EXIDX_CANTUNWIND` or the refuse-to-unwind opcode: at the top of a program (`_start`,
     /// glibc's `__libc_start_call_main`) or in code the tables declare not unwindable.
     CantUnwind,
     /// The interrupted frame has only EHABI, and the code does not prove that its PC (runtime
     /// address) is between its prologue and epilogue.
-    UnprovenLeaf { pc: u32 },
+    UnprovenLeaf { pc: u64 },
     /// A stack read outside the snapshot.
     StackOutside,
     /// A return address does not follow a call instruction (or its code cannot be read).
@@ -125,7 +132,8 @@ pub enum End {
     Loop,
     /// A malformed table, or a rule on a register whose value is not known.
     BadTable,
-    /// A CFI rule the unwinder does not evaluate (DWARF expressions).
+    /// A CFI rule the unwinder does not evaluate (DWARF expressions), or an AArch64 return
+    /// address signed by pointer authentication whose PAC bits are set (see [`a64`]).
     Unsupported,
 }
 
@@ -197,7 +205,7 @@ impl Unwinder {
     /// The caller's registers of the frame `s` (`leaf`: the interrupted frame).
     fn step(&mut self, images: &impl Images, s: &State, leaf: bool, stack: &Stack<'_>) -> Result<(State, Via), End> {
         let pc = s.r[15] & !1;
-        let place = images.find(pc).filter(|p| p.executable).ok_or(End::NoMapping)?;
+        let place = images.find(u64::from(pc)).filter(|p| p.executable).ok_or(End::NoMapping)?;
         // A return address is looked up in its call instruction.
         let at = if leaf { place.elf_addr } else { place.elf_addr.checked_sub(1).ok_or(End::NoMapping)? };
         if let Some(cfi) = place.tables.cfi_for(at) {
@@ -207,11 +215,11 @@ impl Unwinder {
         if let Some((exidx, entry, range)) = place.tables.exidx_for(at) {
             let ops = ehabi::decode_all(&exidx.opcodes(entry).map_err(stop_end)?);
             if leaf {
-                prove_leaf(place.tables, s, &range, at, &ops).map_err(|_| End::UnprovenLeaf { pc })?;
+                prove_leaf(place.tables, s, &range, at, &ops).map_err(|_| End::UnprovenLeaf { pc: u64::from(pc) })?;
             }
             return apply_ehabi(&ops, s, leaf, stack).map(|n| (n, Via::Ehabi));
         }
-        Err(End::NoUnwindInfo { pc })
+        Err(End::NoUnwindInfo { pc: u64::from(pc) })
     }
 }
 
@@ -323,7 +331,7 @@ fn check_caller(images: &impl Images, cur: &State, next: &State) -> Result<(), E
     if sp < old_sp || (sp == old_sp && ra == cur.r[15]) {
         return Err(End::Loop);
     }
-    let place = images.find(ra & !1).filter(|p| p.executable).ok_or(End::NoMapping)?;
+    let place = images.find(u64::from(ra & !1)).filter(|p| p.executable).ok_or(End::NoMapping)?;
     let isa = if ra & 1 != 0 { Isa::Thumb } else { Isa::Arm };
     let before = place.elf_addr.checked_sub(4).and_then(|a| place.tables.code(a..place.elf_addr));
     match before.and_then(|b| crate::calls::ends_in_call(b, isa)) {

@@ -46,11 +46,13 @@ impl Source {
         let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
         let size = if file.is_64() { 8 } else { 4 };
         let text = file.section_by_name(".text").map_or(0, |s| s.address());
+        let a64 = file.architecture() == object::Architecture::Aarch64;
         let cfi = |name: &str, kind: Kind| {
             let s = file.section_by_name(name)?;
             // A stripped debug file keeps the headers of allocated sections as NOBITS.
             let data = section_bytes(&s)?;
-            Some(Cfi::new(kind, data, endian, size, text)).filter(|c| c.fdes() > 0)
+            let c = Cfi::new(kind, data, endian, size, text);
+            Some(if a64 { c.aarch64() } else { c }).filter(|c| c.fdes() > 0)
         };
         let eh_addr = file.section_by_name(".eh_frame").map_or(0, |s| s.address());
         Source {
@@ -109,11 +111,13 @@ impl ImageTables {
                 Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
             })
             .collect();
+        // Bit 0 of an ARM function symbol is the Thumb bit; other machines have none.
+        let mask = if file.architecture() == object::Architecture::Arm { !1 } else { !0 };
         let mut funcs: Vec<(u64, u64)> = file
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|y| y.kind() == SymbolKind::Text && y.is_definition() && y.size() > 0)
-            .filter_map(|y| Some((y.address() & !1, (y.address() & !1).checked_add(y.size())?)))
+            .filter_map(|y| Some((y.address() & mask, (y.address() & mask).checked_add(y.size())?)))
             .collect();
         funcs.sort_unstable();
         funcs.dedup();

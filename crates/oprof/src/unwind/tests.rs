@@ -195,7 +195,7 @@ fn names(chain: &Chain, procs: &ProcessImages, exe: &Path) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let Some(place) = procs.find(f.addr) else { return format!("?{:#x}", f.addr) };
+            let Some(place) = procs.find(u64::from(f.addr)) else { return format!("?{:#x}", f.addr) };
             if place.tables.path != exe {
                 return format!("lib:{}", place.tables.path.file_name().unwrap().to_string_lossy());
             }
@@ -261,7 +261,7 @@ fn check_chain(exe: &Path, mode: &str, via: Via, thumb: bool) {
     assert_eq!(chain.frames[0].addr, cap.regs.r[15], "{ctx}");
     let code = objdump(exe);
     for (i, f) in chain.frames.iter().enumerate() {
-        let place = procs.find(f.addr).unwrap();
+        let place = procs.find(u64::from(f.addr)).unwrap();
         if place.tables.path != exe {
             assert!(f.via == Some(Via::Ehabi) || f.via.is_none(), "libc frames by libc's exidx: {ctx}");
             continue;
@@ -305,7 +305,7 @@ fn no_tables_no_guess_and_debug_file() {
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
     assert_eq!(names(&chain, &procs, &bare), ["leaf"]);
-    assert_eq!(chain.end, End::NoUnwindInfo { pc: cap.regs.r[15] });
+    assert_eq!(chain.end, End::NoUnwindInfo { pc: u64::from(cap.regs.r[15]) });
 
     // EHABI tables but no symbols: the interrupted function's start is not known (ld merges
     // identical adjacent index entries), so its frame is not proved.
@@ -315,7 +315,7 @@ fn no_tables_no_guess_and_debug_file() {
     let cap = capture(&no_syms, "b");
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
-    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: cap.regs.r[15] }));
+    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: u64::from(cap.regs.r[15]) }));
 
     let full = build(dir.path(), "o2g", &["-O2", "-g"]);
     let debug = dir.path().join("o2g.debug");
@@ -326,7 +326,7 @@ fn no_tables_no_guess_and_debug_file() {
     let cap = capture(&stripped, "b");
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
-    assert_eq!((chain.frames.len(), chain.end), (1, End::NoUnwindInfo { pc: cap.regs.r[15] }));
+    assert_eq!((chain.frames.len(), chain.end), (1, End::NoUnwindInfo { pc: u64::from(cap.regs.r[15]) }));
     let mut procs = images(&cap);
     let i = procs.images.iter().position(|t| t.path == stripped).unwrap();
     procs.images[i].add_debug_file(&debug).unwrap();
@@ -362,7 +362,7 @@ fn corrupt_stack_ends_the_chain() {
         // leaf's own first instruction: mapped code, not after a call.
         let leaf_start = cap.regs.r[15] & !0xF;
         let not_call = (0..64).map(|k| leaf_start - 2 * k).find(|a| {
-            let p = procs.find(*a).unwrap();
+            let p = procs.find(u64::from(*a)).unwrap();
             let b = p.tables.code(p.elf_addr - 4..p.elf_addr).unwrap();
             crate::calls::ends_in_call(b, crate::elf::Isa::Thumb) == Some(false)
                 && crate::calls::ends_in_call(b, crate::elf::Isa::Arm) == Some(false)
@@ -379,13 +379,13 @@ fn corrupt_stack_ends_the_chain() {
     let cap = capture(&exe, "a");
     let procs = images(&cap);
     let elf = ElfImage::load(&exe, false).unwrap();
-    let place = procs.find(cap.regs.r[15]).unwrap();
+    let place = procs.find(u64::from(cap.regs.r[15])).unwrap();
     let start = elf.symbols.lookup(place.elf_addr).unwrap().addr;
     let mut regs = cap.regs;
     regs.r[15] = cap.regs.r[15] - u32::try_from(place.elf_addr - start).unwrap();
     let stack = Stack { sp: regs.r[13], bytes: &cap.stack };
     let chain = Unwinder::new(64).unwind(&procs, &regs, &stack);
-    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: regs.r[15] }));
+    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: u64::from(regs.r[15]) }));
     // The depth bound.
     let stack = Stack { sp: cap.regs.r[13], bytes: &cap.stack };
     let chain = Unwinder::new(3).unwind(&procs, &cap.regs, &stack);
@@ -683,7 +683,7 @@ fn expand_turns_snapshots_into_frames() {
             paths.push(path.to_string());
         }
         let id = 1 + paths.iter().position(|p| p == path).unwrap() as u64;
-        maps.push((u64::from(start), u64::from(end), offset, id));
+        maps.push((start, end, offset, id));
     }
     let place = |addr: u32| {
         let a = u64::from(addr);
