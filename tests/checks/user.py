@@ -221,14 +221,20 @@ def check_case(s, c, rep, allstats):
                 f"{c}: no made-up caller of hot_a/hot_b (callers {callers}; only work and main call them)")
         if s.board in ARM64:
             # AArch64 has no Thumb: -O2 code keeps no frame record (x29 is the caller's, or
-            # libc's), so a sample's chain either names its true caller (work, main) or must end
-            # counted as a bad frame or a return address after no call.
+            # libc's), so a sample's chain either names its true caller (work, main) or is cut,
+            # counted: by the module (stats/bt_user_bad_frame, bt_user_not_call) or by oprof's
+            # CFI proof of each frame-record edge (its note "fp chains (arm64 frame records): N
+            # checked with CFI, M cut at an unproven edge").
             true = sum(r["samples"] for sym in ("hot_a", "hot_b") for r in cg.get((hot, sym), {}).get("callers", [])
                        if (r["image"], r["symbol"]) in ((hot, "work"), (hot, "main")))
-            ended = st.get("bt_user_bad_frame", 0) + st.get("bt_user_not_call", 0)
+            m = next((re.search(r"fp chains \(arm64 frame records\): \d+ checked with CFI, (\d+) cut", w)
+                      for w in rep.get("warnings", []) if w.startswith("fp chains")), None)
+            cut = int(m[1]) if m else 0
+            ended = st.get("bt_user_bad_frame", 0) + st.get("bt_user_not_call", 0) + cut
             s.check(true + ended >= a + b > 0,
-                    f"{c}: every traced user sample names its true caller ({true}) or ended its chain counted "
-                    f"(stats/bt_user_bad_frame + bt_user_not_call {ended}): >= hot_a + hot_b samples {a + b}")
+                    f"{c}: every traced user sample names its true caller ({true}) or had its chain cut, counted "
+                    f"(stats/bt_user_bad_frame + bt_user_not_call + oprof's fp chains cut {cut}: {ended}) >= "
+                    f"hot_a + hot_b samples {a + b}")
         else:
             thumb = st.get("bt_user_thumb", 0)
             s.check(thumb >= a + b > 0,
