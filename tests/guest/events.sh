@@ -129,8 +129,16 @@ else
     reset_counters
     echo 1 > $OP/0/enabled; echo $cyc > $OP/0/event; echo 2000000 > $OP/0/count
     echo 1 > $OP/1/enabled; echo 0x11 > $OP/1/event; echo 1000000 > $OP/1/count
+    # The ARMv8 perf driver stops the whole PMU while it handles an overflow
+    # (armv8pmu_handle_irq), so the handler's time is missing from both counters' totals:
+    # timed by the sample_handler profile point (our part of it), for events.py's bound.
+    [ "$(arm64)" = 0 ] || echo "enable sample_handler" > $OP/profile_points
     check "sampling capture" capture /tmp/buf sh -c "$(each_cpu 'dd if=/dev/zero of=/dev/null bs=64k count=20000')"
     echo "TOTAL counter0 $(cat $OP/0/total) counter1 $(cat $OP/1/total) session_ns ${CAPTURE_NS:-0} cpus $n"
+    if [ "$(arm64)" = 1 ]; then
+        awk '$2 == "sample_handler" { split($3, t, "."); print "HANDLER_NS " t[1] * 1000000000 + t[2] " nr " $4 }' $OP/profile_points
+        echo "disable sample_handler" > $OP/profile_points
+    fi
     print_stats
     print_stream opbuf /tmp/buf
     check "sampling: no sample lost for want of an interrupt" test "$(cat $OP/stats/sample_lost_no_irq)" = 0

@@ -1,4 +1,5 @@
-# Overflow storm: the smallest count CPU_CYCLES accepts, on every CPU, for 10 s, with
+# Overflow storm: the smallest count CPU_CYCLES accepts, on every CPU, for 10 s, with a reader,
+# short-lived processes exiting throughout, and
 # kernel.perf_cpu_time_max_percent at its default (perf's own brakes on). The guest must stay
 # responsive (a 100 ms heartbeat keeps beating; the kernel's lockup detectors stay quiet),
 # throttling must be counted, and nothing may be lost silently: every sample taken reaches the
@@ -24,9 +25,15 @@ echo 1 > $OP/0/enabled; echo $(cycles_event) > $OP/0/event; echo $min > $OP/0/co
 rm -f /tmp/beats /tmp/storm.done
 ( while [ ! -e /tmp/storm.done ]; do echo beat >> /tmp/beats; sleep 0.1; done ) &
 hb=$!
+# Processes exiting all through the storm (their samples' tasks, files and mms go away while
+# samples of them wait in the rings, or, on the arm64 debug kernel, in the NMI staging rings).
+rm -f /tmp/exits
+( while [ ! -e /tmp/storm.done ]; do /bin/true; echo x >> /tmp/exits; done ) &
+ex=$!
 check "10 s storm: CPU_CYCLES every $min cycles on $n CPU(s)" capture /tmp/storm.buf sh -c "$(each_cpu 'optool spin 10000')"
 touch /tmp/storm.done
-wait $hb
+wait $hb $ex
+echo "EXITS $(wc -l < /tmp/exits 2>/dev/null || echo 0) short-lived processes exited during the storm"
 beats=$(wc -l < /tmp/beats)
 check "the guest stayed responsive: $beats heartbeats of 100 ms during the storm (>= 10)" test "$beats" -ge 10
 total=$(cat $OP/0/total) rcv=$(samples_received)
