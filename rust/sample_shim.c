@@ -489,6 +489,7 @@ struct workqueue_struct *oprofile_shim_alloc_wq(void)
  *
  * Missing binding: in_nmi() is a preempt-count macro. With pseudo-NMIs (arm64,
  * irqchip.gicv3_pseudo_nmi=1) perf's PMU overflow handler runs in NMI context.
+ * Return: true in NMI context.
  */
 bool oprofile_shim_in_nmi(void)
 {
