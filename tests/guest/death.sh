@@ -32,10 +32,16 @@ exit_case() {
     sh -c "exec 3<$OP/buffer; echo 1 > $OP/enable; /bin/hot 0.05"
 }
 # kill: hot itself holds buffer (exec'd by the shell that opened it) and is SIGKILLed 50 ms
-# into its run.
+# into its run: once it runs as /bin/hot and has used CPU time in user mode (on the arm64 debug
+# kernel enabling and exec'ing can take longer than 50 ms; up to 10 s are waited for).
 kill_case() {
     sh -c "exec 3<$OP/buffer; echo 1 > $OP/enable; exec /bin/hot 5" &
     pid=$!
+    i=0
+    while [ $i -lt 200 ] && ! { [ "$(readlink /proc/$pid/exe)" = /bin/hot ] &&
+                                [ "$(cut -d' ' -f14 /proc/$pid/stat)" -gt 0 ]; }; do
+        sleep 0.05; i=$((i + 1))
+    done
     sleep 0.05
     kill -9 $pid
     wait $pid 2>/dev/null
