@@ -44,7 +44,7 @@ expect "user_stack_size=0" ok optool write $OP/user_stack_size 0
 expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
 case_run churn /bin/churn 8 40
 expect "backtrace_depth=0" ok optool write $OP/backtrace_depth 0
-case_run kmod insmod /optest.ko
+case_run kmod insmod /optest.ko spin_rounds=36000
 check "optest loaded" sh -c "grep -q '^optest ' /proc/modules"
 check "unload optest" rmmod optest
 check "unload" unload
