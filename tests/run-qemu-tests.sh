@@ -72,8 +72,11 @@ OTHER_GUEST="lib run workload bench install"
 # accounting and abuse scripts the issue asks for there; virt-a15's ARMv7 one the file-tree,
 # kprof, profile-point, load-cycle and privilege scripts, plus user and death (the ARMv7 sample
 # and release paths under lockdep and KFENCE). Every script still runs on both plain kernels.
-DEBUG_SCRIPTS_ARM64="profile events user death fuzz stress storm record"
-DEBUG_SCRIPTS_ARM="abi user death kprof points cycles priv"
+# record runs on the ARMv7 debug kernel for now: on the arm64 one its long run at default buffer
+# sizes lost 125 samples to a full CPU ring (counted) and lockdep led the kernel profile
+# (DEVELOPERS.md, arm64; issue 23 stays open for it).
+DEBUG_SCRIPTS_ARM64="profile events user death fuzz stress storm"
+DEBUG_SCRIPTS_ARM="abi user death kprof points cycles priv record"
 [ -n "${SCRIPTS:-}" ] || [ -n "$VARIANTS" ] || DEBUG_SPLIT=1
 SCRIPTS=${SCRIPTS:-$ALL_SCRIPTS}
 DEBUG_BOARDS="virt-a15 virt-a53"   # the debug kernel's boards when KVARIANT is not given
