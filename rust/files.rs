@@ -21,6 +21,7 @@
 //! | `stats/N/*` | 0444 | `"%lu\n"`: losses of counter N (`sample_lost_no_irq`, `sample_lost_overrun`, `event_throttled`) | – |
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `N/total` | 0444 | events counted by counter N in the current or last period | – |
+//! | `N/time_running` | 0444 | ns counter N's perf events counted in that period, summed over CPUs | – |
 //! | `profile_points` | 0644 | the profile point table (`profile_point`) | `enable`/`disable`/`reset` `NAME`\|`all`, `print` |
 //! | `kprof/kpctl` | 0644 | kprof state, clock, text bounds (zero unless the opener may see kernel addresses) (`kprof`) | `start`, `stop`, `startclr` |
 //! | `kprof/kpdata` | 0400 | kprof counts, 4-byte big-endian words (`common::kprof`) | – |
@@ -101,6 +102,7 @@ impl Tree for Oprofile {
                 dir.file::<Rw<CounterField>>(field.name(), 0o644, Key::new(counter, i as u8))?;
             }
             dir.file::<Ro<CounterTotal>>(c"total", 0o444, Key::new(counter, 0))?;
+            dir.file::<Ro<CounterRunning>>(c"time_running", 0o444, Key::new(counter, 0))?;
             let dir = stats.mkdir_numbered(b"", counter)?;
             for (i, (name, _)) in CounterStats::COUNTERS.iter().enumerate() {
                 dir.file::<Ro<CounterStat>>(name, 0o444, Key::new(counter, i as u8))?;
@@ -270,7 +272,16 @@ struct CounterTotal;
 
 impl Ulong<Oprofile> for CounterTotal {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        Ok(o.counter_total(key.index as usize))
+        Ok(o.counter_total(key.index as usize).events)
+    }
+}
+
+/// `N/time_running`.
+struct CounterRunning;
+
+impl Ulong<Oprofile> for CounterRunning {
+    fn get(o: &Oprofile, key: Key) -> Result<u64> {
+        Ok(o.counter_total(key.index as usize).running_ns)
     }
 }
 

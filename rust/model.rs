@@ -15,6 +15,17 @@ use crate::session::Session;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+/// A counter's reading summed over its per-CPU perf events (`perf_event_read_value`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CounterTotal {
+    /// Events counted.
+    pub(crate) events: u64,
+    /// Time (ns) the events were on the PMU counting, perf's `time_running`: the sum over CPUs
+    /// of each event's span from its first enable to its disable, less any time perf had it
+    /// off the PMU (multiplexing).
+    pub(crate) running_ns: u64,
+}
+
 /// A sample source.
 pub(crate) trait Model: Send + Sync {
     /// The `cpu_type` string (legacy userspace names, e.g. `timer`, `arm/armv7`).
@@ -42,9 +53,9 @@ pub(crate) trait Model: Send + Sync {
     fn poller(&self) -> Option<Arc<dyn Poll>> {
         None
     }
-    /// Events counter `counter` counted on all CPUs in the current profiling period (live while
+    /// What counter `counter` counted on all CPUs in the current profiling period (live while
     /// running) or the last one; `None` if the counter does not exist or never ran.
-    fn counter_total(&self, _counter: usize) -> Option<u64> {
+    fn counter_total(&self, _counter: usize) -> Option<CounterTotal> {
         None
     }
     /// Whether `backtrace_depth` > 0 is supported: samples carry their interrupted registers,

@@ -15,7 +15,7 @@ use crate::common::sync::KernelCode;
 use crate::cpu_buffer;
 use crate::event_buffer::WORD;
 use crate::kprof::Kprof;
-use crate::model::Model;
+use crate::model::{CounterTotal, Model};
 use crate::session::{Session, Settings};
 use crate::stats::Stats;
 use crate::user_stack::USER_STACK_SIZE_MAX;
@@ -168,10 +168,10 @@ impl Oprofile {
         Ok(())
     }
 
-    /// `N/total`: events counter `counter` counted on all CPUs during the current profiling
-    /// period (live) or the last one; 0 before the first.
-    pub(crate) fn counter_total(&self, counter: usize) -> u64 {
-        self.ctl.lock().model.counter_total(counter).unwrap_or(0)
+    /// `N/total` and `N/time_running`: what counter `counter` counted on all CPUs during the
+    /// current profiling period (live) or the last one; zeros before the first.
+    pub(crate) fn counter_total(&self, counter: usize) -> CounterTotal {
+        self.ctl.lock().model.counter_total(counter).unwrap_or_default()
     }
 
     /// `stats/period_ns`: length of the current profiling period so far, or of the last one,

@@ -32,7 +32,7 @@ use crate::bridge::perf::{self as perf_event, Attr, Event, Overflow, PmuInfo, Pm
 use crate::bridge::regs::Regs;
 use crate::common::counter::{self, CounterConfig};
 use crate::common::events::CpuModel;
-use crate::model::{Model, Poll};
+use crate::model::{CounterTotal, Model, Poll};
 use crate::session::Session;
 use crate::stats;
 use kernel::prelude::*;
@@ -109,8 +109,8 @@ impl Overflow for Slot {
 struct RunState {
     /// The events with their slots; emptied (released) by [`PerfRun::release`].
     events: KVec<(Arc<Slot>, Event)>,
-    /// Per counter: events counted on all CPUs so far in this period.
-    totals: KVec<u64>,
+    /// Per counter: events counted and time running on all CPUs so far in this period.
+    totals: KVec<CounterTotal>,
     warned_irq: bool,
     warned_overrun: bool,
     warned_throttle: bool,
@@ -138,14 +138,15 @@ impl PerfRun {
             return;
         }
         for t in st.totals.iter_mut() {
-            *t = 0;
+            *t = CounterTotal::default();
         }
 
         for (slot, ev) in st.events.iter() {
             let (value, enabled, running) = ev.read();
             let counter = slot.counter as usize;
             if let Some(t) = st.totals.get_mut(counter) {
-                *t = t.saturating_add(value);
+                t.events = t.events.saturating_add(value);
+                t.running_ns = t.running_ns.saturating_add(running);
             }
             let l = counter::losses(value, slot.period, slot.handled.load(Relaxed) as u64);
             if l.no_irq > 0 && !st.warned_irq {
@@ -210,7 +211,7 @@ impl PerfRun {
         drop(events);
     }
 
-    fn totals(&self) -> Result<KVec<u64>> {
+    fn totals(&self) -> Result<KVec<CounterTotal>> {
         let st = self.state.lock();
         let mut v = KVec::with_capacity(st.totals.len(), GFP_KERNEL)?;
         for t in st.totals.iter() {
@@ -246,7 +247,7 @@ pub(crate) struct PerfModel {
     config: KVec<CounterConfig>,
     run: Option<Arc<PerfRun>>,
     /// Totals of the last finished period, per counter.
-    last_totals: KVec<u64>,
+    last_totals: KVec<CounterTotal>,
 }
 
 impl PerfModel {
@@ -327,7 +328,7 @@ impl PerfModel {
         }
         let mut totals = KVec::with_capacity(self.config.len(), GFP_KERNEL)?;
         for _ in 0..self.config.len() {
-            totals.push(0u64, GFP_KERNEL)?;
+            totals.push(CounterTotal::default(), GFP_KERNEL)?;
         }
         Arc::pin_init(
             pin_init!(PerfRun {
@@ -393,7 +394,7 @@ impl Model for PerfModel {
         self.run.clone().map(|r| r as Arc<dyn Poll>)
     }
 
-    fn counter_total(&self, counter: usize) -> Option<u64> {
+    fn counter_total(&self, counter: usize) -> Option<CounterTotal> {
         match &self.run {
             Some(run) => {
                 run.refresh();

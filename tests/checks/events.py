@@ -17,13 +17,10 @@ import re
 
 from logcheck import ARM64, PMU_IRQ, main, received_and_lost, stats as read_stats
 
-# The enable writes start and stop the counters on every CPU inside optool's session interval:
-# at most this much of the interval per CPU goes uncounted (ns; events.sh's counting-mode check;
-# measured up to 2.1 ms per CPU for counter 1 here under the debug kernel).
-EDGE_NS = 20_000_000
 # A sampling counter's total strays from the cycles that elapse, by an amount growing with the
 # samples taken and with how late QEMU delivers their overflow interrupts (N/total is perf's raw
-# count, not the module's). Measured per sample: CCNT (counter 0) +5 to +24 us (49.7M cycles over
+# count, not the module's; held here to the counter's own N/time_running). Measured per sample
+# (against the session's wall time, before N/time_running existed): CCNT (counter 0) +5 to +24 us (49.7M cycles over
 # 4624 samples in 5.18 s on 2 CPUs, plain kernel; +5.3 us under the debug kernel; +12 us and
 # +9.6 us on a busy host); counter 1 (event 0x11, the same cycles on an event counter) 0 on an
 # idle host, +1.6 us and -11.2 us on busy ones (9.3M cycles over 5942 samples above the wall time
@@ -52,7 +49,7 @@ def plan(board):
 def checks(s):
     if plan(s.board) == 0:
         return
-    buf, kbuf = s.stream("opbuf", ".buf"), s.stream("kbuf", ".kbuf")
+    buf, kbuf = s.stream("opbuf", ".buf", gz=True), s.stream("kbuf", ".kbuf", gz=True)
     vmlinux = ["--vmlinux", f"{s.kout}/vmlinux"]
     rep = json.loads(s.oprof("report", buf, *vmlinux, *counters(s.board), "--json", out=".json"))
     text = s.oprof("report", buf, *vmlinux, *counters(s.board), "-n", "8", out=".txt", what="report (text)")
@@ -70,16 +67,17 @@ def checks(s):
     s.check(1.6 <= ratio <= 2.4,
             f"accounted samples ratio counter1/counter0 = {ratio:.3f} ({acc1}/{acc0}), periods say 2.0 (+-20%)")
     received, lost = received_and_lost(stats)
-    m = re.search(r"^TOTAL counter0 (\d+) counter1 (\d+) session_ns (\d+) cpus (\d+)$", log, re.M)
+    m = re.search(r"^TOTAL counter0 (\d+) counter1 (\d+) session_ns (\d+) cpus (\d+) running0 (\d+) running1 (\d+)$",
+                  log, re.M)
     if m:
         # The module computes its losses from its own totals (total / count periods less the
-        # samples taken, common/counter.rs losses), so both are held to the wall time instead:
-        # the session (optool capture's CLOCK_MONOTONIC interval around enable=1 .. enable=0)
-        # x 1 cycle per ns (QEMU's cycle counter, both counters count cycles; events.sh checks
-        # the rate in counting mode) x n CPUs. The counters run inside that interval, less the
-        # enable writes that start and stop them on every CPU (EDGE_NS per CPU, events.sh's
-        # tolerance). Nothing throttles 1000 samples/s per CPU (stats/event_throttled 0).
+        # samples taken, common/counter.rs losses), so both are held to the time each counter
+        # ran instead: N/time_running (perf's time_running, summed over the n CPUs; inside the
+        # session, optool capture's CLOCK_MONOTONIC interval around enable=1 .. enable=0) x 1
+        # cycle per ns (QEMU's cycle counter, both counters count cycles; events.sh checks the
+        # rate in counting mode). Nothing throttles 1000 samples/s per CPU (event_throttled 0).
         ns, n = int(m[3]), int(m[4])
+        running = (int(m[5]), int(m[6]))
         # On ARMv8 the PMU stops while an overflow is handled (armv8pmu_handle_irq), on its CPU:
         # the handler's time (our part, timed by the sample_handler point: HANDLER_NS, all CPUs)
         # is missing from both totals; the rest of the driver's is within PMU_DRIFT_NS.
@@ -87,26 +85,27 @@ def checks(s):
         stopped = int(h[1]) if h else 0
         if s.board in ARM64:
             s.check(h is not None and int(h[2]) > 0, f"the PMU's stopped time measured: sample_handler {h[0] if h else 'missing'}")
-        wall, edge = ns * n, EDGE_NS * n + stopped
         throttled = stats.get("event_throttled", -1)
         drift = (PMU_DRIFT_NS * s0, PMU_DRIFT_NS * s1)
         for c, t in ((0, int(m[1])), (1, int(m[2]))):
-            s.check(ns > 0 and throttled == 0 and wall - edge - drift[c] <= t <= wall + drift[c],
-                    f"counter {c}: total {t} cycles = wall time at 1 cycle/ns within [{wall - edge} - {drift[c]}, "
-                    f"{wall} + {drift[c]}] (session {ns} ns x {n} CPUs, less {EDGE_NS} ns per CPU and {stopped} ns of handlers"
-                    + f", {PMU_DRIFT_NS} ns per sample either way: {(t - wall) / max((s0, s1)[c], 1):.0f} now"
-                    + f"; throttled {throttled})")
+            r = running[c]
+            s.check(0 < r <= ns * n and throttled == 0 and r - stopped - drift[c] <= t <= r + drift[c],
+                    f"counter {c}: total {t} cycles = its time running at 1 cycle/ns within [{r - stopped} - {drift[c]}, "
+                    f"{r} + {drift[c]}] ({c}/time_running {r} ns <= session {ns} ns x {n} CPUs, less {stopped} ns of "
+                    f"handlers, {PMU_DRIFT_NS} ns per sample either way: {(t - r) / max((s0, s1)[c], 1):.0f} now"
+                    f"; throttled {throttled})")
         # Bound proved in Documentation/events.rst ("Lost samples are never silent"): per
         # counter over n CPUs, periods - (2n - 1) <= received + lost <= periods, the periods
-        # here from the wall time as above. The buffers' own losses (`lost`, all counters
+        # here from the time running as above. The buffers' own losses (`lost`, all counters
         # together) can only lower the delivered count further, so they widen the lower bound
         # by exactly their number.
         for c, period, got in ((0, 2_000_000, s0), (1, 1_000_000, s1)):
-            hi, lo = (wall + drift[c]) // period, (wall - edge - drift[c]) // period
+            r = running[c]
+            hi, lo = (r + drift[c]) // period, (r - stopped - drift[c]) // period
             have = got + lost_n[c]
             s.check(ns > 0 and lo - (2 * n - 1) - lost <= have <= hi,
                     f"counter {c}: delivered {got} + its losses {lost_n[c]} = {have} within "
-                    f"[{lo} - {2 * n - 1} - {lost}, {hi}] (wall time's periods of {period} cycles, "
+                    f"[{lo} - {2 * n - 1} - {lost}, {hi}] (its time running's periods of {period} cycles, "
                     f"{n} CPUs, buffer losses {lost})")
     else:
         for c in range(4):

@@ -79,6 +79,9 @@ class Session:
         self._kout = args.kout
         self.ran = 0
         self.log = read_log(args.log)
+        # Whether the guest ran a debug kernel: tests/guest/lib.sh debug_report prints lockdep's
+        # state there (scripts/kconfig/debug.config), nothing on a plain kernel.
+        self.debug_kernel = re.search(r"^== lockdep debug_locks ", self.log, re.M) is not None
 
     @property
     def kout(self):

@@ -19,7 +19,7 @@ def plan(board):
 
 
 def checks(s):
-    buf = s.stream("opbuf", ".buf")
+    buf = s.stream("opbuf", ".buf", gz=True)
     rep = json.loads(s.oprof("report", buf, "--vmlinux", f"{s.kout}/vmlinux", "--json", out=".json"))
     decode = s.oprof("decode", buf, out=".decode")
     stats = read_stats(s.log)

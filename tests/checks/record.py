@@ -31,6 +31,9 @@ import tarfile
 from logcheck import ARM64, main
 
 CASES = {"long": 6, "sigint": 2, "agree": 3}
+# The debug kernel's checkers' functions (scripts/kconfig/debug*.config).
+CHECKERS = re.compile(r"lock_(is_held_type|acquire|release|acquired|contended)$|__lock_acquire|__lock_release"
+                      r"|(__)?(asan|kasan|kfence|kmemleak|debug_object|debug_check)_?\w*$")
 S = None  # the logcheck Session of this run
 
 
@@ -89,23 +92,39 @@ def check_long(d):
     size = os.path.getsize(os.path.join(d, "samples"))
     ten = 10 * st["buffer_size"] * ses["pointer_size"]
     secs = ses["duration_ns"] / 1e9
-    check(secs >= 30 and size > ten and size == ses["totals"]["bytes"],
-          f"long: {secs:.1f} s (>= 30), {size} bytes read (> ten event buffers, {ten})")
+    # On a debug kernel the run lasts 30 s (record.sh): whether the reader keeps up at default
+    # sizes is the plain kernels' question; a debug kernel's sync pass is several times slower
+    # (KASAN, lockdep) and may let a CPU ring overflow, counted.
+    debug = S.debug_kernel
+    check(secs >= 30 and (debug or size > ten) and size == ses["totals"]["bytes"],
+          f"long: {secs:.1f} s (>= 30), {size} bytes read" + ("" if debug else f" (> ten event buffers, {ten})"))
     cpu_over = {k: v for k, v in stats.items() if k.endswith("/sample_lost_overflow")}
-    check(stats["event_lost_overflow"] == 0 and cpu_over and all(v == 0 for v in cpu_over.values()),
-          f"long: nothing lost (event_lost_overflow {stats['event_lost_overflow']}, {cpu_over})")
     received, lost = received_lost(stats)
+    if debug:
+        check(ses["totals"]["lost"] == lost and ses["totals"]["sample_received"] == received,
+              f"long (debug kernel): oprof record's totals say what the stats do: lost {ses['totals']['lost']} == {lost} "
+              f"({cpu_over}, event_lost_overflow {stats['event_lost_overflow']}), received "
+              f"{ses['totals']['sample_received']} == {received}")
+    else:
+        check(stats["event_lost_overflow"] == 0 and cpu_over and all(v == 0 for v in cpu_over.values()),
+              f"long: nothing lost (event_lost_overflow {stats['event_lost_overflow']}, {cpu_over})")
     rep = report_json(d)
-    check(ses["totals"]["samples"] == received == rep["total"] and lost == 0,
+    check(ses["totals"]["samples"] == rep["total"] == received - lost,
           f"long: samples in session.json {ses['totals']['samples']} == host decode {rep['total']} "
-          f"== sum of stats/cpu*/sample_received {received}")
+          f"== sum of stats/cpu*/sample_received {received} - lost {lost}")
     vm = report_json(d, "--vmlinux", f"{S.kout}/vmlinux", "-l")
     ks = report_json(d, "-l")
     top = lambda r: [(x["symbol"], x["samples"]) for x in r["rows"] if x["image"] == "vmlinux"][:10]
     check(len(top(vm)) == 10 and top(vm) == top(ks),
           f"long: top 10 kernel symbols from kallsyms == from vmlinux {top(vm)[:4]}...")
-    check(any(re.search(r"read_zero|clear_user", s) for s, _ in top(ks)[:3]),
-          f"long: dd's read_zero / clear_user among the 3 hottest kernel symbols {top(ks)[:3]}")
+    # A debug kernel's checkers (lockdep, KASAN, KFENCE, kmemleak, debug objects) take real
+    # time in every workload; timer mode's samples also gather where lockdep re-enables
+    # interrupts (lock_is_held_type). The workload's own kernel work is ranked without them.
+    work = [(sym, n) for sym, n in top(ks) if not CHECKERS.match(sym)]
+    left_out = [x for x in top(ks) if x not in work]
+    check(any(re.search(r"read_zero|clear_user", sym) for sym, _ in work[:3]),
+          f"long: dd's read_zero / clear_user among the 3 hottest kernel symbols {work[:3]}"
+          + (f" (the debug kernel's checkers left out: {left_out[:3]})" if left_out else ""))
 
 
 def check_sigint(d):

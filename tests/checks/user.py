@@ -97,7 +97,7 @@ def host_files(s):
 
 def run_oprof(s, c):
     """Extracts case C's stream and session files and runs oprof on them (Bail if one fails)."""
-    buf = s.stream(f"{c}.buf", f"-{c}.buf")
+    buf = s.stream(f"{c}.buf", f"-{c}.buf", gz=True)
     for b in ("images", "proc_modules", "module_sections"):
         s.block(f"{c}.{b}", f"-{c}.{b}")
     # The depth user.sh recorded the case with (its stream is raw: no session.json says it).

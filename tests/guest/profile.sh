@@ -1,4 +1,4 @@
-# Profiles a kernel-bound and a user-bound workload; prints stats and the raw stream (base64)
+# Profiles a kernel-bound and a user-bound workload; prints stats and the raw stream (gzip + base64)
 # for the host to decode and check.
 . /tests/lib.sh
 plan 3
@@ -10,6 +10,6 @@ work="$(each_cpu 'dd if=/dev/zero of=/dev/null bs=64k count=20000') && sha256sum
 check "capture" capture /tmp/buf sh -c "$work"
 print_stats
 echo "STAT bytes $(stat -c %s /tmp/buf)"
-print_stream opbuf /tmp/buf
+print_gz opbuf /tmp/buf
 check "unload" unload
 summary

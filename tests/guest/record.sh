@@ -90,24 +90,29 @@ rm -rf /tmp/snap /tmp/snap.out
 # --- a long kernel-bound system-wide run at default buffer sizes, module already loaded ---
 # At least 30 s, and on until the reader has taken more than ten event buffers (the achieved
 # sample rate depends on how fast the emulation runs); then Ctrl-C (SIGINT). Frame-pointer
-# chains (--user-stack 0): snapshots would fill the guest's 256 MiB in 30 s.
+# chains (--user-stack 0): snapshots would fill the guest's 256 MiB in 30 s. A debug kernel
+# (lockdep, KASAN) runs 30 s and may lose samples to a full CPU ring while its slower sync pass
+# falls behind: counted, and checked on the host to add up (record.py); whether the reader keeps
+# up at default sizes is the plain kernels' check.
+debug=0; [ ! -e /proc/lockdep_stats ] || debug=1
 insmod /oprofile.ko timer=1 timer_hz=2500
 n=$(nproc); pids=
 i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
 oprof record -g 16 --user-stack 0 -o /tmp/long > /tmp/long.out 2>&1 & pid=$!
-want=$((10 * 131072 * 4))   # ten default event buffers (131072 words of 4 bytes on ARM32)
+want=$((10 * 131072 * $(word_bytes)))   # ten default event buffers (131072 words)
 t=0 size=0
 while [ $t -lt 300 ]; do
     sleep 1; t=$((t + 1))
     size=$(stat -c %s /tmp/long/samples 2>/dev/null || echo 0)
-    [ $t -lt 30 ] || [ "$size" -le "$want" ] || break
+    if [ $t -ge 30 ] && { [ $debug = 1 ] || [ "$size" -gt "$want" ]; }; then break; fi
 done
 kill -INT $pid; wait $pid; rc=$?
 kill $pids; wait $pids 2>/dev/null
 out=$(cat /tmp/long.out)
 echo "$out"
 echo "long run: $t s, $size bytes read (ten event buffers: $want)"
-check "long run: status 0 and the summary says 0 lost" eval '[ $rc = 0 ] && echo "$out" | grep -q "^oprof record: [0-9]* samples (0 lost), [0-9.]* MiB in /tmp/long\$"'
+if [ $debug = 0 ]; then lost=0; else lost='[0-9]*'; fi
+check "long run: status 0 and the summary says $lost lost" eval '[ $rc = 0 ] && echo "$out" | grep -q "^oprof record: [0-9]* samples ($lost lost), [0-9.]* MiB in /tmp/long\$"'
 check "long run: module left loaded, oprofilefs mount undone" eval 'grep -q "^oprofile " /proc/modules && ! grep -q " oprofilefs " /proc/mounts'
 check "long run: ended by SIGINT, default buffer_size" eval '[ "$(field /tmp/long/session.json ended_by)" = SIGINT ] && [ "$(field /tmp/long/session.json buffer_size)" = 131072 ]'
 rmmod oprofile

@@ -15,7 +15,7 @@ case_run() {
     name=$1; shift
     check "$name: capture" capture /tmp/$name.buf "$@"
     print_stats | sed "s/^STAT /STAT $name:/"
-    print_stream "$name.buf" /tmp/$name.buf
+    print_gz "$name.buf" /tmp/$name.buf
     dump_session | sed "s/^== \([a-z_]*\) /== $name.\1 /"
 }
 
