@@ -184,7 +184,7 @@ impl Source<'_> {
 }
 
 /// [`Source::backtrace`] of a staged sample: its kernel frames, then (unless the walk ended)
-/// the user part from `user` as `oprofile_shim_backtrace` gives it.
+/// the user part from `user` as `oprofile_shim_user_start` gives it.
 fn staged_backtrace(s: &Staged, user: Option<&Regs>, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
     let mut n = 0u32;
     for &pc in s.frames.iter().take(s.n_frames) {

@@ -199,51 +199,36 @@ int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start)
 	return strlen(p);
 }
 
-struct oprofile_bt {
-	oprofile_frame_fn fn;
-	void *ctx;
-	unsigned int left;
+#ifdef CONFIG_ARM
+struct oprofile_trace {
+	unsigned long *entries;
+	unsigned int max;
 	unsigned int n;
-	bool skip_first;
-	bool stop;
 };
 
-static bool bt_emit(struct oprofile_bt *bt, unsigned long pc)
+static bool trace_entry(void *data, unsigned long pc)
 {
-	if (bt->stop || !bt->left)
+	struct oprofile_trace *t = data;
+
+	if (t->n >= t->max)
 		return false;
-	if (!bt->fn(bt->ctx, pc)) {
-		bt->stop = true;
-		return false;
-	}
-	bt->left--;
-	bt->n++;
-	return bt->left != 0;
+	t->entries[t->n++] = pc;
+	return true;
 }
 
-#ifdef CONFIG_ARM
-static bool bt_kernel_frame(void *data, unsigned long pc)
+/* walk_stackframe() from @regs: the sampled PC first, then each caller. */
+static unsigned int kernel_trace(struct pt_regs *regs, unsigned long *entries, unsigned int max)
 {
-	struct oprofile_bt *bt = data;
-
-	if (bt->skip_first) {	/* walk_stackframe reports the sampled PC first */
-		bt->skip_first = false;
-		return true;
-	}
-	return bt_emit(bt, pc);
-}
-
-/* The ARM unwinder from @regs (a kernel-mode sample). */
-static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
-{
+	struct oprofile_trace t = { .entries = entries, .max = max };
 	struct stackframe frame;
 
 	arm_get_current_stackframe(regs, &frame);
-	walk_stackframe(&frame, bt_kernel_frame, bt);
+	walk_stackframe(&frame, trace_entry, &t);
+	return t.n;
 }
 
 /* Where the user part of the chain starts: ARM's fp (r11), lr, sp and CPSR. */
-static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
+static void user_frame_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
 {
 	user->fp = regs->ARM_fp;
 	user->lr = regs->ARM_lr;
@@ -254,40 +239,17 @@ static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
 
 #ifdef CONFIG_ARM64
 /*
- * Entries of the arm64 kernel trace taken before the sampled frame is reached: the sampling
- * handler's own frames down to the exception entry (perf core, the PMU driver, the GIC,
- * call_on_irq_stack, el1h_64_irq: about 20).
+ * stack_trace_save(): arch_stack_walk() of the current task from the handler itself, which
+ * crosses the IRQ and overflow stacks and exception boundaries, reporting each exception's
+ * pt_regs PC; the unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
  */
-#define OPROFILE_BT_ENTRY_FRAMES	48
-#define OPROFILE_BT_MAX		(OPROFILE_BT_ENTRY_FRAMES + 128)
-
-/*
- * The arm64 unwinder (stack_trace_save(): arch_stack_walk() of the current task, which crosses
- * the IRQ and overflow stacks and exception boundaries, reporting each exception's pt_regs PC)
- * from the handler itself; the sampled frame's entries are those after the interrupted PC
- * @regs->pc and, as profile_pc() reports a lock function's caller, the lock functions after it.
- * The unwinder is not exported with a pt_regs start (stack_trace_save_regs()).
- * Nothing is reported when the interrupted PC is not among the entries.
- */
-static void bt_kernel(struct pt_regs *regs, struct oprofile_bt *bt)
+static unsigned int kernel_trace(struct pt_regs *regs, unsigned long *entries, unsigned int max)
 {
-	unsigned long entries[OPROFILE_BT_MAX];
-	unsigned int n, i, max;
-
-	max = min_t(unsigned int, OPROFILE_BT_MAX, OPROFILE_BT_ENTRY_FRAMES + bt->left);
-	n = stack_trace_save(entries, max, 0);
-	for (i = 0; i < n && entries[i] != regs->pc; i++)
-		;
-	/* The sampled PC is profile_pc()'s: the first entry from there outside lock functions. */
-	while (i < n && in_lock_functions(entries[i]))
-		i++;
-	for (i++; i < n; i++)
-		if (!bt_emit(bt, entries[i]))
-			break;
+	return stack_trace_save(entries, max, 0);
 }
 
 /* Where the user part of the chain starts: the frame record pointer x29, x30 (lr), sp, PSTATE. */
-static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
+static void user_frame_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
 {
 	user->fp = regs->regs[29];
 	user->lr = regs->regs[30];
@@ -297,45 +259,59 @@ static void bt_user_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
 #endif
 
 /**
- * oprofile_shim_backtrace() - the kernel part of a sample's call chain
- * @regs: the sampled registers
- * @depth: frames wanted at most
- * @fn: called with each kernel return address, outermost last (the sampled PC itself is not
- *      reported); returning false ends the walk
- * @ctx: passed to @fn
- * @user: out: whether and where the user part of the chain starts (walked by Rust, see
- *        common::sync::walk_user_frames): for a kernel-mode sample of a user task the user PC
- *        it entered the kernel from (@user->entry) and the user fp, lr, sp, cpsr (PSTATE on
- *        arm64); for a user-mode sample the sampled fp, lr, sp, cpsr
+ * oprofile_shim_kernel_trace() - the arch unwinder's return addresses for a kernel-mode sample
+ * @regs: the sampled (kernel-mode) registers
+ * @entries: out: up to @max addresses, innermost first; on ARM the first is @regs' PC
+ *           (walk_stackframe() from @regs), on arm64 the handler's own frames come first and
+ *           @regs' PC is among the entries (stack_trace_save() from here)
+ * @max: room in @entries
+ * @pc: out: @regs' PC (instruction_pointer(), not profile_pc()'s)
  *
- * Missing binding: the arch unwinders (ARM's walk_stackframe, arm64's stack_trace_save), the
- * pt_regs layout and task_pt_regs().
+ * common::sync::sampled_kernel_chain() picks the sample's callers out of them.
+ * Missing binding: the arch unwinders (ARM's walk_stackframe, arm64's stack_trace_save with the
+ * pt_regs layout).
  * Context: the sampling interrupt or NMI (both unwinders are NMI-safe).
- * Return: the number of frames passed to @fn.
+ * Return: the number of entries written, 0 where there is no unwinder.
  */
-unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
-				     oprofile_frame_fn fn, void *ctx, struct oprofile_user_regs *user)
+unsigned int oprofile_shim_kernel_trace(struct pt_regs *regs, unsigned long *entries,
+					unsigned int max, unsigned long *pc)
 {
-	struct oprofile_bt bt = { .fn = fn, .ctx = ctx, .left = depth, .skip_first = true };
+	*pc = instruction_pointer(regs);
+#if defined(CONFIG_ARM) || defined(CONFIG_ARM64)
+	return kernel_trace(regs, entries, max);
+#else
+	return 0;
+#endif
+}
 
+/**
+ * oprofile_shim_user_start() - where the user part of a sample's call chain starts
+ * @regs: the sampled registers
+ * @user: out: for a kernel-mode sample of a user task, the user PC it entered the kernel from
+ *        (@user->entry) and the user fp, lr, sp, cpsr (PSTATE on arm64) it entered with; for a
+ *        user-mode sample the sampled fp, lr, sp, cpsr; zeroed (@user->walk false) for a kernel
+ *        thread or where there is no user context
+ *
+ * The walk itself is Rust's (common::sync::walk_user_frames).
+ * Missing binding: the pt_regs layout, user_mode() and task_pt_regs().
+ * Context: the sampling interrupt or NMI (reads only current's registers).
+ */
+void oprofile_shim_user_start(struct pt_regs *regs, struct oprofile_user_regs *user)
+{
 	memset(user, 0, sizeof(*user));
 #if defined(CONFIG_ARM) || defined(CONFIG_ARM64)
-	if (!regs || !depth)
-		return 0;
 	if (!user_mode(regs)) {
-		bt_kernel(regs, &bt);
-		if (bt.stop || !bt.left || !current->mm || (current->flags & PF_KTHREAD))
-			return bt.n;
+		if (!current->mm || (current->flags & PF_KTHREAD))
+			return;
 		regs = task_pt_regs(current);
 		if (!user_mode(regs))
-			return bt.n;
+			return;
 		user->entry = true;
 		user->pc = instruction_pointer(regs);
 	}
 	user->walk = true;
-	bt_user_regs(regs, user);
+	user_frame_regs(regs, user);
 #endif
-	return bt.n;
 }
 
 /**

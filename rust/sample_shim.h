@@ -29,9 +29,6 @@ struct oprofile_vma {
 #define OPROFILE_LOOKUP_NO_MM	3	/* the task has no mm */
 #define OPROFILE_LOOKUP_RETRY	4	/* mm was being changed: retry under mmap_lock */
 
-/* Rust: one frame of a backtrace (interrupt context); returns false to stop the walk. */
-typedef bool (*oprofile_frame_fn)(void *ctx, unsigned long pc);
-
 struct pt_regs *oprofile_shim_irq_regs(void);
 int oprofile_shim_regs_pc(struct pt_regs *regs, unsigned long *pc);
 
@@ -44,7 +41,7 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end);
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt);
 int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 
-/* Where the user part of a call chain starts (oprofile_shim_backtrace()). */
+/* Where the user part of a call chain starts (oprofile_shim_user_start()). */
 struct oprofile_user_regs {
 	unsigned long pc;	/* the user PC the kernel was entered from (entry) */
 	unsigned long fp, lr, sp;
@@ -66,8 +63,9 @@ typedef bool (*oprofile_map_fn)(void *ctx, unsigned long start, unsigned long en
 bool oprofile_shim_user_regs(struct pt_regs *regs, unsigned long *out);
 int oprofile_shim_exec_maps(struct mm_struct *mm, oprofile_map_fn fn, void *ctx);
 
-unsigned int oprofile_shim_backtrace(struct pt_regs *regs, unsigned int depth,
-				     oprofile_frame_fn fn, void *ctx, struct oprofile_user_regs *user);
+unsigned int oprofile_shim_kernel_trace(struct pt_regs *regs, unsigned long *entries,
+					unsigned int max, unsigned long *pc);
+void oprofile_shim_user_start(struct pt_regs *regs, struct oprofile_user_regs *user);
 
 bool oprofile_shim_in_nmi(void);
 struct pt_regs *oprofile_shim_task_user_regs(void);

@@ -7,6 +7,7 @@
 
 use core::ffi::{c_int, c_ulong, c_void};
 use crate::common::event::USER_REGS;
+use crate::common::sync::{sampled_kernel_chain, BACKTRACE_DEPTH_MAX, KERNEL_TRACE_ENTRY_FRAMES, KERNEL_TRACE_LOCK_FRAMES};
 use kernel::bindings;
 use kernel::types::Opaque;
 
@@ -15,13 +16,8 @@ use kernel::types::Opaque;
 extern "C" {
     fn oprofile_shim_irq_regs() -> *mut bindings::pt_regs;
     fn oprofile_shim_regs_pc(regs: *mut bindings::pt_regs, pc: *mut c_ulong) -> c_int;
-    fn oprofile_shim_backtrace(
-        regs: *mut bindings::pt_regs,
-        depth: u32,
-        f: unsafe extern "C" fn(*mut c_void, c_ulong) -> bool,
-        ctx: *mut c_void,
-        user: *mut UserRegs,
-    ) -> u32;
+    fn oprofile_shim_kernel_trace(regs: *mut bindings::pt_regs, entries: *mut c_ulong, max: u32, pc: *mut c_ulong) -> u32;
+    fn oprofile_shim_user_start(regs: *mut bindings::pt_regs, user: *mut UserRegs);
     fn oprofile_shim_user_regs(regs: *mut bindings::pt_regs, out: *mut c_ulong) -> bool;
     fn oprofile_shim_task_user_regs() -> *mut bindings::pt_regs;
 }
@@ -83,21 +79,50 @@ impl Regs {
     }
 
     /// The kernel part of the call chain of these registers, up to `depth` return addresses,
-    /// each handed to `frame` (outermost last; the sampled PC itself is not reported) until it
-    /// returns false; then where the user part starts. Returns the number of kernel frames and
-    /// the user registers (`walk` false where there is no user part or no unwinder: non-ARM).
-    /// Interrupt context: it reads the current task's registers.
+    /// each handed to `frame` (outermost last; the sampled PC itself, and for a sample in a
+    /// lock function the caller `profile_pc()` reports, are not: `common::sync::
+    /// sampled_kernel_chain`) until it returns false; then where the user part starts. Returns
+    /// the number of kernel frames and the user registers (`walk` false where there is no user
+    /// part, the walk ended, or no unwinder: non-ARM). Interrupt or NMI context: it reads the
+    /// current task's registers.
     pub(crate) fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
         let mut user = UserRegs::default();
-        let mut ctx: &mut dyn FnMut(usize) -> bool = frame;
-        // SAFETY: `self` is live; `ctx` is a `&mut dyn FnMut` that lives across the synchronous
-        // call, as `kernel_frame` expects; `user` is writable.
-        let n = unsafe {
-            oprofile_shim_backtrace(self.as_raw(), depth, kernel_frame, (&raw mut ctx).cast(), &mut user)
-        };
+        let mut entries = [0usize; KERNEL_TRACE_MAX];
+        let chain = if self.pc().1 { self.kernel_chain(depth, &mut entries) } else { &[] };
+        let mut n = 0u32;
+        for &pc in chain {
+            if n >= depth || !frame(pc) {
+                return (n, user);
+            }
+            n += 1;
+        }
+        if n < depth {
+            // SAFETY: `self` is live (type invariants); `user` is writable.
+            unsafe { oprofile_shim_user_start(self.as_raw(), &mut user) };
+        }
         (n, user)
     }
+
+    /// The kernel callers of these (kernel-mode) registers, at most `depth` plus the entries
+    /// before and at the sampled frame: the arch unwinder's entries, written to `entries`, cut
+    /// by `common::sync::sampled_kernel_chain`.
+    fn kernel_chain<'a>(&self, depth: u32, entries: &'a mut [usize; KERNEL_TRACE_MAX]) -> &'a [usize] {
+        let max = (depth as usize).saturating_add(KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES).min(KERNEL_TRACE_MAX);
+        let mut pc: c_ulong = 0;
+        // SAFETY: `self` is live (type invariants); `entries` is writable for `max` <=
+        // KERNEL_TRACE_MAX words (`usize` is `unsigned long` on Linux); `pc` is a valid
+        // out-pointer.
+        let got = unsafe { oprofile_shim_kernel_trace(self.as_raw(), entries.as_mut_ptr().cast(), max as u32, &mut pc) };
+        let entries = entries.get(..got as usize).unwrap_or(&[]);
+        sampled_kernel_chain(entries, pc as usize, |a| {
+            // SAFETY: FFI call without preconditions (reads the lock text's bounds).
+            unsafe { bindings::in_lock_functions(a) != 0 }
+        })
+    }
 }
+
+/// Room for one kernel trace: the handler's entries, lock functions, the deepest chain.
+const KERNEL_TRACE_MAX: usize = KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES + BACKTRACE_DEPTH_MAX as usize;
 
 impl Regs {
     /// The user registers of this sample, r0..r15 and cpsr (`common::event::USER_REGS`
@@ -110,17 +135,6 @@ impl Regs {
         let ok = unsafe { oprofile_shim_user_regs(self.as_raw(), out.as_mut_ptr()) };
         ok.then(|| out.map(|r| r as usize))
     }
-}
-
-/// One kernel return address of [`Regs::backtrace`].
-///
-/// # Safety
-///
-/// `ctx` must point to a live `&mut dyn FnMut(usize) -> bool`, not otherwise borrowed.
-unsafe extern "C" fn kernel_frame(ctx: *mut c_void, pc: c_ulong) -> bool {
-    // SAFETY: Our contract.
-    let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(usize) -> bool>() };
-    f(pc as usize)
 }
 
 /// Runs `f` with the interrupted registers of the current interrupt (`get_irq_regs`); `None`

@@ -34,6 +34,30 @@ pub const IS_FRAME: u32 = 1 << 2;
 /// snapshot whose recorded depth is unknown.
 pub const BACKTRACE_DEPTH_MAX: u64 = 128;
 
+/// Entries of the arch unwinder taken in the sampling handler before the sampled frame: arm64's
+/// `stack_trace_save()` starts in the handler itself (perf core, the PMU driver, the GIC,
+/// `call_on_irq_stack`, the exception entry: about 20); ARM's walk starts at the sampled PC.
+pub const KERNEL_TRACE_ENTRY_FRAMES: usize = 48;
+
+/// Lock-function frames `profile_pc()` may skip above the sampled PC (nested spinlock text is
+/// at most a few frames deep).
+pub const KERNEL_TRACE_LOCK_FRAMES: usize = 8;
+
+/// The callers of a kernel-mode sample among an unwinder's `entries` (innermost first): the
+/// entries after the sampled PC `pc` and, as `profile_pc()` reports a lock function's caller as
+/// the sample (legacy oprofile's and the kernel profiler's PC), after that caller. `in_lock`
+/// tells whether an address is in the spinlock text (`in_lock_functions()`). Empty when `pc`
+/// is not among the entries (the unwinder lost the interrupted frame): no chain is guessed.
+pub fn sampled_kernel_chain(entries: &[usize], pc: usize, in_lock: impl Fn(usize) -> bool) -> &[usize] {
+    let Some(at) = entries.iter().position(|&e| e == pc) else {
+        return &[];
+    };
+    let rest = &entries[at..];
+    // profile_pc(): the first frame from the sampled PC on outside the lock functions.
+    let reported = rest.iter().position(|&e| !in_lock(e)).unwrap_or(rest.len());
+    rest.get(reported.saturating_add(1)..).unwrap_or(&[])
+}
+
 /// What a sampled PC was found in when the sample was taken. The handles `F` (a mapped file)
 /// and `M` (an address space) are opaque to this crate: the module stores owned references to
 /// kernel objects in them (dropped with the sample), host tests plain numbers.
@@ -788,5 +812,28 @@ mod tests {
         }
         let switches = decode(&sink.words).iter().filter(|r| **r == Record::CookieSwitch { cookie: 9 }).count();
         assert_eq!(switches, 2, "each task's user frame is preceded by its COOKIE_SWITCH");
+    }
+
+    #[test]
+    fn kernel_chain_starts_after_the_sampled_pc() {
+        let none = |_| false;
+        // ARM: the walk starts at the sampled PC.
+        assert_eq!(super::sampled_kernel_chain(&[0x100, 0x200, 0x300], 0x100, none), &[0x200, 0x300]);
+        // arm64: the handler's frames come first.
+        assert_eq!(super::sampled_kernel_chain(&[0x900, 0x910, 0x100, 0x200], 0x100, none), &[0x200]);
+        // The interrupted frame is missing: nothing is guessed.
+        assert!(super::sampled_kernel_chain(&[0x900, 0x200], 0x100, none).is_empty());
+        assert!(super::sampled_kernel_chain(&[], 0x100, none).is_empty());
+        assert!(super::sampled_kernel_chain(&[0x100], 0x100, none).is_empty());
+    }
+
+    #[test]
+    fn kernel_chain_of_a_lock_function_starts_after_its_caller() {
+        // 0x5xx is spinlock text: profile_pc() reports 0x200 (the sample), the chain is 0x300.
+        let lock = |a: usize| (0x500..0x600).contains(&a);
+        assert_eq!(super::sampled_kernel_chain(&[0x510, 0x200, 0x300], 0x510, lock), &[0x300]);
+        assert_eq!(super::sampled_kernel_chain(&[0x900, 0x510, 0x520, 0x200, 0x300], 0x510, lock), &[0x300]);
+        // Only lock functions up to the end: profile_pc() finds no caller, no chain.
+        assert!(super::sampled_kernel_chain(&[0x510, 0x520], 0x510, lock).is_empty());
     }
 }

@@ -231,6 +231,30 @@ def stray_kernel_entries(decode_text, ranges):
     return bad
 
 
+def repeated_kernel_frames(decode_text):
+    """Kernel-mode traces of an `oprof decode` listing whose first backtrace entry is the sample's
+    own PC: a lock function's caller, which the sample already is (profile_pc()), reported
+    again by the chain. [(offset, pc)]."""
+    kernel, trace, bad = None, [], []
+    for line in decode_text.splitlines():
+        off, _, rec = line.partition(": ")
+        rec = rec.strip()
+        if rec in ("KernelEnter", "KernelExit"):
+            kernel = rec == "KernelEnter"
+        elif rec == "TraceBegin":
+            trace = [off.strip()]
+        elif rec.startswith("CpuSwitch") or (rec.startswith("CtxSwitch") and len(trace) > 1):
+            trace = []
+        elif rec.startswith("Sample") and trace:
+            pc = int(re.search(r"pc: (?:0x)?([0-9a-f]+)", rec)[1], 16)
+            trace.append(pc)
+            if len(trace) == 3:
+                if kernel and trace[1] == trace[2]:
+                    bad.append((trace[0], trace[1]))
+                trace = []
+    return bad
+
+
 def main(doc, plan, checks):
     """Runs a check module: parses the common arguments (module docstring DOC as help), prints
     the plan `1..plan(board)`, runs checks(Session) and verifies that it reported that many.

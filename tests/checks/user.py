@@ -26,7 +26,8 @@ import json
 import os
 import re
 
-from logcheck import ARM64, PMU_IRQ, REPO, Bail, kernel_code_ranges, karch, main, received_and_lost, stray_kernel_entries
+from logcheck import ARM64, PMU_IRQ, REPO, Bail, kernel_code_ranges, karch, main, received_and_lost, repeated_kernel_frames
+from logcheck import stray_kernel_entries
 from logcheck import stats as read_stats
 
 
@@ -138,8 +139,10 @@ def check_case(s, c, rep, allstats):
     # text, which is freed (and not in /proc/modules) by the time the session is captured.
     stray = [e for e in stray_kernel_entries(dec, kernel_code_ranges(f"{s.kout}/System.map", f"{pre}.proc_modules"))
              if e[2] == "frame"]
-    s.check(not stray, f"{c}: every kernel-mode backtrace entry is kernel or module text "
-            f"({len(stray)} stray: {[(o, hex(pc), k) for o, pc, k in stray[:5]]})")
+    again = repeated_kernel_frames(dec)
+    s.check(not stray and not again, f"{c}: every kernel-mode backtrace entry is kernel or module text "
+            f"({len(stray)} stray: {[(o, hex(pc), k) for o, pc, k in stray[:5]]}), none repeats its sample's PC "
+            f"({len(again)}: {[(o, hex(pc)) for o, pc in again[:5]]})")
 
     def samples(image, symbol=None):
         return sum(r["samples"] for r in rows if r["image"] == image and (symbol is None or r["symbol"] == symbol))
