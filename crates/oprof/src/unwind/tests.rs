@@ -13,112 +13,35 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The test program: argv[1] picks the path to `leaf` (a, b, or q for qsort), argv[2] the
-/// output directory.
-const SRC: &str = r#"/* Captures its own registers and stack at a known instruction in leaf(), reached from
- * caller_a, caller_b or qsort's comparison callback (argv[1]: a, b or q), and writes
- * DIR/regs (r0-r15 and CPSR, hex), DIR/stack (bytes from SP up) and DIR/maps. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static unsigned int regs[17];
-static const char *dir;
-static int armed;
-volatile int sink;
-
-static void put(const char *name, const void *p, size_t n)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f))
-		exit(2);
-}
-
-__attribute__((noinline)) void dump(void)
-{
-	static char text[65536];
-	static unsigned char stack[16384];
-	unsigned long lo, hi, top = 0, sp = regs[13];
-	FILE *m = fopen("/proc/self/maps", "r");
-	size_t n = m ? fread(text, 1, sizeof(text) - 1, m) : 0;
-	char *line;
-
-	if (!armed)
-		return;
-	armed = 0;
-	text[n] = 0;
-	put("maps", text, n);
-	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : 0)
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= sp && sp < hi)
-			top = hi;
-	n = top - sp < sizeof(stack) ? top - sp : sizeof(stack);
-	memcpy(stack, (void *)sp, n);
-	put("stack", stack, n);
-	char out[256];
-	size_t k = 0;
-	for (int i = 0; i < 17; i++)
-		k += snprintf(out + k, sizeof(out) - k, "%08x\n", regs[i]);
-	put("regs", out, k);
-}
-
-__attribute__((noinline)) int leaf(int x)
-{
-	/* r0-r12 first, then SP and LR as they are at label 1, whose address is the PC. */
-	__asm__ volatile(
-		"stm %0, {r0-r12}\n\t"
-		"str sp, [%0, #52]\n\t"
-		"str lr, [%0, #56]\n\t"
-		"1: adr ip, 1b\n\t"
-		"str ip, [%0, #60]\n\t"
-		"mrs ip, apsr\n\t"
-		"str ip, [%0, #64]\n\t"
-		: : "r"(regs) : "ip", "memory");
+/// The test program (unwind/capture.c with ARM's register block): argv[1] picks the path to
+/// `leaf` (a, b, or q for qsort), argv[2] the output directory. regs: r0-r15 and CPSR.
+const SRC: &str = concat!(
+    r#"#define NREGS 17
+#define SP_REG 13
+#define REG_FMT "%08lx\n"
+#define STACK_BYTES 16384
+/* r0-r12 first, then SP and LR as they are at label 1, whose address is the PC; the CPSR's T
+ * bit from the compiler's mode (MRS gives no T bit). */
 #ifdef __thumb__
-	regs[16] |= 1 << 5;
+#define T_BIT (1 << 5)
+#else
+#define T_BIT 0
 #endif
-	dump();
-	return x * 3 + sink;
-}
-
-__attribute__((noinline)) int caller_a(int x)
-{
-	return leaf(x + 1) * 5 + x;
-}
-
-__attribute__((noinline)) int caller_b(int x)
-{
-	return leaf(x - 1) * 7 - x;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	return leaf(*(const int *)a) - leaf(*(const int *)b) + sink;
-}
-
-int main(int argc, char **argv)
-{
-	int v[8] = { 5, 3, 7, 1, 8, 2, 6, 4 };
-
-	if (argc != 3)
-		return 1;
-	dir = argv[2];
-	armed = 1;
-	switch (argv[1][0]) {
-	case 'a':
-		sink = caller_a(argc);
-		break;
-	case 'b':
-		sink = caller_b(argc);
-		break;
-	default:
-		qsort(v, 8, sizeof(v[0]), cmp);
-		sink = v[0];
-	}
-	return armed;
-}
-"#;
+#define CAPTURE(r) do {							\
+	__asm__ volatile(						\
+		"stm %0, {r0-r12}\n\t"					\
+		"str sp, [%0, #52]\n\t"					\
+		"str lr, [%0, #56]\n\t"					\
+		"1: adr ip, 1b\n\t"					\
+		"str ip, [%0, #60]\n\t"					\
+		"mrs ip, apsr\n\t"					\
+		"str ip, [%0, #64]\n\t"					\
+		: : "r"(r) : "ip", "memory");				\
+	(r)[16] |= T_BIT;						\
+} while (0)
+"#,
+    include_str!("capture.c")
+);
 
 /// The cross toolchain's root: `qemu-arm -L` and the host copies of the target's libraries.
 const SYSROOT: &str = "/usr/arm-linux-gnueabihf";

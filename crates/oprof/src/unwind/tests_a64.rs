@@ -14,122 +14,40 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SRC: &str = r#"/* Captures its own registers and stack at a known instruction in leaf(), reached from
- * caller_a, caller_b or qsort's comparison callback (argv[1]: a, b or q), and writes
- * DIR/regs (x0-x30, SP, PC, NZCV, hex), DIR/stack (bytes from SP up) and DIR/maps. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static unsigned long regs[34];
-static const char *dir;
-static int armed;
-volatile int sink;
-
-static void put(const char *name, const void *p, size_t n)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f))
-		exit(2);
-}
-
-__attribute__((noinline)) void dump(void)
-{
-	static char text[65536];
-	static unsigned char stack[32768];
-	unsigned long lo, hi, top = 0, sp = regs[31];
-	FILE *m = fopen("/proc/self/maps", "r");
-	size_t n = m ? fread(text, 1, sizeof(text) - 1, m) : 0;
-	char *line;
-
-	if (!armed)
-		return;
-	armed = 0;
-	text[n] = 0;
-	put("maps", text, n);
-	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : 0)
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= sp && sp < hi)
-			top = hi;
-	n = top - sp < sizeof(stack) ? top - sp : sizeof(stack);
-	memcpy(stack, (void *)sp, n);
-	put("stack", stack, n);
-	char out[1024];
-	size_t k = 0;
-	for (int i = 0; i < 34; i++)
-		k += snprintf(out + k, sizeof(out) - k, "%016lx\n", regs[i]);
-	put("regs", out, k);
-}
-
-__attribute__((noinline)) int leaf(int x)
-{
-	/* x0-x30 first, then SP as it is at label 1, whose address is the PC (x9 is scratch). */
-	__asm__ volatile(
-		"stp x0, x1, [%0, #0]\n\t"
-		"stp x2, x3, [%0, #16]\n\t"
-		"stp x4, x5, [%0, #32]\n\t"
-		"stp x6, x7, [%0, #48]\n\t"
-		"stp x8, x9, [%0, #64]\n\t"
-		"stp x10, x11, [%0, #80]\n\t"
-		"stp x12, x13, [%0, #96]\n\t"
-		"stp x14, x15, [%0, #112]\n\t"
-		"stp x16, x17, [%0, #128]\n\t"
-		"stp x18, x19, [%0, #144]\n\t"
-		"stp x20, x21, [%0, #160]\n\t"
-		"stp x22, x23, [%0, #176]\n\t"
-		"stp x24, x25, [%0, #192]\n\t"
-		"stp x26, x27, [%0, #208]\n\t"
-		"stp x28, x29, [%0, #224]\n\t"
-		"str x30, [%0, #240]\n\t"
-		"mov x9, sp\n\t"
-		"str x9, [%0, #248]\n\t"
-		"1: adr x9, 1b\n\t"
-		"str x9, [%0, #256]\n\t"
-		"mrs x9, nzcv\n\t"
-		"str x9, [%0, #264]\n\t"
-		: : "r"(regs) : "x9", "memory");
-	dump();
-	return x * 3 + sink;
-}
-
-__attribute__((noinline)) int caller_a(int x)
-{
-	return leaf(x + 1) * 5 + x;
-}
-
-__attribute__((noinline)) int caller_b(int x)
-{
-	return leaf(x - 1) * 7 - x;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	return leaf(*(const int *)a) - leaf(*(const int *)b) + sink;
-}
-
-int main(int argc, char **argv)
-{
-	int v[8] = { 5, 3, 7, 1, 8, 2, 6, 4 };
-
-	if (argc != 3)
-		return 1;
-	dir = argv[2];
-	armed = 1;
-	switch (argv[1][0]) {
-	case 'a':
-		sink = caller_a(argc);
-		break;
-	case 'b':
-		sink = caller_b(argc);
-		break;
-	default:
-		qsort(v, 8, sizeof(v[0]), cmp);
-		sink = v[0];
-	}
-	return armed;
-}
-"#;
+/// The test program (unwind/capture.c with AArch64's register block): x0-x30, SP, PC, NZCV.
+const SRC: &str = concat!(
+    r#"#define NREGS 34
+#define SP_REG 31
+#define REG_FMT "%016lx\n"
+#define STACK_BYTES 32768
+/* x0-x30 first, then SP as it is at label 1, whose address is the PC (x9 is scratch). */
+#define CAPTURE(r) __asm__ volatile(					\
+		"stp x0, x1, [%0, #0]\n\t"				\
+		"stp x2, x3, [%0, #16]\n\t"				\
+		"stp x4, x5, [%0, #32]\n\t"				\
+		"stp x6, x7, [%0, #48]\n\t"				\
+		"stp x8, x9, [%0, #64]\n\t"				\
+		"stp x10, x11, [%0, #80]\n\t"				\
+		"stp x12, x13, [%0, #96]\n\t"				\
+		"stp x14, x15, [%0, #112]\n\t"				\
+		"stp x16, x17, [%0, #128]\n\t"				\
+		"stp x18, x19, [%0, #144]\n\t"				\
+		"stp x20, x21, [%0, #160]\n\t"				\
+		"stp x22, x23, [%0, #176]\n\t"				\
+		"stp x24, x25, [%0, #192]\n\t"				\
+		"stp x26, x27, [%0, #208]\n\t"				\
+		"stp x28, x29, [%0, #224]\n\t"				\
+		"str x30, [%0, #240]\n\t"					\
+		"mov x9, sp\n\t"					\
+		"str x9, [%0, #248]\n\t"					\
+		"1: adr x9, 1b\n\t"					\
+		"str x9, [%0, #256]\n\t"					\
+		"mrs x9, nzcv\n\t"					\
+		"str x9, [%0, #264]\n\t"					\
+		: : "r"(r) : "x9", "memory")
+"#,
+    include_str!("capture.c")
+);
 
 /// The cross toolchain's root: `qemu-aarch64 -L` and the host copies of the target's libraries.
 pub(super) const SYSROOT: &str = "/usr/aarch64-linux-gnu";
