@@ -36,6 +36,8 @@ pub mod leaf;
 pub mod maps;
 pub mod tables;
 #[cfg(test)]
+mod test_target;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_a64;

@@ -7,6 +7,7 @@
 use super::cfi::{Cfa, Cfi, Kind, Rule};
 use super::ehabi::{decode, Entry, Op};
 use super::maps::ProcessImages;
+use super::test_target::{frame_names, ARMHF};
 use super::*;
 use crate::elf::ElfImage;
 use std::collections::BTreeMap;
@@ -43,25 +44,6 @@ const SRC: &str = concat!(
     include_str!("capture.c")
 );
 
-/// The cross toolchain's root: `qemu-arm -L` and the host copies of the target's libraries.
-const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
-
-/// Builds the test program with `flags` in `dir` as `name`.
-fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let src = dir.join("stacks.c");
-    std::fs::write(&src, SRC).unwrap();
-    let exe = dir.join(name);
-    let st = Command::new("arm-linux-gnueabihf-gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .expect("arm-linux-gnueabihf-gcc (scripts/setup-host.sh)");
-    assert!(st.success(), "{flags:?}");
-    exe
-}
-
 /// What the program wrote.
 struct Capture {
     regs: Regs,
@@ -69,63 +51,32 @@ struct Capture {
     maps: String,
 }
 
-/// Runs `exe` under qemu-arm taking path `mode` to `leaf`.
+/// Builds the test program with `flags` in `dir` as `name`.
+fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    ARMHF.build(dir, name, SRC, flags)
+}
+
+/// Runs `exe` under qemu-arm taking path `mode` to `leaf`: r0-r15 and CPSR.
 fn capture(exe: &Path, mode: &str) -> Capture {
-    let out = exe.with_extension(format!("out-{mode}"));
-    std::fs::create_dir_all(&out).unwrap();
-    let st = Command::new("qemu-arm")
-        .args(["-L", SYSROOT])
-        .arg(exe)
-        .arg(mode)
-        .arg(&out)
-        .status()
-        .expect("qemu-arm (package qemu-user, scripts/setup-host.sh)");
-    assert!(st.success(), "{} {mode}: {st}", exe.display());
-    let words: Vec<u32> = std::fs::read_to_string(out.join("regs"))
-        .unwrap()
-        .lines()
-        .map(|l| u32::from_str_radix(l, 16).unwrap())
-        .collect();
+    let cap = ARMHF.capture(exe, mode, &[]);
+    let words: Vec<u32> = cap.words.iter().map(|&w| u32::try_from(w).unwrap()).collect();
     assert_eq!(words.len(), 17);
     let mut r = [0; 16];
     r.copy_from_slice(&words[..16]);
-    Capture {
-        regs: Regs { r, cpsr: words[16] },
-        stack: std::fs::read(out.join("stack")).unwrap(),
-        maps: std::fs::read_to_string(out.join("maps")).unwrap(),
-    }
+    Capture { regs: Regs { r, cpsr: words[16] }, stack: cap.stack, maps: cap.maps }
 }
 
-/// The host file of a target path: itself, else the sysroot's `lib/` copy.
 fn host_file(path: &str) -> PathBuf {
-    let p = PathBuf::from(path);
-    if p.exists() {
-        return p;
-    }
-    let base = p.file_name().unwrap();
-    Path::new(SYSROOT).join("lib").join(base)
+    ARMHF.host_file(path)
 }
 
 fn images(cap: &Capture) -> ProcessImages {
-    ProcessImages::from_maps(&cap.maps, |p| Some(ImageTables::load(&host_file(p)).unwrap()))
+    ARMHF.images(&cap.maps)
 }
 
 /// Each frame named `SYMBOL` (the program's symbols) or `lib:BASENAME` (other images).
 fn names(chain: &Chain, procs: &ProcessImages, exe: &Path) -> Vec<String> {
-    let elf = ElfImage::load(exe, false).unwrap();
-    chain
-        .frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let Some(place) = procs.find(u64::from(f.addr)) else { return format!("?{:#x}", f.addr) };
-            if place.tables.path != exe {
-                return format!("lib:{}", place.tables.path.file_name().unwrap().to_string_lossy());
-            }
-            let at = if i == 0 { place.elf_addr } else { place.elf_addr - 1 };
-            elf.symbols.lookup(at).map_or_else(|| format!("?{at:#x}"), |s| s.name.clone())
-        })
-        .collect()
+    frame_names(chain.frames.iter().map(|f| u64::from(f.addr)), procs, exe)
 }
 
 fn unwind(cap: &Capture, procs: &ProcessImages) -> Chain {
@@ -336,19 +287,8 @@ void _Unwind_Resume(void *p) { g(p); for (;;); }
 
 /// Builds TABLES_SRC as a shared object with `flags`.
 fn build_tables(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let src = dir.join("tables.c");
-    std::fs::write(&src, TABLES_SRC).unwrap();
-    let out = dir.join(name);
-    let st = Command::new("arm-linux-gnueabihf-gcc")
-        .args(["-O2", "-funwind-tables", "-fexceptions", "-shared", "-fPIC", "-nostdlib"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    out
+    let all = [&["-O2", "-funwind-tables", "-fexceptions", "-shared", "-fPIC", "-nostdlib"], flags].concat();
+    ARMHF.build(dir, name, TABLES_SRC, &all)
 }
 
 /// readelf's text of an op.
@@ -452,7 +392,7 @@ fn ehabi_tables_as_readelf_decodes_them() {
         assert!(kinds(|e| matches!(e, Entry::Inline(_))) > 0 && kinds(|e| matches!(e, Entry::Extab(_))) >= 3, "{name}");
     }
     // Debian's libc: every entry decodes as readelf decodes it.
-    let libc = Path::new(SYSROOT).join("lib/libc.so.6");
+    let libc = Path::new(ARMHF.sysroot).join("lib/libc.so.6");
     // readelf decodes a generic-model entry only when it can name the personality routine, and
     // the stripped libc's `__gcc_personality_v0` has no symbol: those entries must decode
     // to known instructions.

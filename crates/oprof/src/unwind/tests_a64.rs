@@ -8,8 +8,8 @@
 use super::a64::{Chain64, Regs64, Stack64};
 use super::expand;
 use super::maps::{self, ProcessImages};
+use super::test_target::{frame_names, ARM64};
 use super::*;
-use crate::elf::ElfImage;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,23 +49,9 @@ const SRC: &str = concat!(
     include_str!("capture.c")
 );
 
-/// The cross toolchain's root: `qemu-aarch64 -L` and the host copies of the target's libraries.
-pub(super) const SYSROOT: &str = "/usr/aarch64-linux-gnu";
-
 /// Builds the test program with `flags` in `dir` as `name`.
 fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let src = dir.join("stacks64.c");
-    std::fs::write(&src, SRC).unwrap();
-    let exe = dir.join(name);
-    let st = Command::new("aarch64-linux-gnu-gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .expect("aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)");
-    assert!(st.success(), "{flags:?}");
-    exe
+    ARM64.build(dir, name, SRC, flags)
 }
 
 /// What the program wrote.
@@ -82,39 +68,17 @@ fn capture(exe: &Path, mode: &str) -> Capture {
 
 /// [`capture`] on QEMU's CPU model `cpu` (`max` has pointer authentication, `cortex-a53` not).
 fn capture_on(exe: &Path, mode: &str, cpu: &str) -> Capture {
-    let out = exe.with_extension(format!("out-{mode}-{cpu}"));
-    std::fs::create_dir_all(&out).unwrap();
-    let st = Command::new("qemu-aarch64")
-        .args(["-cpu", cpu, "-L", SYSROOT])
-        .arg(exe)
-        .arg(mode)
-        .arg(&out)
-        .status()
-        .expect("qemu-aarch64 (package qemu-user)");
-    assert!(st.success(), "{} {mode}: {st}", exe.display());
-    let words: Vec<u64> = std::fs::read_to_string(out.join("regs"))
-        .unwrap()
-        .lines()
-        .map(|l| u64::from_str_radix(l, 16).unwrap())
-        .collect();
-    Capture {
-        regs: Regs64::from_words(&words).unwrap(),
-        stack: std::fs::read(out.join("stack")).unwrap(),
-        maps: std::fs::read_to_string(out.join("maps")).unwrap(),
-    }
+    let cap = ARM64.capture(exe, mode, &["-cpu", cpu]);
+    Capture { regs: Regs64::from_words(&cap.words).unwrap(), stack: cap.stack, maps: cap.maps }
 }
 
 /// The host file of a target path: itself, else the sysroot's `lib/` copy.
 pub(super) fn host_file(path: &str) -> PathBuf {
-    let p = PathBuf::from(path);
-    if p.exists() {
-        return p;
-    }
-    Path::new(SYSROOT).join("lib").join(p.file_name().unwrap())
+    ARM64.host_file(path)
 }
 
 fn images(cap: &Capture) -> ProcessImages {
-    ProcessImages::from_maps(&cap.maps, |p| Some(ImageTables::load(&host_file(p)).unwrap()))
+    ARM64.images(&cap.maps)
 }
 
 fn unwind(cap: &Capture, procs: &ProcessImages) -> Chain64 {
@@ -123,16 +87,7 @@ fn unwind(cap: &Capture, procs: &ProcessImages) -> Chain64 {
 
 /// Each frame named `SYMBOL` (the program's symbols) or `lib:BASENAME` (other images).
 fn names(chain: &Chain64, procs: &ProcessImages, exe: &Path) -> Vec<String> {
-    let elf = ElfImage::load(exe, false).unwrap();
-    let name = |(i, &a): (usize, &u64)| {
-        let Some(place) = procs.find(a) else { return format!("?{a:#x}") };
-        if place.tables.path != exe {
-            return format!("lib:{}", place.tables.path.file_name().unwrap().to_string_lossy());
-        }
-        let at = if i == 0 { place.elf_addr } else { place.elf_addr - 1 };
-        elf.symbols.lookup(at).map_or_else(|| format!("?{at:#x}"), |s| s.name.clone())
-    };
-    chain.frames.iter().enumerate().map(name).collect()
+    frame_names(chain.frames.iter().copied(), procs, exe)
 }
 
 /// The program's instructions by ELF address, from `aarch64-linux-gnu-objdump -d`.
@@ -367,7 +322,7 @@ fn a64_snapshots_expand_in_8_byte_streams() {
         buffer: Some(buf),
         images: Some(dir.path().join("s.images")),
         sysroot: Some(PathBuf::from("/")),
-        image_path: vec![Path::new(SYSROOT).join("lib")],
+        image_path: vec![Path::new(ARM64.sysroot).join("lib")],
         word_size: Some(8),
         backtrace_depth: Some(64),
         ..Default::default()

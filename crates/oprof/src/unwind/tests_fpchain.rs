@@ -6,7 +6,8 @@
 
 use super::fpchain::{record_at, Cut, Prover};
 use super::maps::{self, ProcessImages};
-use super::tests_a64::{host_file, SYSROOT};
+use super::test_target::ARM64;
+use super::tests_a64::host_file;
 use super::ImageTables;
 use crate::inputs::{Inputs, Want};
 use crate::report;
@@ -164,7 +165,7 @@ struct Capture {
 fn run(exe: &Path) -> (Vec<Capture>, String) {
     let out = exe.with_extension("out");
     std::fs::create_dir_all(&out).unwrap();
-    let st = Command::new("qemu-aarch64").args(["-L", SYSROOT]).arg(exe).arg(&out).output();
+    let st = Command::new("qemu-aarch64").args(["-L", ARM64.sysroot]).arg(exe).arg(&out).output();
     let st = st.expect("qemu-aarch64 (package qemu-user)");
     assert!(st.status.success(), "{}: {st:?}", exe.display());
     let caps = (0..WANT)
@@ -289,7 +290,7 @@ fn load(dir: &Path, m: &Maps, name: &str, bytes: &[u8]) -> (crate::inputs::Profi
         buffer: Some(buf),
         images: Some(images),
         sysroot: Some(PathBuf::from("/")),
-        image_path: vec![Path::new(SYSROOT).join("lib")],
+        image_path: vec![Path::new(ARM64.sysroot).join("lib")],
         word_size: Some(8),
         ..Default::default()
     };
