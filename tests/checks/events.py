@@ -29,6 +29,14 @@ from logcheck import ARM64, PMU_IRQ, main, received_and_lost, stats as read_stat
 # overflow path): allowed per sample (ns) either way on both counters, so the bounds below still
 # hold the counts to the wall time (a 2^32 wrap too many, or periods counted twice, fail them).
 PMU_DRIFT_NS = 50_000
+# On ARMv8 the driver stops the whole PMU while it handles an overflow interrupt
+# (armv8pmu_handle_irq), so each counter misses the handling of every overflow, its own and the
+# other counter's: our part is timed (the sample_handler point, HANDLER_NS), the driver's own
+# part around it (reading and reprogramming the counters, perf's overflow bookkeeping) is not.
+# Measured 18-20 us per overflow on the arm64 debug kernel beside a `yes` hog and three builds
+# (both counters 33-36 us per overflow short of their time running, 15 us of it ours): allowed
+# per overflow of either counter below the time running.
+ARMV8_DRIVER_STOP_NS = 50_000
 # The counters events.sh set, by the model's names of counter 1's event 0x11.
 COUNTER1 = {False: "CLOCK_CYCLES", True: "CPU_CYCLES"}
 
@@ -80,19 +88,21 @@ def checks(s):
         running = (int(m[5]), int(m[6]))
         # On ARMv8 the PMU stops while an overflow is handled (armv8pmu_handle_irq), on its CPU:
         # the handler's time (our part, timed by the sample_handler point: HANDLER_NS, all CPUs)
-        # is missing from both totals; the rest of the driver's is within PMU_DRIFT_NS.
+        # is missing from both totals, and the driver's own part: ARMV8_DRIVER_STOP_NS per overflow.
         h = re.search(r"^HANDLER_NS (\d+) nr (\d+)$", log, re.M)
         stopped = int(h[1]) if h else 0
         if s.board in ARM64:
             s.check(h is not None and int(h[2]) > 0, f"the PMU's stopped time measured: sample_handler {h[0] if h else 'missing'}")
         throttled = stats.get("event_throttled", -1)
         drift = (PMU_DRIFT_NS * s0, PMU_DRIFT_NS * s1)
+        if s.board in ARM64:
+            stopped += ARMV8_DRIVER_STOP_NS * (s0 + s1)
         for c, t in ((0, int(m[1])), (1, int(m[2]))):
             r = running[c]
             s.check(0 < r <= ns * n and throttled == 0 and r - stopped - drift[c] <= t <= r + drift[c],
                     f"counter {c}: total {t} cycles = its time running at 1 cycle/ns within [{r - stopped} - {drift[c]}, "
                     f"{r} + {drift[c]}] ({c}/time_running {r} ns <= session {ns} ns x {n} CPUs, less {stopped} ns of "
-                    f"handlers, {PMU_DRIFT_NS} ns per sample either way: {(t - r) / max((s0, s1)[c], 1):.0f} now"
+                    f"handlers (ARMv8: ours timed + {ARMV8_DRIVER_STOP_NS} ns per overflow), {PMU_DRIFT_NS} ns per sample either way: {(t - r) / max((s0, s1)[c], 1):.0f} now"
                     f"; throttled {throttled})")
         # Bound proved in Documentation/events.rst ("Lost samples are never silent"): per
         # counter over n CPUs, periods - (2n - 1) <= received + lost <= periods, the periods

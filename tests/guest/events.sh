@@ -98,19 +98,22 @@ check "counting: period_ns grows with the loop ($p1 < $p2)" test "$p1" -lt "$p2"
 check "counting: period_ns covers the loop ($p2 >= 1.5e9)" test "$p2" -ge 1500000000
 # The rate the storm and sampling checks (storm.sh, events.py) take the elapsed periods from:
 # QEMU's cycle counter runs at 1 GHz of guest time, 1 cycle per ns of CLOCK_MONOTONIC, on every
-# CPU (idle ones too: the counter is per CPU, idle is kernel time). The counters count while
-# perf has them running (0/time_running, perf's time_running summed over the CPUs), which lies
-# inside optool's interval (before enable=1 .. after enable=0) less the enable writes' own
-# starting and stopping of each CPU's counter (2.6 ms per CPU under the debug kernel, 47 ms per
-# CPU on CI's busy host: not bounded here). Counter and running clock part only in the windows
-# where perf has the PMU stopped (perf_pmu_disable) around adding or removing a counter: tens of
-# us per CPU measured (-65 us on a busy host), plus at worst one host scheduler slice (4 ms)
-# in which QEMU's vCPU thread is preempted inside such a window while guest time runs on: 5 ms
-# per CPU either way.
+# CPU (idle ones too: the counter is per CPU, idle is kernel time). It counts only while perf has
+# the event running, whose time perf keeps (0/time_running, summed over the CPUs), and that time
+# lies inside optool's interval (before enable=1 .. after enable=0; the enable writes' own
+# starting and stopping of each CPU's counter, 2.6 ms per CPU under the debug kernel and 47 ms
+# per CPU on CI's busy host, is outside it). So the total is at most the time running (100 us
+# per CPU for the clocks' granularity). It is less by the windows in which perf stops the whole
+# PMU (perf_pmu_disable) while the event's time runs on: installing and removing the other
+# counter on the same CPU (ctx_resched), the event's own start and stop. Those are short, but
+# QEMU's guest time runs on while the host preempts the vCPU thread inside one: measured -65 us
+# (virt-a15, busy host) to -8.5 ms per CPU (the arm64 debug kernel beside a hog). 1 % of the
+# time running is allowed below: a lost or extra 2^32 wrap (4.3 s) or a counter stopped for
+# good is far outside either bound.
 check "counting: 0/time_running lies within the session: 0 < $r2 <= $((ns2 * n)) (session $ns2 ns x $n CPUs)" \
     test "$r2" -gt 0 -a "$r2" -le $((ns2 * n))
-check "counting: CPU_CYCLES total = time running at 1 cycle/ns: $((r2 - 5000000 * n)) <= $t2 <= $((r2 + 5000000 * n)) (off by $((t2 - r2)))" \
-    test "$t2" -ge $((r2 - 5000000 * n)) -a "$t2" -le $((r2 + 5000000 * n))
+check "counting: CPU_CYCLES total <= time running at 1 cycle/ns, less at most 1 %: $((r2 - r2 / 100)) <= $t2 <= $((r2 + 100000 * n)) (off by $((t2 - r2)))" \
+    test "$t2" -ge $((r2 - r2 / 100)) -a "$t2" -le $((r2 + 100000 * n))
 check "counting: no samples in counting mode ($s1 $s2)" test "$s1" = 0 -a "$s2" = 0
 expect "counting: total stays after stop" "$t2" cat $OP/0/total
 expect "counter files EBUSY while running" "ERR EBUSY" captured /tmp/c3 sh -c "optool write $OP/0/count 200000; true"
