@@ -55,47 +55,44 @@ cp "$KOUT/.config" "$out/config-$rel"
 dtbname=${dtb##*/}
 kimage=${KIMAGE##*/}
 files=("$out/$kimage" "$out/$dtbname" "$out/initramfs.cpio.gz" "$out/boot.scr")
-if [ "$board" = imx51-evk ]; then
-# RAM is 512 MiB at 0x90000000: the kernel decompresses to 0x90008000 (about 10 MiB), the DTB
-# goes 16 MiB in, the zImage 32 MiB in, the initramfs 64 MiB in.
+# Per board: where U-Boot loads the kernel image, DTB and initramfs, how it boots them, the SD
+# card's mmc device when the environment names none, and how the board's own environment runs
+# boot.scr.
+case $board in
+imx51-evk)
+    # RAM is 512 MiB at 0x90000000: the kernel decompresses to 0x90008000 (about 10 MiB), the
+    # DTB goes 16 MiB in, the zImage 32 MiB in, the initramfs 64 MiB in.
+    desc="the i.MX51 EVK" mkarch=arm kaddr=0x92000000 faddr=0x91000000 iaddr=0x94000000 boot=bootz dev=0
+    env_note="# Distro boot sets devtype/devnum/distro_bootpart; from uEnv.txt (U-Boot's mx51evk environment)
+# or by hand (source) it uses mmc \${mmcdev} or 0, partition \${mmcpart} or 1." ;;
+*)
+    # RAM starts at 0x40000000 (6 GiB on the EVK). U-Boot's imx8mp_evk addresses: the Image
+    # (about 6 MiB; booti moves it to a 2 MiB-aligned base if it needs to) at
+    # kernel_addr_r/loadaddr 0x40480000, the DTB at fdt_addr_r 0x43000000, the initramfs at
+    # initrd_addr 0x43800000.
+    desc="the i.MX 8M Plus EVK" mkarch=arm64 kaddr=0x40480000 faddr=0x43000000 iaddr=0x43800000 boot=booti dev=1
+    env_note="# Distro boot/bootstd set devtype/devnum/distro_bootpart; NXP's environment (loadbootscript) runs
+# it with mmcdev (the SD slot is mmc 1) and mmcpart; by hand (source) it uses mmc 1, partition 1." ;;
+esac
 cat > "$out/boot.cmd" <<CMD
-# oprofile-rs on the i.MX51 EVK: zImage + DTB + initramfs from the SD card's FAT partition.
-# boot.scr is this file wrapped by: mkimage -A arm -O linux -T script -C none -d boot.cmd boot.scr
-# Distro boot sets devtype/devnum/distro_bootpart; from uEnv.txt (U-Boot's mx51evk environment)
-# or by hand (source) it uses mmc \${mmcdev} or 0, partition 1.
+# oprofile-rs on $desc: $kimage + DTB + initramfs from the SD card's FAT partition.
+# boot.scr is this file wrapped by: mkimage -A $mkarch -O linux -T script -C none -d boot.cmd boot.scr
+$env_note
 if test -z "\${devtype}"; then setenv devtype mmc; fi
-if test -z "\${devnum}"; then if test -n "\${mmcdev}"; then setenv devnum \${mmcdev}; else setenv devnum 0; fi; fi
-if test -z "\${distro_bootpart}"; then setenv distro_bootpart 1; fi
-setenv bootargs console=$console loglevel=7
-fatload \${devtype} \${devnum}:\${distro_bootpart} 0x92000000 zImage
-fatload \${devtype} \${devnum}:\${distro_bootpart} 0x91000000 $dtbname
-fatload \${devtype} \${devnum}:\${distro_bootpart} 0x94000000 initramfs.cpio.gz
-bootz 0x92000000 0x94000000:\${filesize} 0x91000000
-CMD
-mkimage -A arm -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.cmd" "$out/boot.scr" >/dev/null
-# U-Boot's own mx51evk environment boots by `run mmcboot`, which imports /uEnv.txt from the
-# first partition and runs its uenvcmd (bootpart = mmcdev:1): that loads and runs boot.scr.
-echo 'uenvcmd=fatload mmc ${bootpart} 0x90800000 boot.scr; source 0x90800000' > "$out/uEnv.txt"
-files+=("$out/uEnv.txt")
-else
-# RAM starts at 0x40000000 (6 GiB on the EVK). U-Boot's imx8mp_evk addresses: the Image (about
-# 6 MiB; booti moves it to a 2 MiB-aligned base if it needs to) at kernel_addr_r/loadaddr
-# 0x40480000, the DTB at fdt_addr_r 0x43000000, the initramfs at initrd_addr 0x43800000.
-cat > "$out/boot.cmd" <<CMD
-# oprofile-rs on the i.MX 8M Plus EVK: Image + DTB + initramfs from the SD card's FAT partition.
-# boot.scr is this file wrapped by: mkimage -A arm64 -O linux -T script -C none -d boot.cmd boot.scr
-# Distro boot/bootstd set devtype/devnum/distro_bootpart; NXP's environment (loadbootscript) runs
-# it with mmcdev (the SD slot is mmc 1) and mmcpart; by hand (source) it uses mmc 1, partition 1.
-if test -z "\${devtype}"; then setenv devtype mmc; fi
-if test -z "\${devnum}"; then if test -n "\${mmcdev}"; then setenv devnum \${mmcdev}; else setenv devnum 1; fi; fi
+if test -z "\${devnum}"; then if test -n "\${mmcdev}"; then setenv devnum \${mmcdev}; else setenv devnum $dev; fi; fi
 if test -z "\${distro_bootpart}"; then if test -n "\${mmcpart}"; then setenv distro_bootpart \${mmcpart}; else setenv distro_bootpart 1; fi; fi
 setenv bootargs console=$console loglevel=7
-fatload \${devtype} \${devnum}:\${distro_bootpart} 0x40480000 Image
-fatload \${devtype} \${devnum}:\${distro_bootpart} 0x43000000 $dtbname
-fatload \${devtype} \${devnum}:\${distro_bootpart} 0x43800000 initramfs.cpio.gz
-booti 0x40480000 0x43800000:\${filesize} 0x43000000
+fatload \${devtype} \${devnum}:\${distro_bootpart} $kaddr $kimage
+fatload \${devtype} \${devnum}:\${distro_bootpart} $faddr $dtbname
+fatload \${devtype} \${devnum}:\${distro_bootpart} $iaddr initramfs.cpio.gz
+$boot $kaddr $iaddr:\${filesize} $faddr
 CMD
-mkimage -A arm64 -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.cmd" "$out/boot.scr" >/dev/null
+mkimage -A $mkarch -O linux -T script -C none -n "oprofile-rs $board" -d "$out/boot.cmd" "$out/boot.scr" >/dev/null
+if [ "$board" = imx51-evk ]; then
+    # U-Boot's own mx51evk environment boots by `run mmcboot`, which imports /uEnv.txt from the
+    # first partition and runs its uenvcmd (bootpart = mmcdev:1): that loads and runs boot.scr.
+    echo 'uenvcmd=fatload mmc ${bootpart} 0x90800000 boot.scr; source 0x90800000' > "$out/uEnv.txt"
+    files+=("$out/uEnv.txt")
 fi
 step "image $board: sdcard.img"
 img=$out/sdcard.img
