@@ -118,12 +118,16 @@ def check_long(d):
     check(len(top(vm)) == 10 and top(vm) == top(ks),
           f"long: top 10 kernel symbols from kallsyms == from vmlinux {top(vm)[:4]}...")
     # A debug kernel's checkers (lockdep, KASAN, KFENCE, kmemleak, debug objects) take real
-    # time in every workload; timer mode's samples also gather where lockdep re-enables
-    # interrupts (lock_is_held_type). The workload's own kernel work is ranked without them.
+    # time in every workload and are ranked out. They also keep interrupts off for long
+    # stretches, and a timer-mode sample lands where interrupts come back on
+    # (finish_task_switch, el0_svc, handle_softirqs: 6-10 % each on the arm64 debug kernel), so
+    # there dd's own routine is among the 6 hottest (4th and 3rd measured), on a plain kernel
+    # among the 3 hottest.
     work = [(sym, n) for sym, n in top(ks) if not CHECKERS.match(sym)]
     left_out = [x for x in top(ks) if x not in work]
-    check(any(re.search(r"read_zero|clear_user", sym) for sym, _ in work[:3]),
-          f"long: dd's read_zero / clear_user among the 3 hottest kernel symbols {work[:3]}"
+    rank = 6 if debug else 3
+    check(any(re.search(r"read_zero|clear_user", sym) for sym, _ in work[:rank]),
+          f"long: dd's read_zero / clear_user among the {rank} hottest kernel symbols {work[:rank]}"
           + (f" (the debug kernel's checkers left out: {left_out[:3]})" if left_out else ""))
 
 
@@ -147,19 +151,20 @@ def table(text):
 
 def check_agree(d, log):
     guest = block(log, "agree_report")
-    rc, out, err = oprof("report", d, "-l", "-n", "10")
+    # The guest sent the archive without oprof itself: the initramfs has the same file.
+    rc, out, err = oprof("report", d, "-l", "-n", "10", "--sysroot", S.root)
     host = table(out)
     g = table(guest or "")
     check(rc == 0 and len(host) >= 16 and host == g,
           f"agree: host and guest `oprof report -l -n 10` of one session are equal ({len(host)} lines)"
           + ("" if host == g else f"; first difference: host {next((h for h, x in zip(host, g) if h != x), host[-1:])!r}"
              f" guest {next((x for h, x in zip(host, g) if h != x), g[-1:])!r}"))
-    rep = report_json(d, "-l")
+    rep = report_json(d, "-l", "--sysroot", S.root)
     hot = [x for x in rep["images"] if x["image"] == "/bin/hot"]
     root = os.path.join(d, "root")
     check(hot and (hot[0]["path_on_host"] or "").startswith(root),
           f"agree: /bin/hot read from the archive {hot[0]['path_on_host'] if hot else None}")
-    rc, out, err = oprof("annotate", d, "--symbol", "hot_a", "--assembly")
+    rc, out, err = oprof("annotate", d, "--symbol", "hot_a", "--assembly", "--sysroot", S.root)
     # The header and the instruction rows (source text and notes differ: the source files are
     # on the host only).
     code = lambda t: [l for l in t.split("\n") if l.startswith("== ") or re.match(r"^[ 0-9.%*]*[0-9a-f]+:  ", l)]
