@@ -20,14 +20,21 @@
 //!
 //! Beside the sample path: [`kprof`] (Plan 9's kernel PC histogram, `kprof/kpctl` and
 //! `kprof/kpdata`) and [`profile_point`] (timed sections of this module, `profile_points`).
+//!
+//! `unsafe` lives in [`bridge`] (the kernel's C beyond the kernel crate) and [`oprofilefs`]
+//! (the filesystem's vtables) only: the compiler refuses it anywhere else.
+
+#![deny(unsafe_code)]
 
 use kernel::prelude::*;
 
 // Shared with the host crate, which uses the decoder and helpers the module does not.
 #[allow(dead_code, unreachable_pub)]
+#[forbid(unsafe_code)]
 #[path = "common/mod.rs"]
 mod common;
 
+#[allow(unsafe_code)]
 mod bridge;
 mod buffer_sync;
 mod cpu_buffer;
@@ -37,6 +44,7 @@ mod image_ids;
 mod kprof;
 mod model;
 mod oprof;
+#[allow(unsafe_code)]
 mod oprofilefs;
 mod profile_point;
 mod session;
@@ -100,6 +108,8 @@ impl kernel::InPlaceModule for OprofileModule {
     }
 }
 
+// `#[pinned_drop]` writes the `unsafe impl` pin-init requires; nothing unsafe is ours.
+#[allow(unsafe_code)]
 #[pinned_drop]
 impl PinnedDrop for OprofileModule {
     fn drop(self: Pin<&mut Self>) {

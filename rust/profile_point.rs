@@ -145,6 +145,10 @@ macro_rules! define_profile_point {
             $crate::profile_point::ProfilePoint::valid_name($name),
             "profile point names: 1..=20 bytes, no blanks, not `all`"
         );
+        // `link_section` is an unsafe attribute (the crate denies `unsafe_code`): the section
+        // holds only `ProfilePoint`s, which `bridge::profile_points` reads as one array
+        // between the symbols `rust/profile_points.lds` defines.
+        #[allow(unsafe_code)]
         #[link_section = ".profile_points"]
         #[used]
         $vis static $ident: $crate::profile_point::ProfilePoint =

@@ -4,6 +4,7 @@
 //! unchanged, so `cargo test` tests exactly what `oprofile.ko` runs.
 // The kernel has no `std`; tests may use it.
 #![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
 
 #[path = "../../../rust/common/aarch64.rs"]
 pub mod aarch64;
