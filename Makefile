@@ -22,6 +22,8 @@ export KARCH BOARD
 ARCH  := $(KARCH)
 LLVM  ?= 1
 RUSTC ?= /usr/bin/rustc
+# make CLIPPY=1: the kernel runs clippy on the module with the clippy of its rustc (rust-web-clippy).
+CLIPPY_DRIVER ?= /usr/bin/clippy-driver
 KVARIANT ?= plain
 export KVARIANT
 # A module must be built against the tree it is loaded into, so each variant's modules have their
@@ -32,7 +34,7 @@ MOD_DIRS := $(shell KARCH=$(KARCH) bash scripts/lib.sh --mod-dirs $(KVARIANT))
 MO_MAIN := MO=$(word 1,$(MOD_DIRS))
 MO_KMOD := MO=$(word 2,$(MOD_DIRS))
 KMAKE  = $(MAKE) -C "$$kdir" M=$(CURDIR) ARCH=$(ARCH) LLVM=$(LLVM) RUSTC=$(RUSTC) \
-         HOSTRUSTC=$(RUSTC) BINDGEN=$$(bash scripts/lib.sh --bindgen)
+         HOSTRUSTC=$(RUSTC) CLIPPY_DRIVER=$(CLIPPY_DRIVER) BINDGEN=$$(bash scripts/lib.sh --bindgen)
 KDIR_SH = kdir=$${KDIR:-$$(bash scripts/kdir.sh)} && export PATH=/usr/lib/llvm-19/bin:$$PATH &&
 INPLACE_CLEAN = if [ -f $(1)/modules.order ]; then $(KMAKE) M=$(1) clean; fi &&
 

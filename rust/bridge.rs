@@ -145,7 +145,7 @@ pub(crate) fn may_see_kernel_addresses() -> bool {
     let probe: *const c_void = (&raw const PROBE).cast();
     let mut out = [0u8; 32];
     // SAFETY: `out` is writable for its length; the format takes exactly one pointer argument.
-    let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_ptr(), probe) };
+    let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_char_ptr(), probe) };
     let shown = usize::try_from(n).ok().and_then(|n| out.get(..n.min(out.len() - 1)));
     shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
 }

@@ -95,10 +95,13 @@ enum Unresolved {
     NoMm,
 }
 
+/// Where a user PC was found, holding a reference to its file or address space.
+type UserLoc = SampleLoc<ARef<File>, ARef<MmWithUserAsync>>;
+
 /// Resolves user `pc` of the current task (interrupt context); the result owns a reference.
 /// The flag says whether the mapping is executable (`VM_EXEC`); `Deferred` (looked up at sync
 /// time) says true.
-fn resolve_user(pc: usize) -> core::result::Result<(SampleLoc<ARef<File>, ARef<MmWithUserAsync>>, bool), Unresolved> {
+fn resolve_user(pc: usize) -> core::result::Result<(UserLoc, bool), Unresolved> {
     match bridge::user::lookup_irq(pc) {
         Lookup::File { file, offset, exec } => Ok((SampleLoc::File { file, offset }, exec)),
         Lookup::Anon { exec } => Ok((SampleLoc::Anon, exec)),
@@ -203,7 +206,7 @@ fn staged_backtrace(s: &Staged, user: Option<&Regs>, depth: u32, frame: &mut dyn
     let (_, mut start) = user.backtrace(1, &mut |_| false);
     if s.kernel {
         start.entry = true;
-        start.pc = user.pc().0 as _;
+        start.pc = user.pc().0 as core::ffi::c_ulong;
     }
     (n, start)
 }

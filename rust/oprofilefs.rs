@@ -95,6 +95,8 @@ impl Key {
     }
 
     fn from_raw(raw: c_ulong) -> Key {
+        // `c_ulong` is u32 on ARM, u64 on arm64; `to_raw` stored an index below 2^24.
+        #[allow(clippy::unnecessary_cast)]
         Key { index: (raw >> 8) as u32, item: (raw & 0xff) as u8 }
     }
 }
@@ -369,7 +371,7 @@ impl<C: Tree> Dir<C> {
         // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
         // `'static`; the shim copies the name.
         let d = unsafe {
-            oprofilefs_shim_create(self.dentry, name.as_char_ptr(), mode, fops.map_or(core::ptr::null(), |f| f as *const _), key)
+            oprofilefs_shim_create(self.dentry, name.as_char_ptr(), mode, fops.map_or(core::ptr::null(), core::ptr::from_ref), key)
         };
         kernel::error::from_err_ptr(d)
     }
@@ -462,7 +464,7 @@ impl<C: Tree, W: Deref<Target = C> + Sync + 'static> Registration<C, W> {
                 // initialised above (fields initialise in order) and is pinned; the shared
                 // reference lives only for this block, in which nothing writes the slot (the
                 // `Pin<&mut W>` binding pin-init made for `inner` is not used).
-                let inner = unsafe { &*(&raw const (*this.as_ptr()).inner) };
+                let inner = unsafe { &(*this.as_ptr()).inner };
                 let ctx: *const C = &**inner;
                 // SAFETY: FFI call; the shim's file_system_type is static. The context stays valid
                 // while registered: `inner` is pinned here until `drop` unregisters.

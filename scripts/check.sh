@@ -39,8 +39,12 @@ else
     echo "not ok - lint-module.py ended without its counts"; counted "lint: module" 0 1
 fi
 
+step "lint: cargo clippy --all-targets (host crates, warnings are errors)"
+if (cd "$REPO" && cargo clippy --locked --all-targets -- -D warnings); then counted "lint: clippy" 1 0
+else echo "not ok - cargo clippy --all-targets -- -D warnings"; counted "lint: clippy" 0 1; fi
+
 step "cargo test (host crates)"
-rc=0; (cd "$REPO" && cargo test --locked 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
+rc=0; (cd "$REPO" && cargo test --locked --no-fail-fast 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
 # One "test result: ok. N passed; M failed; K ignored; ..." line per test binary and doc-test run.
 read -r p f k < <(sed -n 's/^test result: [^.]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored;.*/\1 \2 \3/p' "$OUT/cargo-test.log" |
                   awk '{ p += $1; f += $2; k += $3 } END { print p + 0, f + 0, k + 0 }')
@@ -52,11 +56,14 @@ counted "cargo test" "$p" "$f" "$k"
 step "building the module and the host tool"
 # ARMv7 (realview-pb-a8, virt-a15) and arm64 (virt-a53): each architecture's kernels, modules
 # and target oprof (the arm64 kernel trees build here on first use, scripts/build-kernel.sh).
-if ! make -C "$REPO" --no-print-directory module testmod host target-tools KVARIANT=plain ||
+# The plain modules build through the kernel's clippy (CLIPPY=1, rust-web-clippy: the clippy of
+# the kernel's rustc) with warnings as errors: a clippy or rustc warning fails the build.
+lint="CLIPPY=1 KRUSTFLAGS=-Dwarnings"
+if ! make -C "$REPO" --no-print-directory module testmod host target-tools KVARIANT=plain $lint ||
    ! make -C "$REPO" --no-print-directory module testmod KVARIANT=debug ||
-   ! make -C "$REPO" --no-print-directory module testmod target-tools BOARD=virt-a53 KVARIANT=plain ||
+   ! make -C "$REPO" --no-print-directory module testmod target-tools BOARD=virt-a53 KVARIANT=plain $lint ||
    ! make -C "$REPO" --no-print-directory module testmod BOARD=virt-a53 KVARIANT=debug; then
-    echo "not ok - build of the modules (plain and debug kernels, ARMv7 and arm64), the test module or the host tools failed"
+    echo "not ok - build of the modules (plain and debug kernels, ARMv7 and arm64; the plain ones with clippy, warnings as errors), the test module or the host tools failed"
     fail=$((fail + 1)); finish
 fi
 

@@ -10,7 +10,7 @@ set -euo pipefail
 
 need_root() { [ "$(id -u)" = 0 ] || die "run as root (apt-get install)"; }
 
-APT_PKGS=(rustc-web rust-web-src clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc cpio
+APT_PKGS=(rustc-web rust-web-src rust-web-clippy clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc cpio
           libelf-dev libssl-dev kmod gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-aarch64-linux-gnu libc6-dev-arm64-cross device-tree-compiler xz-utils
           python3 pyflakes3 ca-certificates
           mtools u-boot-tools fdisk dkms   # make image (FAT, boot.scr, sfdisk), the DKMS test

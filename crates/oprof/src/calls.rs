@@ -93,7 +93,9 @@ pub fn arm_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, exe
     let Some(a64) = arm_family(file) else { return ArmMarks::new() };
     // Bit 0 of an ARM symbol is the Thumb bit; A64 code has none.
     let mask = if a64 { !0 } else { !1 };
-    let mut marks: HashMap<SectionIndex, (Vec<(u64, Isa)>, Vec<(u64, Isa)>)> = HashMap::new();
+    // Per section: (mapping symbols, function symbols), each as (address, state).
+    type Marks = (Vec<(u64, Isa)>, Vec<(u64, Isa)>);
+    let mut marks: HashMap<SectionIndex, Marks> = HashMap::new();
     for s in file.symbols().chain(file.dynamic_symbols()) {
         let SymbolSection::Section(i) = s.section() else { continue };
         if !exec.contains(&i) {

@@ -210,7 +210,9 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
     let mut mappings: HashMap<usize, usize> = HashMap::new();
     let mut functions: HashMap<usize, u64> = HashMap::new();
     let mut locations: HashMap<(Space, u64, bool), u64> = HashMap::new();
-    let mut samples: HashMap<(Vec<u64>, Option<[Option<u64>; 3]>), Vec<i64>> = HashMap::new();
+    // (location ids, label values) → one value per sample type.
+    type SampleKey = (Vec<u64>, Option<[Option<u64>; 3]>);
+    let mut samples: HashMap<SampleKey, Vec<i64>> = HashMap::new();
     let ncols = p.sample_type.len();
     for counts in &agg.parts {
         for (k, &n) in &counts.keys {
