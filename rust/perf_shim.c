@@ -62,15 +62,18 @@ int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, bool (*is_arm_pmu)(c
 	return 0;
 }
 
+/*
+ * Every overflow goes to Rust, with NULL registers too (which Rust counts as a sample without a
+ * valid PC): @regs are the PMU driver's get_irq_regs() (drivers/perf/arm_v7_pmu.c,
+ * arm_pmuv3.c), NULL only for an overflow handled outside an interrupt entry.
+ */
 static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_data *data,
 				   struct pt_regs *regs)
 {
 	bool throttled = event->hw.interrupts == OPROFILE_MAX_INTERRUPTS;
 
-	if (!regs)
-		return;
-	oprofile_rust_perf_overflow(event->overflow_handler_context, regs, !user_mode(regs),
-				    throttled);
+	oprofile_rust_perf_overflow(event->overflow_handler_context, regs,
+				    regs && !user_mode(regs), throttled);
 }
 
 /**

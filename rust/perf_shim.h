@@ -16,7 +16,10 @@ struct oprofile_pmu_info {
 	bool no_interrupt;	/* PERF_PMU_CAP_NO_INTERRUPT: no overflow IRQ described */
 };
 
-/* Rust: one overflow of the counter whose slot is @context (interrupt context). */
+/*
+ * Rust: one overflow of the counter whose slot is @context (interrupt context); @regs may be
+ * NULL (then @kernel is false).
+ */
 struct pt_regs;
 void oprofile_rust_perf_overflow(void *context, struct pt_regs *regs, bool kernel, bool throttled);
 

@@ -7,6 +7,8 @@
 //!
 //! Losses that belong to one hardware counter are counted twice: under `stats/N/` for counter
 //! `N` ([`CounterStats`]) and in the global file of the same name, which is their sum.
+//! `sample_lost_overrun` is also counted per CPU (`stats/cpuN/`, [`CpuStats`]): the global file
+//! is the sum of those too (timer mode has no counters, only the per-CPU and global files).
 //!
 //! Each group of counters is declared by [`stat_counters!`], one line per counter: the field
 //! name is the file name and the declaration order is the file order (legacy order first), so
@@ -96,6 +98,13 @@ stat_counters! {
         /// deferred step: delivered with their kernel call chain, but without their task's
         /// executable (app cookie 0) and the user part of their chain. Not a loss.
         nmi_task_switched,
+        /// Sampling periods of this CPU that passed without a sample because its interrupt came
+        /// more than a period late. Timer mode: the hrtimer's overruns beyond the expiry its
+        /// callback samples (`hrtimer_forward` returns every period that elapsed), counted
+        /// exactly at each late tick. Hardware models: the sum of this CPU's per-counter
+        /// estimates (as `stats/N/sample_lost_overrun`). Periods never sampled, not samples
+        /// taken: not part of `sample_received`. The global `sample_lost_overrun` is their sum.
+        sample_lost_overrun,
     }
 }
 
@@ -110,12 +119,22 @@ stat_counters! {
         sample_lost_overrun,
         /// Times perf throttled this counter.
         event_throttled,
+        /// Readings of this counter (one CPU's perf event, read about every 100 ms) rejected
+        /// because they cannot be right: lower than the previous reading (perf's count never
+        /// decreases), or, for an event counting CPU cycles, more cycles since the previous
+        /// reading than `common::counter::MAX_CYCLES_PER_NS` per ns of time running plus
+        /// `common::counter::READ_SKEW_EVENTS` (a 32-bit counter that steps back, as QEMU's did
+        /// once, reads as a wrap too many: about 2^32 more). The events, time and overflow
+        /// handler calls between the rejected reading and the one before it are left out of
+        /// `N/total`, `N/time_running` and the loss estimates.
+        event_read_rejected,
     }
 }
 
 stat_counters! {
-    /// The global counters, as `stats/<name>` (mode 0444, `"%lu\n"`), in legacy order; the last
-    /// six (from `sample_lost_no_irq`) are ours. Reached through [`Stats`] (`stats.sample_lost_no_mm`).
+    /// The global counters, as `stats/<name>` (mode 0444, `"%lu\n"`), in legacy order; the
+    /// ones from `sample_lost_no_irq` on are ours. Reached through [`Stats`]
+    /// (`stats.sample_lost_no_mm`).
     pub(crate) struct GlobalStats {
         /// User samples of a task without mm.
         sample_lost_no_mm,
@@ -130,8 +149,10 @@ stat_counters! {
         /// elapsed without a sample), estimated from the counts; hardware models only. Sum of
         /// `stats/N/sample_lost_no_irq`.
         sample_lost_no_irq,
-        /// Sampling periods skipped because an overflow interrupt came more than a period late.
-        /// Sum of `stats/N/sample_lost_overrun`.
+        /// Sampling periods skipped because a sampling interrupt came more than a period late
+        /// (a late hrtimer in timer mode, a late overflow interrupt in hardware models). Sum
+        /// of `stats/cpuN/sample_lost_overrun`, and in hardware models of
+        /// `stats/N/sample_lost_overrun`.
         sample_lost_overrun,
         /// Times perf throttled a sampling counter (it counts nothing until perf's next tick
         /// restarts it). Sum of `stats/N/event_throttled`.
@@ -152,6 +173,9 @@ stat_counters! {
         /// User-stack snapshots taken but not written: no room in the event buffer, or the
         /// task's mappings could not be listed.
         user_stack_lost,
+        /// Counter readings rejected as impossible; hardware models only. Sum of
+        /// `stats/N/event_read_rejected`.
+        event_read_rejected,
     }
 }
 

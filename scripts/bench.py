@@ -201,7 +201,10 @@ def p1(t, board, runs, info):
                       fa, fb or None, (sa, sb), detail=dict(ours=fa, peer=fb))
 
 
-# stats.json keys (global or per CPU/counter, summed) by kind of loss.
+# stats.json keys (global or per CPU, summed) by kind of loss (Documentation/oprofilefs.rst,
+# "Accounting"): samples taken and lost (sample_invalid_eip also counts perf overflows without
+# registers), and periods the module counted as not sampled (sample_lost_overrun: perf's late
+# overflow interrupts and timer mode's late hrtimer ticks, per CPU).
 SAMPLES_LOST = ("sample_lost_overflow", "sample_invalid_eip", "sample_lost_nmi_overflow", "sample_lost_nmi_task",
                 "sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow")
 PERIODS_COUNTED = ("sample_lost_no_irq", "sample_lost_overrun")
@@ -210,10 +213,11 @@ CHAIN_LOSSES = ("backtrace_aborted", "bt_lost_no_mapping", "user_stack_no_buffer
 
 
 def summed(r, name):
-    """A stat summed over CPUs (cpuN/name) or the global stat `name` (counter stats are summed
-    into it by the module)."""
-    per_cpu = [v for k, v in r.items() if k.startswith("cpu") and k.endswith("/" + name)]
-    return sum(per_cpu) if per_cpu else r.get(name, 0)
+    """The global stat `name` when there is one (the module makes it the sum of its cpuN/ and
+    N/ files: sample_lost_overrun has both), else the stat summed over CPUs (cpuN/name)."""
+    if name in r:
+        return r[name]
+    return sum(v for k, v in r.items() if re.fullmatch(rf"cpu\d+/{name}", k))
 
 
 def p2(t, board, runs, info):
@@ -226,9 +230,9 @@ def p2(t, board, runs, info):
         chains = {k: summed(r, k) for k in CHAIN_LOSSES}
         throttled = r.get("event_throttled", 0)
         secs = r["period_ns"] / 1e9
-        # Periods that took no sample and that the module did not count (timer mode counts no
-        # late hrtimer): the rate asked for over the profiling period, on every CPU, less the
-        # samples taken and the periods counted. The session's start and stop fall between
+        # Periods that took no sample and that the module did not count: the rate asked for
+        # over the profiling period, on every CPU, less the samples taken and the periods
+        # counted (timer mode counts its late hrtimer ticks' skipped periods too). The session's start and stop fall between
         # two periods of each CPU: up to 2 per CPU are edges, not losses.
         expected = rate * secs * cpus
         uncounted = max(0, round(expected - received - sum(counted.values())))

@@ -112,9 +112,11 @@ pub(crate) fn cpu_online(cpu: u32) -> bool {
 /// What an [`Event`] does on each counter overflow.
 pub(crate) trait Overflow: Send + Sync {
     /// One overflow, in interrupt (or NMI-like) context on the event's CPU: `regs` are the
-    /// interrupted registers, `kernel` whether they are kernel mode, `throttled` whether perf
-    /// has just throttled the event (too many overflows per tick).
-    fn overflow(&self, regs: &Regs, kernel: bool, throttled: bool);
+    /// interrupted registers (`None` when perf passed none: the PMU drivers pass
+    /// `get_irq_regs()`, which only an overflow handled outside an interrupt entry lacks),
+    /// `kernel` whether they are kernel mode (false without registers), `throttled` whether
+    /// perf has just throttled the event (too many overflows per tick).
+    fn overflow(&self, regs: Option<&Regs>, kernel: bool, throttled: bool);
 }
 
 /// How an [`Event`] counts.
@@ -192,9 +194,13 @@ impl Drop for Event {
 /// Called by the shim's perf overflow handler, in interrupt (or NMI-like) context on the
 /// event's CPU.
 ///
+/// Every overflow reaches the handler, one without registers (`regs` null) too: it is counted
+/// there, never dropped here.
+///
 /// # Safety
 ///
-/// `context` must be the handler of a live [`Event`]; `regs` live registers for the call.
+/// `context` must be the handler of a live [`Event`]; `regs` null or live registers for the
+/// call.
 #[no_mangle]
 unsafe extern "C" fn oprofile_rust_perf_overflow(
     context: *mut c_void,
@@ -204,8 +210,7 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(
 ) {
     // SAFETY: Our contract: the handler lives until its event is released, which waits for us.
     let handler = unsafe { &*context.cast_const().cast::<Arc<dyn Overflow>>() };
-    // SAFETY: Live for the call (our contract).
-    if let Some(regs) = unsafe { Regs::from_raw(regs) } {
-        handler.overflow(regs, kernel, throttled);
-    }
+    // SAFETY: Null or live for the call (our contract).
+    let regs = unsafe { Regs::from_raw(regs) };
+    handler.overflow(regs, kernel, throttled);
 }

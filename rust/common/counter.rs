@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Counter configuration (the `N/` directories of oprofilefs) and its validation at `buffer`
-//! open; the sample-loss estimate of the perf model.
+//! open; the perf model's checks of its counter readings and its sample-loss estimate.
 //!
 //! Legacy `drivers/oprofile/oprofile_perf.c` copied the six files of each counter into a
 //! `struct op_counter_config` and let perf reject what it could not do, which on ARM meant an
@@ -9,6 +9,7 @@
 //! ([`super::events`]) and names the counter and the reason.
 
 use super::events::{self, CpuModel};
+use super::parse::div_rem_10;
 use core::fmt;
 
 /// One counter directory's values (legacy `struct op_counter_config`), written as ulongs.
@@ -211,14 +212,178 @@ pub struct Losses {
 
 /// Computes [`Losses`]; `period` = 0 (counting only) loses nothing.
 pub fn losses(total: u64, period: u64, handled: u64) -> Losses {
+    losses_seen(total, period, handled, handled > 0)
+}
+
+/// [`losses`] of `handled` handler calls out of the `total` events' periods, where
+/// `interrupted` says whether the handler ran at all (also outside those events: see
+/// [`EventCount::losses`]).
+fn losses_seen(total: u64, period: u64, handled: u64, interrupted: bool) -> Losses {
     if period == 0 {
         return Losses::default();
     }
     let expected = div_u64(total, period);
-    if handled == 0 {
+    if !interrupted {
         Losses { no_irq: expected, overrun: 0 }
     } else {
         Losses { no_irq: 0, overrun: expected.saturating_sub(handled.saturating_add(1)) }
+    }
+}
+
+/// One reading of a perf event (one counter on one CPU): `perf_event_read_value`'s count and
+/// time running (ns), both since the event was created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reading {
+    /// Events counted.
+    pub value: u64,
+    /// ns the event was on the PMU counting (perf's `time_running`).
+    pub running_ns: u64,
+}
+
+/// The most CPU cycles per ns of time running a cycle event ([`counts_cycles`]) can count: a
+/// 10 GHz clock. One increment per cycle is the event's definition; no ARM core runs at half
+/// that clock. The only bound on hardware the module assumes, and only for cycle events.
+pub const MAX_CYCLES_PER_NS: u64 = 10;
+
+/// Events a reading of a cycle event may show beyond [`MAX_CYCLES_PER_NS`] × its time running
+/// since the previous one: half a 32-bit wrap. perf stamps an event's time running, then reads
+/// its counter (`__perf_event_read`, with interrupts off on the event's CPU), so each end of an
+/// interval counts the events between the stamp and the read as well; this allows 2^31 of them
+/// (0.2 s at 10 GHz). A 32-bit counter that steps back by `d` events reads as a wrap: perf
+/// adds `2^32 - d`; that is caught while `d`, less the cycles the interval allows, stays below
+/// 2^31 (a step back of about 1 s of cycles within a 100 ms refresh interval at 1 GHz).
+pub const READ_SKEW_EVENTS: u64 = 1 << 31;
+
+/// Whether event number `event` counts CPU cycles, one per cycle: ARMv7's `0xFF` (the cycle
+/// counter CCNT) and `0x11` (cycles on an event counter, `CLOCK_CYCLES` in the ARMv7 tables),
+/// ARMv8's `0x11` (`CPU_CYCLES`). Other events may count several per cycle: the module knows no
+/// bound on their rate.
+pub fn counts_cycles(event: u64) -> bool {
+    matches!(event, 0x11 | 0xFF)
+}
+
+/// Why [`check_reading`] rejected a reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// The count is lower than at the previous reading: perf only ever adds to an event's
+    /// count (each update adds the counter's advance, masked to its width).
+    SteppedBack { previous: u64, now: u64 },
+    /// A cycle event rose by more than [`MAX_CYCLES_PER_NS`] × `running_ns` +
+    /// [`READ_SKEW_EVENTS`] in the interval, `running_ns` being its time running then: as a
+    /// 32-bit counter that stepped back reads (one wrap too many).
+    TooFast { increase: u64, running_ns: u64 },
+}
+
+/// A `u64` written in decimal with 32-bit divisions only ([`div_rem_10`]): `core::fmt` of a
+/// `u64` above 9999 calls the 64-bit division helper 32-bit ARM kernels lack.
+pub struct Count(pub u64);
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // u64::MAX has 20 digits; they are filled from the end.
+        let mut digits = [0u8; 20];
+        let (mut n, mut v) = (digits.len(), self.0);
+        while let Some(i) = n.checked_sub(1) {
+            let (q, r) = div_rem_10(v);
+            if let Some(d) = digits.get_mut(i) {
+                *d = b'0' + r;
+            }
+            n = i;
+            v = q;
+            if v == 0 {
+                break;
+            }
+        }
+        // ASCII digits only.
+        f.write_str(digits.get(n..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("?"))
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Rejection::SteppedBack { previous, now } => write!(
+                f,
+                "stepped back from {} to {} events (perf's count never decreases)",
+                Count(previous),
+                Count(now)
+            ),
+            Rejection::TooFast { increase, running_ns } => write!(
+                f,
+                "rose by {} cycles in {} ns of counting, more than {} per ns plus 2^31 (a 32-bit counter that stepped back reads as a wrap too many)",
+                Count(increase),
+                Count(running_ns),
+                MAX_CYCLES_PER_NS
+            ),
+        }
+    }
+}
+
+/// Checks reading `now` of an event against its previous reading `prev` (the default
+/// [`Reading`] before the first: the event starts at 0); `cycles`: the event counts CPU cycles
+/// ([`counts_cycles`]). Returns the increase, or why it cannot be right: only what the
+/// readings prove, see [`Rejection`].
+pub fn check_reading(prev: Reading, now: Reading, cycles: bool) -> Result<u64, Rejection> {
+    let Some(increase) = now.value.checked_sub(prev.value) else {
+        return Err(Rejection::SteppedBack { previous: prev.value, now: now.value });
+    };
+    if cycles {
+        let running_ns = now.running_ns.saturating_sub(prev.running_ns);
+        let allowed = running_ns.saturating_mul(MAX_CYCLES_PER_NS).saturating_add(READ_SKEW_EVENTS);
+        if increase > allowed {
+            return Err(Rejection::TooFast { increase, running_ns });
+        }
+    }
+    Ok(increase)
+}
+
+/// One perf event's count as the perf model keeps it: the sum of its readings' accepted
+/// increases. A rejected reading ([`check_reading`]) leaves its interval (since the previous
+/// reading) out of the total, the time running and the handler calls the losses are estimated
+/// from, and becomes the base of the next increase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventCount {
+    /// The last reading, as perf gave it.
+    pub last: Reading,
+    /// Overflow handler calls when it was taken.
+    pub last_handled: u64,
+    /// Events of the accepted intervals: the event's share of `N/total`.
+    pub total: u64,
+    /// Their time running, ns: its share of `N/time_running`.
+    pub running_ns: u64,
+    /// Overflow handler calls in rejected intervals.
+    pub handled_rejected: u64,
+    /// Rejected readings.
+    pub rejected: u64,
+}
+
+impl EventCount {
+    /// Takes reading `now`, after which the event's overflow handler had run `handled` times
+    /// in all; `cycles`: see [`check_reading`]. Returns why the reading was rejected, if it was.
+    pub fn update(&mut self, now: Reading, handled: u64, cycles: bool) -> Option<Rejection> {
+        let calls = handled.saturating_sub(self.last_handled);
+        let verdict = check_reading(self.last, now, cycles);
+        match verdict {
+            Ok(increase) => {
+                self.total = self.total.saturating_add(increase);
+                self.running_ns = self.running_ns.saturating_add(now.running_ns.saturating_sub(self.last.running_ns));
+            }
+            Err(_) => {
+                self.handled_rejected = self.handled_rejected.saturating_add(calls);
+                self.rejected = self.rejected.saturating_add(1);
+            }
+        }
+        self.last = now;
+        self.last_handled = handled;
+        verdict.err()
+    }
+
+    /// The samples lost in the accepted intervals ([`losses`]): their periods against the
+    /// handler calls in them. A rejected interval's count is not known, so neither its periods
+    /// nor its samples enter.
+    pub fn losses(&self, period: u64) -> Losses {
+        let handled = self.last_handled.saturating_sub(self.handled_rejected);
+        losses_seen(self.total, period, handled, self.last_handled > 0)
     }
 }
 
@@ -299,5 +464,117 @@ mod tests {
         assert_eq!(losses(1_000_000, 100_000, 9), l(0, 0), "one in flight is forgiven");
         assert_eq!(losses(1_000_000, 100_000, 5), l(0, 4), "late interrupts");
         assert_eq!(losses(99_999, 100_000, 0), l(0, 0));
+    }
+
+    const MS: u64 = 1_000_000;
+    const WRAP: u64 = 1 << 32;
+
+    fn at(value: u64, running_ns: u64) -> Reading {
+        Reading { value, running_ns }
+    }
+
+    #[test]
+    fn cycle_events() {
+        for e in [0x11, 0xFF] {
+            assert!(counts_cycles(e), "{e:#x}");
+        }
+        for e in [0x00, 0x03, 0x08, 0x10, 0x1D, 0x1B] {
+            assert!(!counts_cycles(e), "{e:#x}");
+        }
+    }
+
+    #[test]
+    fn readings_that_can_be_right_are_taken() {
+        // 1 GHz over 100 ms, the first reading from the event's creation.
+        assert_eq!(check_reading(Reading::default(), at(100 * MS, 100 * MS), true), Ok(100 * MS));
+        // No cycles at all (an idle CPU's cycle counter stops in WFI on hardware).
+        assert_eq!(check_reading(at(5, 10), at(5, 100 * MS), true), Ok(0));
+        // The bound itself: 10 per ns + 2^31.
+        let edge = 10 * 100 * MS + READ_SKEW_EVENTS;
+        assert_eq!(check_reading(at(7, MS), at(7 + edge, 101 * MS), true), Ok(edge));
+        // A non-cycle event has no rate bound: a large rise is taken.
+        assert_eq!(check_reading(at(0, 0), at(3 * WRAP, MS), false), Ok(3 * WRAP));
+        // Read twice within no time: the skew allowance alone.
+        assert_eq!(check_reading(at(10, 50), at(10 + READ_SKEW_EVENTS, 50), true), Ok(READ_SKEW_EVENTS));
+    }
+
+    #[test]
+    fn a_reading_that_steps_back_is_rejected() {
+        let r = check_reading(at(1_000_000, 5 * MS), at(999_999, 6 * MS), true);
+        assert_eq!(r, Err(Rejection::SteppedBack { previous: 1_000_000, now: 999_999 }));
+        // Whatever the event.
+        assert!(check_reading(at(1, 0), at(0, 1), false).is_err());
+    }
+
+    #[test]
+    fn a_wrap_too_many_is_rejected() {
+        // QEMU virt-a15 (DEVELOPERS.md): the 32-bit counter of event 0x11 stepped back ~97 ms
+        // of 1 GHz cycles and perf added 2^32 - 97e6 to its count within a 100 ms interval.
+        let prev = at(7_000 * MS, 7_000 * MS);
+        let now = at(7_000 * MS + 100 * MS + WRAP - 97 * MS, 7_100 * MS);
+        assert_eq!(
+            check_reading(prev, now, true),
+            Err(Rejection::TooFast { increase: WRAP + 3 * MS, running_ns: 100 * MS })
+        );
+        // One past the bound is rejected; a non-cycle event's is taken (nothing proves it wrong).
+        let edge = 10 * 100 * MS + READ_SKEW_EVENTS;
+        assert!(check_reading(at(0, 0), at(edge + 1, 100 * MS), true).is_err());
+        assert_eq!(check_reading(prev, now, false), Ok(WRAP + 3 * MS));
+        let msg = check_reading(prev, now, true).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            "rose by 4297967296 cycles in 100000000 ns of counting, more than 10 per ns plus 2^31 (a 32-bit counter that stepped back reads as a wrap too many)"
+        );
+    }
+
+    #[test]
+    fn count_formats_every_u64() {
+        for v in [0u64, 7, 9999, 10_000, 4_294_967_296, u64::MAX] {
+            assert_eq!(Count(v).to_string(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn rejected_intervals_do_not_inflate_the_totals_or_the_losses() {
+        // One CPU's 0x11 counter sampling every 1M cycles at 1 GHz, 100 handler calls per
+        // 100 ms refresh, and in the third interval the QEMU step back.
+        let period = MS;
+        let mut c = EventCount::default();
+        let mut raw = 0u64;
+        let mut handled = 0u64;
+        for i in 1..=10u64 {
+            raw += 100 * MS + if i == 3 { WRAP - 97 * MS } else { 0 };
+            handled += 100;
+            let r = c.update(at(raw, i * 100 * MS), handled, true);
+            assert_eq!(r.is_some(), i == 3, "reading {i}: {r:?}");
+        }
+        assert_eq!(c.rejected, 1);
+        assert_eq!(c.total, 9 * 100 * MS, "nine accepted intervals");
+        assert_eq!(c.running_ns, 9 * 100 * MS);
+        assert_eq!(c.handled_rejected, 100);
+        assert_eq!(c.losses(period), Losses { no_irq: 0, overrun: 0 });
+        // Taken at face value the wrap would have made 4196 periods "lost".
+        assert_eq!(losses(raw, period, handled), Losses { no_irq: 0, overrun: 4196 });
+
+        // A reading that steps back becomes the base of the next one.
+        let mut c = EventCount::default();
+        assert_eq!(c.update(at(500, 10), 0, false), None);
+        assert!(c.update(at(400, 20), 0, false).is_some());
+        assert_eq!(c.update(at(450, 30), 0, false), None);
+        assert_eq!((c.total, c.running_ns, c.rejected), (550, 20, 1));
+    }
+
+    #[test]
+    fn no_interrupt_stays_no_interrupt() {
+        // The handler never ran: every period of the accepted intervals is `no_irq`.
+        let mut c = EventCount::default();
+        c.update(at(1_000_000, 10 * MS), 0, true);
+        assert_eq!(c.losses(100_000), Losses { no_irq: 10, overrun: 0 });
+        // It ran, but only in a rejected interval: the accepted ones lost their periods late,
+        // not for want of an interrupt.
+        let mut c = EventCount::default();
+        c.update(at(1_000_000, 10 * MS), 0, true);
+        c.update(at(1_000_000 + WRAP, 11 * MS), 3, true);
+        assert_eq!(c.losses(100_000), Losses { no_irq: 0, overrun: 9 });
     }
 }

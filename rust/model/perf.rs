@@ -23,14 +23,19 @@
 //! - Lost samples are estimated from the counts (see [`counter::losses`]): overflows without
 //!   any interrupt (no PMU IRQ wired, as QEMU's realview-pb-a8) in `stats/sample_lost_no_irq`,
 //!   periods skipped because an interrupt came more than a period late in
-//!   `stats/sample_lost_overrun`; perf throttling is counted in `stats/event_throttled`. Each
-//!   is logged once per profiling period.
+//!   `stats/sample_lost_overrun` (also per CPU, `stats/cpuN/`); perf throttling is counted in
+//!   `stats/event_throttled`. Each is logged once per profiling period.
+//! - Each reading is checked against the event's previous one ([`counter::check_reading`]): a
+//!   count that went down, or a cycle count that rose faster than any CPU clock (a 32-bit
+//!   counter that stepped back, which perf reads as a wrap: seen once under QEMU), is rejected
+//!   and its interval left out of `N/total`, `N/time_running` and the loss estimates, counted
+//!   in `stats/N/event_read_rejected` and logged once per profiling period.
 //!
 //! CPUs that come online while profiling are not counted until the next start.
 
 use crate::bridge::perf::{self as perf_event, Attr, Event, Overflow, PmuInfo, PmuModels};
 use crate::bridge::regs::Regs;
-use crate::common::counter::{self, CounterConfig};
+use crate::common::counter::{self, Count, CounterConfig, Reading};
 use crate::common::events::CpuModel;
 use crate::model::{CounterTotal, Model, Poll};
 use crate::session::Session;
@@ -83,13 +88,67 @@ struct Slot {
     /// Samples lost by this event as of the last refresh ([`counter::losses`]).
     lost_no_irq: Atomic<usize>,
     lost_overrun: Atomic<usize>,
+    /// Its count as the refreshes accepted it ([`counter::EventCount`]).
+    count: CountCell,
     session: Arc<Session>,
+}
+
+/// A [`counter::EventCount`] in atomics, so that the shared [`Slot`] can keep it: only
+/// [`PerfRun::refresh`] uses it, under the run's mutex, hence `Relaxed`.
+struct CountCell {
+    last_value: Atomic<u64>,
+    last_running_ns: Atomic<u64>,
+    last_handled: Atomic<u64>,
+    total: Atomic<u64>,
+    running_ns: Atomic<u64>,
+    handled_rejected: Atomic<u64>,
+    rejected: Atomic<u64>,
+}
+
+impl CountCell {
+    /// Nothing read yet.
+    fn new() -> Self {
+        CountCell {
+            last_value: Atomic::new(0),
+            last_running_ns: Atomic::new(0),
+            last_handled: Atomic::new(0),
+            total: Atomic::new(0),
+            running_ns: Atomic::new(0),
+            handled_rejected: Atomic::new(0),
+            rejected: Atomic::new(0),
+        }
+    }
+
+    /// The count as the last refresh left it.
+    fn get(&self) -> counter::EventCount {
+        counter::EventCount {
+            last: Reading { value: self.last_value.load(Relaxed), running_ns: self.last_running_ns.load(Relaxed) },
+            last_handled: self.last_handled.load(Relaxed),
+            total: self.total.load(Relaxed),
+            running_ns: self.running_ns.load(Relaxed),
+            handled_rejected: self.handled_rejected.load(Relaxed),
+            rejected: self.rejected.load(Relaxed),
+        }
+    }
+
+    /// Keeps `c` for the next refresh.
+    fn set(&self, c: &counter::EventCount) {
+        self.last_value.store(c.last.value, Relaxed);
+        self.last_running_ns.store(c.last.running_ns, Relaxed);
+        self.last_handled.store(c.last_handled, Relaxed);
+        self.total.store(c.total, Relaxed);
+        self.running_ns.store(c.running_ns, Relaxed);
+        self.handled_rejected.store(c.handled_rejected, Relaxed);
+        self.rejected.store(c.rejected, Relaxed);
+    }
 }
 
 impl Overflow for Slot {
     /// Logs a sample with event = counter index (legacy `oprofile_add_sample(regs, id)`), unless
-    /// its mode is filtered out; counts throttling.
-    fn overflow(&self, regs: &Regs, kernel: bool, throttled: bool) {
+    /// its mode is filtered out; counts throttling. An overflow without registers has no mode
+    /// to filter by: it is taken as a sample without a valid PC (this CPU's `sample_received`
+    /// and `sample_invalid_eip`), never dropped uncounted.
+    fn overflow(&self, regs: Option<&Regs>, kernel: bool, throttled: bool) {
         self.handled.add(1, Relaxed);
         if throttled {
             let stats = &self.session.stats;
@@ -98,10 +157,10 @@ impl Overflow for Slot {
                 stats::inc(&c.event_throttled);
             }
         }
-        if (kernel && !self.kernel) || (!kernel && !self.user) {
+        if regs.is_some() && ((kernel && !self.kernel) || (!kernel && !self.user)) {
             return;
         }
-        self.session.cpu.add_sample(Some(regs), self.counter);
+        self.session.cpu.add_sample(regs, self.counter);
     }
 }
 
@@ -115,6 +174,7 @@ struct RunState {
     warned_overrun: bool,
     warned_throttle: bool,
     warned_sched: bool,
+    warned_rejected: bool,
 }
 
 /// The perf events of one profiling period (`enable=1` to `enable=0`); they are released
@@ -128,9 +188,12 @@ pub(crate) struct PerfRun {
 }
 
 impl PerfRun {
-    /// Reads every event, updates the totals and the loss stats (`sample_lost_no_irq`,
-    /// `sample_lost_overrun`, per counter under `stats/N/` and their sums), logs each kind of
-    /// loss once per run. Process context (reading a counter of another CPU takes an IPI).
+    /// Reads every event, checks each reading against the event's previous one
+    /// ([`counter::EventCount`]: a rejected reading's interval is left out), updates the totals
+    /// and the stats (`sample_lost_no_irq`, `sample_lost_overrun`, `event_read_rejected`, per
+    /// counter under `stats/N/`, `sample_lost_overrun` per CPU under `stats/cpuN/`, and their
+    /// sums), logs each kind of loss or rejection once per run. Process context (reading a
+    /// counter of another CPU takes an IPI).
     fn refresh(&self) {
         let mut guard = self.state.lock();
         let st = &mut *guard;
@@ -144,16 +207,30 @@ impl PerfRun {
         for (slot, ev) in st.events.iter() {
             let (value, enabled, running) = ev.read();
             let counter = slot.counter as usize;
-            if let Some(t) = st.totals.get_mut(counter) {
-                t.events = t.events.saturating_add(value);
-                t.running_ns = t.running_ns.saturating_add(running);
+            let mut count = slot.count.get();
+            let handled = slot.handled.load(Relaxed) as u64;
+            let reading = Reading { value, running_ns: running };
+            let rejection = count.update(reading, handled, counter::counts_cycles(u64::from(slot.number)));
+            slot.count.set(&count);
+            if let Some(why) = rejection {
+                if !st.warned_rejected {
+                    st.warned_rejected = true;
+                    pr_warn!(
+                        "counter {} ({}) on CPU {}: a reading {}; its interval is left out of {}/total and the loss estimates (stats/{}/event_read_rejected)\n",
+                        counter, event_name(self.spec, &st.events, counter), slot.cpu, format_args!("{why}"), counter, counter
+                    );
+                }
             }
-            let l = counter::losses(value, slot.period, slot.handled.load(Relaxed) as u64);
+            if let Some(t) = st.totals.get_mut(counter) {
+                t.events = t.events.saturating_add(count.total);
+                t.running_ns = t.running_ns.saturating_add(count.running_ns);
+            }
+            let l = count.losses(slot.period);
             if l.no_irq > 0 && !st.warned_irq {
                 st.warned_irq = true;
                 pr_warn!(
                     "counter {} ({}) on CPU {}: {} sampling periods elapsed but the PMU raised no overflow interrupt; those samples are lost (stats/sample_lost_no_irq). Counting still works ({}/total).\n",
-                    counter, event_name(self.spec, &st.events, counter), slot.cpu, l.no_irq, counter
+                    counter, event_name(self.spec, &st.events, counter), slot.cpu, format_args!("{}", Count(l.no_irq)), counter
                 );
             }
             if l.overrun > 0 && !st.warned_overrun {
@@ -182,12 +259,30 @@ impl PerfRun {
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
                 .fold(0usize, |acc, s| acc.saturating_add(lost(s).load(Relaxed)))
         };
+        let rejected = |counter: Option<usize>| {
+            st.events
+                .iter()
+                .map(|(s, _)| s)
+                .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
+                .fold(0usize, |acc, s| acc.saturating_add(usize::try_from(s.count.rejected.load(Relaxed)).unwrap_or(usize::MAX)))
+        };
         for (n, c) in stats.counter.iter().enumerate() {
             c.sample_lost_no_irq.store(sum(Some(n), |s| &s.lost_no_irq), Relaxed);
             c.sample_lost_overrun.store(sum(Some(n), |s| &s.lost_overrun), Relaxed);
+            c.event_read_rejected.store(rejected(Some(n)), Relaxed);
+        }
+        for (cpu, c) in stats.cpu.iter().enumerate() {
+            let overrun = st
+                .events
+                .iter()
+                .map(|(s, _)| s)
+                .filter(|s| s.cpu as usize == cpu)
+                .fold(0usize, |acc, s| acc.saturating_add(s.lost_overrun.load(Relaxed)));
+            c.sample_lost_overrun.store(overrun, Relaxed);
         }
         stats.sample_lost_no_irq.store(sum(None, |s| &s.lost_no_irq), Relaxed);
         stats.sample_lost_overrun.store(sum(None, |s| &s.lost_overrun), Relaxed);
+        stats.event_read_rejected.store(rejected(None), Relaxed);
         let throttled = stats.event_throttled.load(Relaxed);
         if throttled > 0 && !st.warned_throttle {
             st.warned_throttle = true;
@@ -309,6 +404,7 @@ impl PerfModel {
                         handled: Atomic::new(0),
                         lost_no_irq: Atomic::new(0),
                         lost_overrun: Atomic::new(0),
+                        count: CountCell::new(),
                         session: session.clone(),
                     },
                     GFP_KERNEL,
@@ -334,7 +430,7 @@ impl PerfModel {
             pin_init!(PerfRun {
                 spec: self.spec,
                 session: session.clone(),
-                state <- new_mutex!(RunState { events, totals, warned_irq: false, warned_overrun: false, warned_throttle: false, warned_sched: false }, "oprofile::perf_run"),
+                state <- new_mutex!(RunState { events, totals, warned_irq: false, warned_overrun: false, warned_throttle: false, warned_sched: false, warned_rejected: false }, "oprofile::perf_run"),
             }),
             GFP_KERNEL,
         )

@@ -12,6 +12,10 @@
 //!
 //! [`CpuTimers`] is the per-CPU clock itself, generic over what a tick does ([`Tick`]); kprof
 //! (`crate::kprof`) runs its own set at `kprof_hz`.
+//!
+//! A tick that comes more than a period late (this CPU's interrupts held off that long) is one
+//! sample; `hrtimer_forward` returns every period that elapsed, and the ones beyond the first
+//! are counted ([`Tick::missed`]): timer mode's `stats/cpuN/sample_lost_overrun`.
 
 use crate::model::Model;
 use crate::session::Session;
@@ -22,6 +26,7 @@ use kernel::time::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
     HrTimerRestart, RelativePinnedHardMode,
 };
+use kernel::sync::atomic::Relaxed;
 use kernel::time::{Delta, Monotonic};
 use kernel::impl_has_hr_timer;
 
@@ -43,11 +48,26 @@ pub(crate) fn check_hz(hz: u32, what: &str) -> Result {
 pub(crate) trait Tick: Send + Sync + 'static {
     /// Handles one tick.
     fn tick(&self);
+    /// The tick just handled came `periods` (> 0) whole periods late: that many expiries of
+    /// this CPU's timer passed without a tick (interrupts held off longer than a period).
+    /// Default: nothing.
+    fn missed(&self, _periods: u64) {}
 }
 
 impl Tick for Session {
     fn tick(&self) {
         self.cpu.add_irq_sample(0);
+    }
+
+    /// Counts the periods in this CPU's `stats/cpuN/sample_lost_overrun` and the global
+    /// `stats/sample_lost_overrun`: periods not sampled, not samples (see `stats::CpuStats`).
+    fn missed(&self, periods: u64) {
+        let n = usize::try_from(periods).unwrap_or(usize::MAX);
+        let stats = &self.stats;
+        if let Some(cpu) = stats.cpu.get(kernel::cpu::CpuId::current().as_u32() as usize) {
+            cpu.sample_lost_overrun.add(n, Relaxed);
+        }
+        stats.sample_lost_overrun.add(n, Relaxed);
     }
 }
 
@@ -69,7 +89,12 @@ impl<T: Tick> HrTimerCallback for CpuTimer<T> {
 
     fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
         this.target.tick();
-        ctx.forward_now(this.period);
+        // The expiries up to now, this one included (`hrtimer_forward`: at least 1 in the
+        // callback); any beyond it passed unsampled while interrupts were held off.
+        let expiries = ctx.forward_now(this.period);
+        if expiries > 1 {
+            this.target.missed(expiries - 1);
+        }
         HrTimerRestart::Restart
     }
 }

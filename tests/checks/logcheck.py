@@ -172,12 +172,28 @@ def stats(log):
     return {m[0]: int(m[1]) for m in re.findall(r"^STAT (\S+) (\d+)$", log, re.M)}
 
 
+# Documentation/oprofilefs.rst, "Accounting": every sample taken (cpuN/sample_received) is
+# delivered or lost in one of these (per CPU, and global). sample_invalid_eip also counts perf
+# overflows that came without registers.
+LOST_PER_CPU = ("sample_lost_overflow", "sample_invalid_eip", "sample_lost_nmi_overflow", "sample_lost_nmi_task")
+LOST_GLOBAL = ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow")
+# Sampling periods that passed without a sample (no overflow interrupt; an overflow interrupt or
+# a timer-mode hrtimer tick more than a period late): no samples taken. The global files; the
+# cpuN/ and N/ files of the same names split the same periods by CPU and by counter.
+NOT_SAMPLED = ("sample_lost_no_irq", "sample_lost_overrun")
+
+
 def received_and_lost(st):
     """Samples taken (sum of cpuN/sample_received) and samples lost after being taken."""
-    received = sum(v for k, v in st.items() if k.endswith("/sample_received"))
-    lost = sum(v for k, v in st.items() if re.search(r"/(sample_lost_overflow|sample_invalid_eip|sample_lost_nmi_overflow|sample_lost_nmi_task)$", k))
-    lost += sum(st.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
+    received = sum(v for k, v in st.items() if re.fullmatch(r"cpu\d+/sample_received", k))
+    lost = sum(v for k, v in st.items() if re.fullmatch(rf"cpu\d+/({'|'.join(LOST_PER_CPU)})", k))
+    lost += sum(st.get(k, 0) for k in LOST_GLOBAL)
     return received, lost
+
+
+def not_sampled(st):
+    """Sampling periods that passed without a sample (the global NOT_SAMPLED files)."""
+    return sum(st.get(k, 0) for k in NOT_SAMPLED)
 
 
 def expects(log):

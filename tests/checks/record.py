@@ -28,7 +28,7 @@ import re
 import subprocess
 import tarfile
 
-from logcheck import ARM64, main
+from logcheck import ARM64, main, not_sampled, received_and_lost
 
 CASES = {"long": 6, "sigint": 2, "agree": 3}
 # The debug kernel's checkers' functions (scripts/kconfig/debug*.config).
@@ -78,10 +78,10 @@ def load(d, f):
 
 
 def received_lost(stats):
-    received = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/sample_received", k))
-    lost = sum(v for k, v in stats.items() if re.fullmatch(r"cpu\d+/(sample_lost_overflow|sample_invalid_eip|sample_lost_nmi_overflow|sample_lost_nmi_task)", k))
-    lost += sum(stats.get(k, 0) for k in ("sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow"))
-    return received, lost
+    """Samples taken, samples lost after being taken, and sampling periods never sampled
+    (logcheck.py's accounting, which crates/oprof/src/session.rs Losses follows)."""
+    received, lost = received_and_lost(stats)
+    return received, lost, not_sampled(stats)
 
 
 def check_long(d):
@@ -99,12 +99,13 @@ def check_long(d):
     check(secs >= 30 and (debug or size > ten) and size == ses["totals"]["bytes"],
           f"long: {secs:.1f} s (>= 30), {size} bytes read" + ("" if debug else f" (> ten event buffers, {ten})"))
     cpu_over = {k: v for k, v in stats.items() if k.endswith("/sample_lost_overflow")}
-    received, lost = received_lost(stats)
+    received, lost, not_taken = received_lost(stats)
     if debug:
-        check(ses["totals"]["lost"] == lost and ses["totals"]["sample_received"] == received,
+        check(ses["totals"]["lost"] == lost and ses["totals"]["sample_received"] == received
+              and ses["totals"]["not_taken"] == not_taken,
               f"long (debug kernel): oprof record's totals say what the stats do: lost {ses['totals']['lost']} == {lost} "
               f"({cpu_over}, event_lost_overflow {stats['event_lost_overflow']}), received "
-              f"{ses['totals']['sample_received']} == {received}")
+              f"{ses['totals']['sample_received']} == {received}, not taken {ses['totals']['not_taken']} == {not_taken}")
     else:
         check(stats["event_lost_overflow"] == 0 and cpu_over and all(v == 0 for v in cpu_over.values()),
               f"long: nothing lost (event_lost_overflow {stats['event_lost_overflow']}, {cpu_over})")
@@ -133,13 +134,15 @@ def check_long(d):
 
 def check_sigint(d):
     ses, stats = load(d, "session.json"), load(d, "stats.json")
-    received, lost = received_lost(stats)
+    received, lost, not_taken = received_lost(stats)
     rep = report_json(d)
     # A bare samples file does not say its word size: the session's pointer_size does.
     rc, _, err = oprof("decode", os.path.join(d, "samples"), "--word-size", str(ses["pointer_size"]))
     check(rc == 0 and rep["total"] > 0, f"sigint: the session decodes ({rep['total']} samples){err.strip()[:200]}")
-    check(ses["ended_by"] == "SIGINT" and rep["total"] == ses["totals"]["samples"] and received == rep["total"] + lost,
-          f"sigint: {rep['total']} samples + {lost} lost == {received} taken")
+    check(ses["ended_by"] == "SIGINT" and rep["total"] == ses["totals"]["samples"] and received == rep["total"] + lost
+          and ses["totals"]["not_taken"] == not_taken,
+          f"sigint: {rep['total']} samples + {lost} lost == {received} taken; {not_taken} periods not sampled "
+          f"(timer ticks that came late) in session.json ({ses['totals']['not_taken']})")
 
 
 def table(text):

@@ -2,12 +2,16 @@
 # huge/negative/hex numbers, whitespace, partial writes at offsets, faulting pointers) spread over
 # every file of /dev/oprofile while idle, set up and running, and reads at odd sizes and
 # offsets; opfuzz (tests/guest/opfuzz.c) checks each result and read-back against
-# Documentation/oprofilefs.rst and prints one RESULT line per kind of file. Hardware model (the
-# counter files) where the CPU has one; kprof and profile points are fuzzed too.
+# Documentation/oprofilefs.rst and prints one RESULT line per kind of file, and one for the
+# faulting buffers by class: the VFS refuses a buffer that does not end at or below the user
+# address limit (a kernel address, one crossing the limit) with EFAULT before the file's own
+# write or read, dump's too; one below it (NULL, PROT_NONE, ending exactly at the limit) reaches
+# the file, which faults where it copies and succeeds where it copies nothing (dump). Hardware
+# model (the counter files) where the CPU has one; kprof and profile points are fuzzed too.
 # Replay a failure with the seed it prints:
 #   GUEST_ARGS=opseed=SEED BOARDS=BOARD SCRIPTS=fuzz bash tests/run-qemu-tests.sh
 . /tests/lib.sh
-plan 17
+plan 18
 echo 1 > /proc/sys/kernel/printk
 seed=$(guest_arg opseed)
 [ -n "$seed" ] || seed=$(od -A n -t u4 -N 4 /dev/urandom | tr -d ' ')
@@ -24,7 +28,7 @@ while read -r tag res text; do
     n=$((n + 1))
     if [ "$res" = ok ]; then ok "$text"; else not_ok "$text"; fi
 done < /tmp/fuzz.out
-check "opfuzz finished (status $st) with its 12 results ($n)" test "$st" = 0 -a "$n" = 12
+check "opfuzz finished (status $st) with its 13 results ($n)" test "$st" = 0 -a "$n" = 13
 
 # Afterwards the module is whole: idle, a session opens, it unloads.
 expect "enable reads 0" 0 cat $OP/enable

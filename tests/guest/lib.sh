@@ -139,6 +139,16 @@ print_gz() {
 }
 # samples_received: the sum of stats/cpu*/sample_received (samples taken on every CPU).
 samples_received() { cat $OP/stats/cpu*/sample_received | awk '{ s += $1 } END { print s }'; }
+# samples_lost: samples taken but not delivered (Documentation/oprofilefs.rst, "Accounting";
+# tests/checks/logcheck.py received_and_lost): every stats/cpuN/ sample_lost_overflow,
+# sample_invalid_eip, sample_lost_nmi_overflow, sample_lost_nmi_task, and the global
+# sample_lost_no_mm, sample_lost_no_mapping, event_lost_overflow. Periods never sampled
+# (sample_lost_no_irq, sample_lost_overrun) are no samples taken: not among them.
+samples_lost() {
+    cat $OP/stats/cpu*/sample_lost_overflow $OP/stats/cpu*/sample_invalid_eip $OP/stats/cpu*/sample_lost_nmi_overflow \
+        $OP/stats/cpu*/sample_lost_nmi_task $OP/stats/sample_lost_no_mm $OP/stats/sample_lost_no_mapping \
+        $OP/stats/event_lost_overflow | awk '{ s += $1 } END { print s }'
+}
 # be_word FILE I: big-endian 4-byte word I of FILE (kprof/kpdata), in decimal.
 be_word() { od -A n -t u1 -j $(($2 * 4)) -N 4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
 # print_stats: every stats file as "STAT name value" lines.

@@ -202,8 +202,77 @@ static int kprof_started, prints;
 static char points[MAX_POINTS][32];
 static int point_on[MAX_POINTS], npoints;
 
-static char *badpage; /* PROT_NONE: a user pointer that faults */
 static long op;
+
+/* ---------------------------------------------------------------- faulting user pointers */
+
+/*
+ * The buffers of the fuzz's faulting reads and writes, by class (Documentation/oprofilefs.rst,
+ * "Errors"). vfs_read/vfs_write refuse with EFAULT, before any file operation runs, a buffer
+ * that does not end at or below the user address limit (access_ok: p + n <= TASK_SIZE_MAX, an
+ * empty buffer too); any other reaches the file, which faults where it copies (EFAULT) and, like
+ * dump, succeeds where it copies nothing. The limit of the guests' kernels: ARMv7 TASK_SIZE =
+ * PAGE_OFFSET 0xc0000000 - 16 MiB (VMSPLIT_3G), arm64 TASK_SIZE_MAX = 2^48 (48-bit VAs).
+ */
+#ifdef __aarch64__
+#define USER_LIMIT (1UL << 48)
+#define KERNEL_PTR 0xffff800080000000UL /* the linear map */
+#else
+#define USER_LIMIT 0xbf000000UL
+#define KERNEL_PTR 0xc0008000UL         /* kernel text */
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+enum ptr_class {
+	P_GOOD,     /* the fuzz's own buffer */
+	P_PROTNONE, /* a PROT_NONE mapping: reaches the file */
+	P_NULL,     /* page 0, never mapped: reaches the file */
+	P_AT_LIMIT, /* ends exactly at the limit, in a PROT_NONE mapping there: reaches the file */
+	P_CROSS,    /* starts below the limit and ends above it (n = 0: at the limit): refused */
+	P_KERNEL,   /* a kernel address: refused, whatever n */
+	NPTR
+};
+static const char *ptr_name[NPTR] = { "good", "PROT_NONE", "NULL", "ending at the limit", "crossing the limit",
+				      "kernel" };
+static char *badpage;   /* PROT_NONE, BLOB + 4096 bytes */
+static char *limitpage; /* PROT_NONE, BLOB + 4096 bytes ending at USER_LIMIT; NULL if in use */
+
+/* Per class: faulting writes refused by the VFS / reaching the file, the same for dump, reads;
+ * operations on faulting buffers not as documented. */
+static long ptr_refused[NPTR], ptr_reached[NPTR], dump_refused, dump_reached, ptr_reads[NPTR], ptr_bad;
+
+/* The pointer of class c for a buffer of n bytes. */
+static char *bad_ptr(int c, size_t n)
+{
+	switch (c) {
+	case P_PROTNONE: return badpage;
+	case P_NULL: return NULL;
+	case P_AT_LIMIT: return limitpage + (BLOB + 4096) - n;
+	case P_CROSS: return (char *)(uintptr_t)(USER_LIMIT - (n ? below(n) : 0));
+	default: return (char *)(uintptr_t)KERNEL_PTR;
+	}
+}
+
+/* A class other than P_GOOD (P_AT_LIMIT only if its mapping could be placed). */
+static int pick_bad(void)
+{
+	int c;
+
+	do
+		c = 1 + below(NPTR - 1);
+	while (c == P_AT_LIMIT && !limitpage);
+	return c;
+}
+
+/* Whether vfs_read/vfs_write refuse the buffer p, n bytes (access_ok): EFAULT before the file. */
+static int vfs_refuses(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	return n > USER_LIMIT || a > USER_LIMIT - n;
+}
 
 /* Mismatch classes: the write kinds, then reads, buffer reads, state changes. */
 enum { C_READ = NKINDS, C_BREAD, C_CTL, NCLASSES };
@@ -645,7 +714,8 @@ static size_t valid_payload(struct ofile *f, unsigned char *b)
 	}
 }
 
-/* Adversarial payloads: returns the length; *off, *bad set for the partial/fault cases. */
+/* Adversarial payloads: returns the length; *off set for the partial cases, *bad to the
+ * faulting pointer's class (enum ptr_class; P_GOOD: the data) for the fault cases. */
 static size_t payload(struct ofile *f, unsigned char *b, long long *off, int *bad)
 {
 	static const long long offsets[] = { 1, 2, 3, 48, 49, 4096, 1LL << 31, 1LL << 32, (1LL << 32) + 1, 1LL << 62, -1 };
@@ -712,7 +782,7 @@ static size_t payload(struct ofile *f, unsigned char *b, long long *off, int *ba
 		*off = offsets[below(sizeof(offsets) / sizeof(offsets[0]))];
 		return valid_payload(f, b);
 	case 18: /* the data behind a pointer that faults */
-		*bad = 1;
+		*bad = pick_bad();
 		return below(4) ? valid_payload(f, b) : below(BLOB);
 	default: /* digits of any length */
 		n = 1 + below(70);
@@ -803,9 +873,12 @@ static void fuzz_write(struct ofile *f)
 	if (f->kind == K_PP && n && (pv = parse_pp(data, n, &tgt)) == PP_PRINT && ++prints > 5)
 		data[0] = 'P'; /* keep the kernel log short: at most 5 tables */
 
+	src = bad ? (const unsigned char *)bad_ptr(bad, n) : data;
 	/* The documented outcome (Documentation/oprofilefs.rst, VFS order of checks). */
 	if (off < 0 || f->kind == K_RO) {
 		want = EINVAL; /* pwrite at a negative offset; no write operation */
+	} else if (bad && vfs_refuses(src, n)) {
+		want = EFAULT; /* access_ok in vfs_write, before the file's write: dump's too */
 	} else if (f->kind == K_DUMP) {
 		want = 0;       /* anything, any length, any offset; not read */
 	} else if (off != 0 || n > MAX_WRITE) {
@@ -838,16 +911,32 @@ static void fuzz_write(struct ofile *f)
 		}
 	}
 
-	src = bad ? (const unsigned char *)badpage : data;
 	/* write() at f_pos, which stays 0: no oprofilefs write moves it */
 	r = off ? pwrite(f->wfd, src, n, off) : (below(2) ? pwrite(f->wfd, src, n, 0) : write(f->wfd, src, n));
 	got = r < 0 ? errno : 0;
 	count_result(f->kind, got);
+	if (bad && off >= 0 && f->kind != K_RO) {
+		int refused = vfs_refuses(src, n);
+
+		if (refused)
+			ptr_refused[bad]++;
+		else
+			ptr_reached[bad]++;
+		if (f->kind == K_DUMP && refused)
+			dump_refused++;
+		else if (f->kind == K_DUMP)
+			dump_reached++;
+	}
 	if (got != want || (!got && r != (ssize_t)n)) {
+		char how[96] = "";
+
+		if (bad)
+			snprintf(how, sizeof(how), " (faulting pointer %p, %s)", (const void *)src, ptr_name[bad]);
 		hex(h, data, n);
 		cat[f->kind].mismatch++;
-		mismatch("write %s len %zu off %lld%s data %s: want %s, got %s (ret %zd)", f->rel, n, off,
-			 bad ? " (faulting pointer)" : "", h, ename(want), ename(got), r);
+		ptr_bad += bad != P_GOOD;
+		mismatch("write %s len %zu off %lld%s data %s: want %s, got %s (ret %zd)", f->rel, n, off, how, h,
+			 ename(want), ename(got), r);
 	}
 
 	/* Apply the documented effect to the model, then read back. */
@@ -919,12 +1008,13 @@ static void read_mismatch(int *bad_flag, const char *fmt, ...)
 }
 
 /* pread(size, off) of an ordinary file, compared with two whole reads around it (or, for
- * kpdata, two reads of a window): when those agree, the odd read must be their slice. */
+ * kpdata, two reads of a window): when those agree, the odd read must be their slice. badptr:
+ * the class of the faulting buffer read into (P_GOOD: none). */
 static void fuzz_read_at(struct ofile *f, size_t size, long long off, int badptr)
 {
 	ssize_t r, a, b;
 	int e, bad = 0;
-	char *dst = badptr ? badpage : pbuf;
+	char *dst = badptr ? bad_ptr(badptr, size) : pbuf;
 
 	if (f->kind == K_BUFFER)
 		return;
@@ -949,6 +1039,12 @@ static void fuzz_read_at(struct ofile *f, size_t size, long long off, int badptr
 	} else if (off < 0) {
 		if (r >= 0 || e != EINVAL)
 			read_mismatch(&bad, "pread %s off %lld: want EINVAL, got %zd", f->rel, off, r);
+	} else if (badptr && vfs_refuses(dst, size)) {
+		/* access_ok in vfs_read, before the file's read: at EOF and for 0 bytes too */
+		ptr_reads[badptr]++;
+		if (r >= 0 || e != EFAULT)
+			read_mismatch(&bad, "pread %s size %zu off %lld into %p (%s): want EFAULT, got %zd %s", f->rel, size, off,
+				      (void *)dst, ptr_name[badptr], r, r < 0 ? ename(e) : "");
 	} else if (a < 0 || b < 0) {
 		read_mismatch(&bad, "read %s failed: %s", f->rel, ename((int)-(a < 0 ? a : b)));
 	} else if (size == 0) {
@@ -965,9 +1061,10 @@ static void fuzz_read_at(struct ofile *f, size_t size, long long off, int badptr
 		size_t want = avail < size ? avail : size;
 
 		if (badptr) {
+			ptr_reads[badptr]++;
 			if (want ? (r >= 0 || e != EFAULT) : r != 0)
-				read_mismatch(&bad, "pread %s size %zu off %lld into a faulting buffer: want %s, got %zd %s", f->rel,
-					      size, off, want ? "EFAULT" : "0", r, r < 0 ? ename(e) : "");
+				read_mismatch(&bad, "pread %s size %zu off %lld into %p (%s): want %s, got %zd %s", f->rel, size,
+					      off, (void *)dst, ptr_name[badptr], want ? "EFAULT" : "0", r, r < 0 ? ename(e) : "");
 		} else if (r != (ssize_t)want || memcmp(pbuf, rbuf[0] + base, want)) {
 			read_mismatch(&bad, "pread %s size %zu off %lld: got %zd %s, want %zu bytes of the content", f->rel, size,
 				      off, r, r < 0 ? ename(e) : "", want);
@@ -977,6 +1074,7 @@ static void fuzz_read_at(struct ofile *f, size_t size, long long off, int badptr
 			      r < 0 ? ename(e) : "");
 	}
 	reads_bad += bad;
+	ptr_bad += bad && badptr;
 }
 
 static void fuzz_read(struct ofile *f)
@@ -987,7 +1085,7 @@ static void fuzz_read(struct ofile *f)
 	size_t size = sizes[below(sizeof(sizes) / sizeof(sizes[0]))];
 	long long off = below(3) ? (long long)below(64) : offs[below(sizeof(offs) / sizeof(offs[0]))];
 
-	fuzz_read_at(f, size, off, below(20) == 0 && size);
+	fuzz_read_at(f, size, off, below(20) == 0 ? pick_bad() : P_GOOD);
 }
 
 /* Reads of buffer: multiples of the kernel's word only (sizeof(long): the guest programs are
@@ -997,7 +1095,9 @@ static void fuzz_read(struct ofile *f)
 static void fuzz_buffer_read(void)
 {
 	size_t size = below(4) ? 4 * below(1025) : below(4097);
-	int pread_it = below(6) == 0, badptr = below(20) == 0;
+	int pread_it = below(6) == 0, badptr = below(20) == 0 ? pick_bad() : P_GOOD;
+	char *dst = badptr ? bad_ptr(badptr, size) : pbuf;
+	int refused = badptr && vfs_refuses(dst, size);
 	ssize_t r;
 	int e, want;
 
@@ -1005,20 +1105,29 @@ static void fuzz_buffer_read(void)
 		return;
 	mclass = C_BREAD;
 	breads_n++;
-	if (size % sizeof(long) == 0 && !pread_it && size)
+	if (badptr)
+		ptr_reads[badptr]++;
+	if (size % sizeof(long) == 0 && !pread_it && size && !refused)
 		control("dump before a buffer read", 0, put(OP "/dump", "1"));
 	alarm_every(2000000);
-	r = pread_it ? pread(bfd, badptr ? badpage : pbuf, size, 0) : read(bfd, badptr ? badpage : pbuf, size);
+	r = pread_it ? pread(bfd, dst, size, 0) : read(bfd, dst, size);
 	e = errno;
 	alarm_off();
-	want = pread_it ? ESPIPE : size % sizeof(long) ? EINVAL : 0;
+	/* VFS order: pread on a stream (ksys_pread64), then access_ok (vfs_read), then the module */
+	want = pread_it ? ESPIPE : refused ? EFAULT : size % sizeof(long) ? EINVAL : 0;
 	if (want && (r >= 0 || e != want)) {
 		breads_bad++;
-		mismatch("buffer read size %zu%s: want %s, got %zd %s", size, pread_it ? " (pread)" : "", ename(want), r,
-			 r < 0 ? ename(e) : "");
-	} else if (!want && badptr && r < 0 && e == EFAULT) {
-		/* words stay queued for the next read */
-	} else if (!want && (r < 0 || (size_t)r > size || r % sizeof(long))) {
+		ptr_bad += badptr != P_GOOD;
+		mismatch("buffer read size %zu%s into %p (%s): want %s, got %zd %s", size, pread_it ? " (pread)" : "",
+			 (void *)dst, ptr_name[badptr], ename(want), r, r < 0 ? ename(e) : "");
+	} else if (!want && badptr && (r > 0 || (r < 0 && e != EFAULT))) {
+		/* a faulting buffer the module reached: EFAULT (the words stay queued), or 0 when
+		 * there was nothing to copy */
+		breads_bad++;
+		ptr_bad++;
+		mismatch("buffer read size %zu into %p (%s): want EFAULT or 0, got %zd %s", size, (void *)dst,
+			 ptr_name[badptr], r, r < 0 ? ename(e) : "");
+	} else if (!want && !badptr && (r < 0 || (size_t)r > size || r % sizeof(long))) {
 		breads_bad++;
 		mismatch("buffer read size %zu: got %zd %s", size, r, r < 0 ? ename(e) : "");
 	}
@@ -1049,6 +1158,17 @@ static int fuzz(uint64_t seed, long writes, long reads)
 	badpage = mmap(NULL, BLOB + 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (badpage == MAP_FAILED)
 		return 1;
+	/* Free unless the stack's random offset is 0 (its top is then the limit). */
+	limitpage = mmap((void *)(uintptr_t)(USER_LIMIT - (BLOB + 4096)), BLOB + 4096, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (limitpage == MAP_FAILED) {
+		printf("note: the %d bytes below the user address limit %#lx are in use (%s): no buffer %s\n",
+		       BLOB + 4096, (unsigned long)USER_LIMIT, ename(errno), ptr_name[P_AT_LIMIT]);
+		limitpage = NULL;
+	} else if (limitpage != (char *)(uintptr_t)(USER_LIMIT - (BLOB + 4096))) {
+		printf("ERR mmap at the limit gave %p\n", (void *)limitpage);
+		return 1;
+	}
 	if (nftw(OP, add_file, 16, FTW_PHYS))
 		return 1;
 	for (int i = 0; i < nfiles; i++) {
@@ -1162,6 +1282,19 @@ static int fuzz(uint64_t seed, long writes, long reads)
 	result(!breads_bad && breads_n > 0, "fuzz reads of buffer (word multiples, pread, faulting buffers): %ld, %ld not as documented",
 	       breads_n, breads_bad);
 	result(!ctl_bad, "fuzz state changes (restore settings, open/close buffer, enable): %ld failed", ctl_bad);
+	{
+		char w[400] = "";
+		int len = 0, every = 1;
+
+		for (int c = P_GOOD + 1; c < NPTR; c++) {
+			len += snprintf(w + len, sizeof(w) - len, "%s%s: %ld refused, %ld reached the file, %ld reads", len ? "; " : "",
+					ptr_name[c], ptr_refused[c], ptr_reached[c], ptr_reads[c]);
+			every &= ptr_refused[c] + ptr_reached[c] > 0 || (c == P_AT_LIMIT && !limitpage);
+		}
+		result(!ptr_bad && every && dump_refused > 0 && dump_reached > 0,
+		       "fuzz faulting buffers by class (the VFS refuses those not ending at or below %#lx with EFAULT before the file, dump's writes too: dump %ld refused, %ld reached it): %s; %ld not as documented",
+		       (unsigned long)USER_LIMIT, dump_refused, dump_reached, w, ptr_bad);
+	}
 	return 0;
 }
 

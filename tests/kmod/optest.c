@@ -14,11 +14,17 @@
  * empty handler. The handler is timed with ktime_get_ns(), the clock of the module's profile
  * points (`sample_handler`). Read-only parameters: bare_count (handler runs), bare_ns (their
  * total time, ns). The events and timers stop at rmmod.
+ *
+ * With irqoff_ms=M its init also holds local interrupts off for M ms (at most 1000), spinning on
+ * ktime_get_ns(), so that every periodic interrupt of that CPU comes late: timer mode's missed
+ * ticks (stats/cpuN/sample_lost_overrun, events.sh). Read-only parameter irqoff_ns: the time
+ * measured with interrupts off (a lower bound of the span they were held off).
  */
 #include <linux/atomic.h>
 #include <linux/compiler.h>
 #include <linux/cpu.h>
 #include <linux/hrtimer.h>
+#include <linux/irqflags.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -65,6 +71,30 @@ module_param_cb(bare_count, &bare_ops, &bare_count, 0444);
 MODULE_PARM_DESC(bare_count, "bare handler runs");
 module_param_cb(bare_ns, &bare_ops, &bare_ns, 0444);
 MODULE_PARM_DESC(bare_ns, "total time in the bare handler, ns (ktime_get_ns)");
+
+static unsigned int irqoff_ms;
+module_param(irqoff_ms, uint, 0444);
+MODULE_PARM_DESC(irqoff_ms, "ms the init spends with local interrupts off (0: none; at most 1000)");
+static atomic64_t irqoff_ns = ATOMIC64_INIT(0);
+module_param_cb(irqoff_ns, &bare_ops, &irqoff_ns, 0444);
+MODULE_PARM_DESC(irqoff_ns, "ns measured with interrupts off at init (ktime_get_ns)");
+
+/* Holds this CPU's interrupts off for irqoff_ms, measured from after they are off to before
+ * they are on again. */
+static void irqoff_spin(void)
+{
+	unsigned long flags;
+	u64 t0, t;
+
+	local_irq_save(flags);
+	t0 = ktime_get_ns();
+	do {
+		cpu_relax();
+		t = ktime_get_ns();
+	} while (t - t0 < (u64)irqoff_ms * NSEC_PER_MSEC);
+	local_irq_restore(flags);
+	atomic64_set(&irqoff_ns, t - t0);
+}
 
 /* The whole bare handler: count, timed with the profile points' clock. */
 static void bare_tick(void)
@@ -154,7 +184,11 @@ static int bare_start(void)
 
 static int __init optest_init(void)
 {
+	if (irqoff_ms > 1000)
+		return -EINVAL;
 	optest_spin(spin_rounds);
+	if (irqoff_ms)
+		irqoff_spin();
 	return bare_start();
 }
 
@@ -165,5 +199,5 @@ static void __exit optest_exit(void)
 
 module_init(optest_init);
 module_exit(optest_exit);
-MODULE_DESCRIPTION("oprofile-rs test module: MODULE_LOADED, module symbol attribution, bare sampling interrupts");
+MODULE_DESCRIPTION("oprofile-rs test module: MODULE_LOADED, module symbol attribution, bare sampling interrupts, interrupts held off");
 MODULE_LICENSE("GPL");

@@ -125,7 +125,8 @@ pub struct Totals {
     pub sample_received: u64,
     /// Samples taken but lost (see [`Losses`]).
     pub lost: u64,
-    /// Samples never taken (`sample_lost_no_irq`, `sample_lost_overrun`).
+    /// Sampling periods never sampled (`sample_lost_no_irq`, `sample_lost_overrun`: see
+    /// [`Losses`]).
     pub not_taken: u64,
     /// Bytes of `samples`.
     pub bytes: u64,
@@ -183,16 +184,19 @@ pub struct SessionInfo {
 }
 
 /// Samples taken and lost, from a `stats.json` map (the accounting of
-/// `Documentation/oprofilefs.rst`: taken = in the stream + lost).
+/// `Documentation/oprofilefs.rst`: taken = in the stream + lost), and the periods never sampled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Losses {
     /// Sum of `cpuN/sample_received`.
     pub received: u64,
-    /// `cpuN/sample_lost_overflow`, `cpuN/sample_invalid_eip`, `cpuN/sample_lost_nmi_overflow`,
-    /// `cpuN/sample_lost_nmi_task`, `sample_lost_no_mm`, `sample_lost_no_mapping`,
-    /// `event_lost_overflow`.
+    /// `cpuN/sample_lost_overflow`, `cpuN/sample_invalid_eip` (also perf overflows that came
+    /// without registers), `cpuN/sample_lost_nmi_overflow`, `cpuN/sample_lost_nmi_task`,
+    /// `sample_lost_no_mm`, `sample_lost_no_mapping`, `event_lost_overflow`.
     pub lost: u64,
-    /// `sample_lost_no_irq`, `sample_lost_overrun`: samples never taken.
+    /// The global `sample_lost_no_irq` and `sample_lost_overrun`: sampling periods that passed
+    /// without a sample (no overflow interrupt; an interrupt, or in timer mode an hrtimer tick,
+    /// more than a period late), which are no samples taken. `cpuN/sample_lost_overrun` and
+    /// `N/sample_lost_*` split the same periods by CPU and by counter: not added again.
     pub not_taken: u64,
 }
 
@@ -202,13 +206,14 @@ impl Losses {
         for (k, &v) in stats {
             let leaf = k.rsplit('/').next().unwrap_or(k);
             let per_cpu = k.starts_with("cpu") && k.contains('/');
+            let global = !k.contains('/');
             match leaf {
                 "sample_received" if per_cpu => l.received += v,
                 "sample_lost_overflow" | "sample_invalid_eip" | "sample_lost_nmi_overflow" | "sample_lost_nmi_task" if per_cpu => {
                     l.lost += v
                 }
-                "sample_lost_no_mm" | "sample_lost_no_mapping" | "event_lost_overflow" if !per_cpu => l.lost += v,
-                "sample_lost_no_irq" | "sample_lost_overrun" if !per_cpu => l.not_taken += v,
+                "sample_lost_no_mm" | "sample_lost_no_mapping" | "event_lost_overflow" if global => l.lost += v,
+                "sample_lost_no_irq" | "sample_lost_overrun" if global => l.not_taken += v,
                 _ => {}
             }
         }
@@ -282,6 +287,14 @@ mod tests {
             ("bt_lost_no_mapping", 9),
             ("sample_lost_no_irq", 5),
             ("sample_lost_overrun", 6),
+            // The same periods by CPU and by counter, and readings rejected: no losses.
+            ("cpu0/sample_lost_overrun", 2),
+            ("cpu1/sample_lost_overrun", 4),
+            ("0/sample_lost_overrun", 6),
+            ("0/sample_lost_no_irq", 5),
+            ("0/event_throttled", 3),
+            ("0/event_read_rejected", 1),
+            ("event_read_rejected", 1),
             ("period_ns", 1_000_000),
         ]
         .into_iter()
