@@ -15,8 +15,10 @@ use crate::kallsyms::Kallsyms;
 use crate::report::Counter;
 use crate::resolve::{self, Resolver};
 use crate::session::{self, Session};
+use crate::validate::{self, Checked, Limits, Skipped};
 use crate::{events, target, unwind};
 use anyhow::{Context, Result};
+use std::io::Cursor;
 use std::path::PathBuf;
 
 /// The input options shared by the views (clap flattens them into each subcommand).
@@ -63,9 +65,15 @@ pub struct Inputs {
     /// to /dev/oprofile/COUNTER/{event,count}; repeat per counter. Names columns.
     #[arg(long = "counter", value_name = "N:EVENT[:COUNT]")]
     pub counters: Vec<String>,
-    /// CPU type the counters' events belong to (checks and names `--counter` events).
+    /// CPU type the counters' events belong to (checks and names `--counter` events, and
+    /// bounds the counters a bare stream's samples may name).
     #[arg(long)]
     pub cpu_type: Option<String>,
+    /// Decode a stream that is not as the module writes one: skip from each record with a bad
+    /// word to the next CPU_SWITCH that starts a sync pass, and say what was skipped (stderr;
+    /// `skipped` in `report --json`). Without it such a stream is refused (exit status 2).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// What to load besides symbols.
@@ -89,6 +97,8 @@ pub struct Profile {
     pub counters: Vec<Counter>,
     pub counts: Aggregated,
     pub res: Resolver,
+    /// What `--force` skipped of the stream.
+    pub skipped: Option<Skipped>,
 }
 
 impl Inputs {
@@ -117,10 +127,10 @@ impl Inputs {
                 counters.push(Counter { counter: 0, event: "timer".into(), count: None });
             }
         }
+        let (checked, size_note) = self.check_stream(&buffer, ses.as_ref(), word_size, model)?;
         let images = from_session(&self.images, session::IMAGES);
         let proc_modules = from_session(&self.proc_modules, session::PROC_MODULES);
         let module_sections = from_session(&self.module_sections, session::MODULE_SECTIONS);
-        let input = aggregate::open(&buffer, word_size)?;
         let images = images.as_deref().map(ImageMap::read).transpose()?;
         let snapshot = ModuleSnapshot::read(proc_modules.as_deref(), module_sections.as_deref())?;
         let mut ropts = resolve::Options {
@@ -176,16 +186,19 @@ impl Inputs {
         }
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
         res.warnings.extend(notes);
+        res.warnings.extend(size_note);
+        let skip_note = checked.skipped().map(|s| s.note(&buffer));
+        res.warnings.extend(skip_note);
         let depth = self.backtrace_depth.or(ses.as_ref().map(|s| s.info.settings.backtrace_depth));
         // A session says whether it took snapshots; a raw stream is scanned.
         let snapshots = ses.as_ref().is_none_or(|s| s.info.settings.user_stack_size > 0);
-        let expanded = if snapshots { unwound(&buffer, word_size, depth, &mut res)? } else { None };
+        let expanded = if snapshots {
+            unwound(&buffer, &checked, word_size, depth, &mut res)?
+        } else {
+            None
+        };
         let was_expanded = expanded.is_some();
-        let mut counts = match expanded {
-            Some(bytes) => aggregate::read(std::io::Cursor::new(bytes), word_size, want.keys, Default::default()),
-            None => aggregate::read(input, word_size, want.keys, Default::default()),
-        }
-        .with_context(|| format!("decoding {}", buffer.display()))?;
+        let mut counts = count(&buffer, &checked, expanded, word_size, want.keys)?;
         // arm64 frame-record chains are proven with CFI (in the expansion when there were
         // snapshots); ARM's stay as the module wrote them.
         if word_size == 8 && !was_expanded {
@@ -195,27 +208,101 @@ impl Inputs {
             }
             res.warnings.extend(prover.stats.note());
         }
-        Ok(Profile { path, session: ses, cpu_type, counters, counts, res })
+        let skipped = checked.skipped().cloned();
+        Ok(Profile {
+            path,
+            session: ses,
+            cpu_type,
+            counters,
+            counts,
+            res,
+            skipped,
+        })
+    }
+
+    /// Checks the stream `buffer` ([`validate`]): against session.json for a session (word
+    /// size, size, counters, snapshots), else against `--cpu-type`'s counters (`model`).
+    /// Returns it, and a note when `--force` lets a size that session.json contradicts pass.
+    fn check_stream(
+        &self,
+        buffer: &std::path::Path,
+        ses: Option<&Session>,
+        word_size: usize,
+        model: Option<&'static oprofile_common::events::CpuModel>,
+    ) -> Result<(Checked, Option<String>)> {
+        let (limits, note) = match ses {
+            Some(s) => {
+                let json = s.dir.join(session::SESSION);
+                let (info, force) = (&s.info, self.force);
+                let note = validate::check_session(&json, info, self.word_size, buffer, force)?;
+                (Limits::session(info), note)
+            }
+            None => {
+                let model = self.cpu_type.is_some().then_some(model);
+                (Limits::bare(word_size, model), None)
+            }
+        };
+        Ok((validate::check(buffer, &limits, self.force)?, note))
     }
 }
 
 /// The stream at `buffer` with its user-stack snapshots unwound into call-chain frames
 /// ([`unwind::expand`]), or `None` when it has none. `depth`: the recorded backtrace depth, if
 /// known (else the module's largest). Notes what was unwound in `res`.
-fn unwound(buffer: &std::path::Path, word_size: usize, depth: Option<u64>, res: &mut Resolver) -> Result<Option<Vec<u8>>> {
-    let reading = || format!("reading {}", buffer.display());
-    // A scan in bounded memory first: the streaming count must not hold a stream without
-    // snapshots (the common case) in memory.
-    if !scan_for_snapshots(&mut std::fs::File::open(buffer).with_context(reading)?, word_size).with_context(reading)? {
-        return Ok(None);
-    }
-    let words = crate::stream::Stream::read(buffer, word_size)?.words;
+fn unwound(
+    buffer: &std::path::Path,
+    checked: &Checked,
+    word_size: usize,
+    depth: Option<u64>,
+    res: &mut Resolver,
+) -> Result<Option<Vec<u8>>> {
+    let words = match checked {
+        Checked::File => {
+            let reading = || format!("reading {}", buffer.display());
+            // A scan in bounded memory first: the streaming count must not hold a stream
+            // without snapshots (the common case) in memory.
+            let mut f = std::fs::File::open(buffer).with_context(reading)?;
+            if !scan_for_snapshots(&mut f, word_size).with_context(reading)? {
+                return Ok(None);
+            }
+            crate::stream::Stream::read(buffer, word_size)?.words
+        }
+        Checked::Kept { bytes, .. } => {
+            let words = crate::stream::Stream::from_bytes(bytes, word_size)?.words;
+            if !unwind::expand::has_snapshots(&words, word_size) {
+                return Ok(None);
+            }
+            words
+        }
+    };
     let depth = depth.and_then(|d| usize::try_from(d).ok()).filter(|&d| d > 0);
     let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
         .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
     res.warnings.insert(stats.note());
     res.warnings.extend(stats.fp.note());
     Ok(Some(out.iter().flat_map(|&w| w.to_le_bytes()[..word_size].to_vec()).collect()))
+}
+
+/// Counts the samples of the checked stream `buffer`, or of `expanded` (its snapshots unwound).
+fn count(
+    buffer: &std::path::Path,
+    checked: &Checked,
+    expanded: Option<Vec<u8>>,
+    word_size: usize,
+    keys: aggregate::Options,
+) -> Result<Aggregated> {
+    let tuning = aggregate::Tuning::default();
+    let counts = match (expanded, checked) {
+        (Some(bytes), _) => aggregate::read(Cursor::new(bytes), word_size, keys, tuning),
+        (None, Checked::Kept { bytes, .. }) => {
+            aggregate::read(Cursor::new(bytes.as_slice()), word_size, keys, tuning)
+        }
+        (None, Checked::File) => {
+            let f = aggregate::open(buffer, word_size)?;
+            aggregate::read(f, word_size, keys, tuning)
+        }
+    };
+    counts.with_context(|| format!("decoding {}", buffer.display()))
 }
 
 /// Whether the stream `r` may hold USER_STACK records ([`unwind::expand::has_snapshots`]),

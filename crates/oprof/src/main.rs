@@ -44,6 +44,7 @@ mod stream;
 mod symbols;
 mod synth;
 mod target;
+mod validate;
 // The host unwinder of `--call-graph dwarf`-style samples (issue 21); the stream that will carry
 // the kernel's register + stack snapshots to it is not there yet.
 #[cfg_attr(not(test), allow(dead_code))]
@@ -87,12 +88,25 @@ enum Cmd {
     #[command(verbatim_doc_comment)]
     Record(record::RecordArgs),
     /// Print every record of a buffer stream with its byte offset.
+    ///
+    /// A stream that is not as the module writes one is refused (exit status 2) with the byte
+    /// offset of its first bad word, as by `report`; --force prints the records around the bad
+    /// ones and a `skipped` line for each range it skipped.
+    #[command(verbatim_doc_comment)]
     Decode {
         /// Captured stream (bytes read from /dev/oprofile/buffer).
         buffer: PathBuf,
         /// Word size in bytes: the target's /dev/oprofile/pointer_size (4 on ARM32, 8 on arm64).
         #[arg(long, default_value_t = 4)]
         word_size: usize,
+        /// CPU type of the stream: bounds the counters its samples may name (default: any
+        /// CPU type's).
+        #[arg(long)]
+        cpu_type: Option<String>,
+        /// Print what can be decoded of a bad stream, skipping from each bad record to the
+        /// next sync pass (see `oprof report --force`).
+        #[arg(long)]
+        force: bool,
     },
     /// Attribute samples to images, symbols and source lines; call graph and flame graph.
     ///
@@ -250,6 +264,9 @@ enum Cmd {
         /// CPU type of both streams (default: the sessions').
         #[arg(long)]
         cpu_type: Option<String>,
+        /// Decode streams that are not as the module writes them (see `oprof report --force`).
+        #[arg(long)]
+        force: bool,
         /// Compare symbols instead of images.
         #[arg(short = 'l', long = "symbols")]
         symbols: bool,
@@ -386,7 +403,11 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("oprof: error: {e:#}");
-            e.downcast_ref::<record::Failed>().map_or(1, |f| f.code)
+            match e.downcast_ref::<record::Failed>() {
+                Some(f) => f.code,
+                None if e.downcast_ref::<validate::Invalid>().is_some() => 2,
+                None => 1,
+            }
         }
     };
     std::process::exit(code);
@@ -406,14 +427,14 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             clap_complete::generate(shell, &mut Cli::command(), "oprof", &mut out);
             emit(&String::from_utf8_lossy(&out))?;
         }
-        Cmd::Decode { buffer, word_size } => {
-            let st = stream::Stream::read(&buffer, word_size)?;
-            let mut out = String::new();
-            stream::walk(&st, |off, rec, _| {
-                out.push_str(&format!("{off:>8}: {rec:x?}\n"));
-            })
-            .with_context(|| format!("decoding {}", buffer.display()))?;
-            emit(&out)?;
+        Cmd::Decode { buffer, word_size, cpu_type, force } => {
+            let model = cpu_type.as_deref().map(|t| events::model(Some(t))).transpose()?;
+            let limits = validate::Limits::bare(word_size, model);
+            let (text, note) = stream::listing(&buffer, &limits, force)?;
+            if let Some(n) = note {
+                eprintln!("oprof: note: {n}");
+            }
+            emit(&text)?;
         }
         Cmd::Synth { source, out, samples, chains, word_size } => {
             let w = synth::run(&source, &out, samples, synth::parse_chains(&chains)?, word_size)?;
@@ -510,6 +531,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             word_size,
             backtrace_depth,
             cpu_type,
+            force,
             symbols,
             json,
             limit,
@@ -527,6 +549,7 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 backtrace_depth,
                 counters: vec![],
                 cpu_type: cpu_type.clone(),
+                force,
             };
             let load = |i: inputs::Inputs| -> Result<(report::Report, (String, Option<String>))> {
                 let mut p = i.load(inputs::Want::default())?;
@@ -553,8 +576,10 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 kernel_lines: debug_info,
                 keys: aggregate::Options { app: opts.flame, task: pprof.is_some() },
             };
-            let inputs::Profile { path, session: ses, counters, counts, mut res, .. } = inputs.load(want)?;
-            let r = report::build_counts(&counts, &mut res, &counters, opts);
+            let p = inputs.load(want)?;
+            let inputs::Profile { path, session: ses, counters, counts, mut res, skipped, .. } = p;
+            let mut r = report::build_counts(&counts, &mut res, &counters, opts);
+            r.skipped = skipped;
             for w in &r.warnings {
                 eprintln!("oprof: note: {w}");
             }
@@ -628,6 +653,7 @@ mod cli_tests {
         let dir = tempfile::tempdir().unwrap();
         let p = |n: &str| dir.path().join(n).display().to_string();
         let st = stream::tests::stream(&[
+            Record::CpuSwitch { cpu: 0 },
             Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 },
             Record::KernelExit,
             Record::CookieSwitch { cookie: 1 },

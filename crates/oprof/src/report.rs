@@ -197,6 +197,9 @@ pub struct Report {
     pub callgraph: Option<Vec<callgraph::Entry>>,
     /// Notes about missing or unusable inputs.
     pub warnings: Vec<String>,
+    /// What `--force` skipped of a stream that is not as the module writes one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<crate::validate::Skipped>,
     /// Folded stacks, with [`Options::flame`].
     #[serde(skip)]
     pub folded: Folded,
@@ -301,6 +304,7 @@ impl Tally {
             traced: 0,
             callgraph: None,
             warnings: vec![],
+            skipped: None,
             folded: Folded::default(),
         };
         Tally { r, opts, by_row: HashMap::new(), by_image: HashMap::new(), cg: callgraph::Builder::new() }

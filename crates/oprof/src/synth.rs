@@ -186,6 +186,7 @@ pub fn write(src: &Stream, samples: u64, chains: Chains, out: impl Write) -> Res
 
 /// `oprof synth`: writes `out` from the stream file `src`.
 pub fn run(src: &Path, out: &Path, samples: u64, chains: Chains, word_bytes: usize) -> Result<Written> {
+    crate::validate::check(src, &crate::validate::Limits::bare(word_bytes, None), false)?;
     let st = Stream::read(src, word_bytes)?;
     let f = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     write(&st, samples, chains, std::io::BufWriter::with_capacity(1 << 20, f))

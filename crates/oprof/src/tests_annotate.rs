@@ -269,7 +269,9 @@ fn session(dir: &Path, name: &str, buf: &Path, images: &Path, cpu_type: &str) ->
     std::fs::create_dir(&d).unwrap();
     std::fs::copy(buf, d.join(SAMPLES)).unwrap();
     std::fs::copy(images, d.join("images")).unwrap();
-    let info = SessionInfo { format: FORMAT, cpu_type: cpu_type.into(), pointer_size: 4, ..Default::default() };
+    let cpu_type = cpu_type.into();
+    let mut info = SessionInfo { format: FORMAT, cpu_type, pointer_size: 4, ..Default::default() };
+    info.totals.bytes = std::fs::metadata(buf).unwrap().len();
     std::fs::write(d.join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
     d
 }

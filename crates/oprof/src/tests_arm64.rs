@@ -125,7 +125,10 @@ fn arm64_session_of_8_byte_words_end_to_end() {
         Record::TraceBegin,
         s(hot_off + 8),
         s(ret_off),
+        // A new sync pass: its context again, as the module writes it.
         Record::CpuSwitch { cpu: 1 },
+        Record::KernelExit,
+        Record::CtxSwitch { pid: 70, tgid: 70, app_cookie: 1 },
         Record::CookieSwitch { cookie: 1 },
         s(hot_off + 12),
         Record::KernelEnter,
@@ -142,7 +145,9 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     std::fs::write(sess.join("images"), "1 /usr/bin/prog\n").unwrap();
     std::fs::write(sess.join(KALLSYMS), KALLSYMS_ARM64).unwrap();
     std::fs::write(sess.join(PROC_MODULES), "oprofile 8192 0 - Live 0xffff80007a000000 (O)\n").unwrap();
-    let info = SessionInfo { format: FORMAT, cpu_type: "arm/armv8-ca53".into(), pointer_size: 8, ..Default::default() };
+    let cpu_type = "arm/armv8-ca53".into();
+    let mut info = SessionInfo { format: FORMAT, cpu_type, pointer_size: 8, ..Default::default() };
+    info.totals.bytes = bytes.len() as u64;
     std::fs::write(sess.join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
 
     let inputs = Inputs { buffer: Some(sess.clone()), image_path: vec![d.join("host")], ..Default::default() };
@@ -300,7 +305,12 @@ fn annotate_disassembles_a64() {
     assert_eq!(got, want, "capstone's A64 against objdump");
     // 30 samples on hot's third instruction, through an 8-byte stream.
     let s = Record::Sample { pc: file_offset(&exe, hot + 8), event: 0 };
-    let mut recs = vec![Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 }, Record::KernelExit, Record::CookieSwitch { cookie: 1 }];
+    let mut recs = vec![
+        Record::CpuSwitch { cpu: 0 },
+        Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 },
+        Record::KernelExit,
+        Record::CookieSwitch { cookie: 1 },
+    ];
     recs.extend(std::iter::repeat_n(s, 30));
     std::fs::write(d.join("s.buf"), stream8(&recs)).unwrap();
     std::fs::write(d.join("s.images"), "1 /bin/prog\n").unwrap();

@@ -403,7 +403,14 @@ fn archived_build_ids_find_debug_files_on_the_host() {
     std::fs::copy(p.path("s.buf"), sess.join(SAMPLES)).unwrap();
     std::fs::copy(p.path("s.images"), sess.join(IMAGES)).unwrap();
     std::fs::remove_dir_all(sess.join("root")).unwrap();
-    let info = |ids| SessionInfo { format: FORMAT, cpu_type: "timer".into(), pointer_size: 4, debug_ids: ids, ..Default::default() };
+    let bytes = std::fs::metadata(sess.join(SAMPLES)).unwrap().len();
+    let info = |ids| {
+        let cpu_type = "timer".into();
+        let mut i = SessionInfo { format: FORMAT, cpu_type, pointer_size: 4, ..Default::default() };
+        i.debug_ids = ids;
+        i.totals.bytes = bytes;
+        i
+    };
     let recorded = [("/bin/prog".to_string(), kept.clone())].into_iter().collect();
     std::fs::write(sess.join(SESSION), serde_json::to_string(&info(recorded)).unwrap()).unwrap();
     std::fs::create_dir(p.path("host")).unwrap();

@@ -49,7 +49,7 @@ fn write_session(dir: &Path) {
             "start": {"unix_ns": 0, "utc": "1970-01-01T00:00:00.000Z"}, "stop": {"unix_ns": 1, "utc": "x"},
             "duration_ns": 2500000000, "command": ["./app", "--fast"], "exit_status": 0, "ended_by": "command",
             "command_line": ["oprof", "record"], "totals": {"samples": 5, "sample_received": 5, "lost": 0,
-            "not_taken": 0, "bytes": 0, "reads": 1}}"##,
+            "not_taken": 0, "bytes": 108, "reads": 1}}"##,
     )
     .unwrap();
 }

@@ -17,7 +17,19 @@ pub fn words(records: &[Record]) -> Vec<u8> {
 }
 
 /// Runs `oprof ARGS`: whether it succeeded, its stdout and its stderr.
+#[allow(dead_code)]
 pub fn oprof(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_oprof")).args(args).output().unwrap();
-    (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    let (code, out, err) = oprof_status(args);
+    (code == Some(0), out, err)
+}
+
+/// Runs `oprof ARGS`: its exit status, stdout and stderr.
+#[allow(dead_code)]
+pub fn oprof_status(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_oprof"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
 }
