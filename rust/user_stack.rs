@@ -25,18 +25,16 @@ use crate::bridge::{self, regs::Regs, ring::Ring, user};
 use crate::common::event::{self, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_REGS_SP, USER_STACK_HEADER};
 use crate::common::sync::EventSink;
 use crate::image_ids::ImageIds;
+pub(crate) use crate::common::event::USER_STACK_SIZE_MAX;
+use crate::common::event::USER_MAPS_MAX as MAX_MAPS;
 use crate::stats::{self, Stats};
 use kernel::mm::MmWithUserAsync;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
 
-/// Largest `user_stack_size`, bytes (perf's `--call-graph dwarf` default is 8192).
-pub(crate) const USER_STACK_SIZE_MAX: u64 = 16384;
 /// Snapshot buffers per CPU: about 5 sync intervals of samples at 1,000 samples/s (256, 2.5
 /// intervals, ran dry under the arm64 debug kernel, whose KASAN-checked sync passes lag more).
 pub(crate) const POOL_BUFFERS: u32 = 512;
-/// Mappings listed per USER_MAPS record at most.
-const MAX_MAPS: usize = 256;
 
 /// One snapshot: the USER_STACK record's words, written in place (header, registers, stack),
 /// and a reference to the task's mm for its USER_MAPS record.

@@ -64,6 +64,13 @@ pub mod code {
     pub const USER_STACK: usize = 33;
 }
 
+/// The largest `user_stack_size` the module accepts, bytes: the most stack a USER_STACK
+/// record carries (perf's `--call-graph dwarf` default is 8192).
+pub const USER_STACK_SIZE_MAX: u64 = 16384;
+
+/// Mappings a USER_MAPS record lists at most.
+pub const USER_MAPS_MAX: usize = 256;
+
 /// Registers of a USER_STACK record in a stream of `word_bytes`-byte words: 17 for 4-byte words
 /// (ARM: r0..r15, cpsr, `pt_regs.uregs[0..17]`), 34 for 8-byte words (AArch64: x0..x30, sp, pc,
 /// pstate, `struct user_pt_regs`).

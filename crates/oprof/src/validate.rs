@@ -42,10 +42,9 @@ use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-/// Mappings per USER_MAPS record at most (the module's `user_stack::MAX_MAPS`).
-pub const MAPS_MAX: u64 = 256;
-/// The largest `user_stack_size`, bytes (the module's `user_stack::USER_STACK_SIZE_MAX`).
-pub const USER_STACK_SIZE_MAX: u64 = 16384;
+/// Mappings per USER_MAPS record at most (the module's, `common::event::USER_MAPS_MAX`).
+pub const MAPS_MAX: u64 = oprofile_common::event::USER_MAPS_MAX as u64;
+pub use oprofile_common::event::USER_STACK_SIZE_MAX;
 
 /// Bytes read at a time by the bounded-memory check (whole words of 4 and 8 bytes).
 const BLOCK_BYTES: usize = 1 << 20;
