@@ -11,12 +11,13 @@
 //!   the ARM unwinder), user stack words (`copy_from_user_nofault`);
 //! - [`user`]: user PCs to mapped files and offsets, a task's executable, a file's path;
 //! - [`irq_work`]: NMI context and irq_work (deferring an NMI sample's lookups);
+//! - [`cpuhp`]: CPU hotplug states (sample sources following CPUs offline and online);
 //! - [`perf`]: perf in-kernel counters with an overflow handler (no `perf_event.h` binding);
 //! - [`ring`]: the lock-free per-CPU sample ring (no such container in the crate);
-//! - here: an owned workqueue, the module notifier, running a function on another CPU, the
-//!   kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
+//! - here: an owned workqueue, the module notifier, the kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
 //!   the profile-point section.
 
+pub(crate) mod cpuhp;
 pub(crate) mod irq_work;
 pub(crate) mod perf;
 pub(crate) mod regs;
@@ -159,38 +160,6 @@ pub(crate) fn zeroed_atomics(n: usize) -> Result<VVec<Atomic<u32>>> {
     // all-zero bytes are `Atomic::new(0)`: the first `n` elements are initialised.
     unsafe { v.inc_len(n) };
     Ok(v)
-}
-
-/// Runs `f` on CPU `cpu` with interrupts off (`smp_call_function_single`, waiting for it) and
-/// returns its result. Errors: `ENXIO` for an offline or absent CPU (`f` does not run). Process
-/// context (or any where the caller may wait for an IPI).
-pub(crate) fn call_on_cpu<R: Send, F: FnOnce() -> R + Send>(cpu: u32, f: F) -> Result<R> {
-    /// `f` before the call, its result after.
-    struct Call<F, R> {
-        f: Option<F>,
-        result: Option<R>,
-    }
-
-    /// # Safety
-    ///
-    /// `info` must point to a live, exclusively borrowed `Call<F, R>`.
-    unsafe extern "C" fn run<F: FnOnce() -> R, R>(info: *mut c_void) {
-        // SAFETY: Our contract: the caller below waits for the call, borrowing `call` only
-        // through this pointer meanwhile.
-        let call = unsafe { &mut *info.cast::<Call<F, R>>() };
-        if let Some(f) = call.f.take() {
-            call.result = Some(f());
-        }
-    }
-
-    let cpu = c_int::try_from(cpu).map_err(|_| ENXIO)?;
-    let mut call = Call { f: Some(f), result: None };
-    // SAFETY: `run::<F, R>` gets a pointer to `call`, a `Call<F, R>` that outlives the
-    // synchronous call (`wait` = true); `F` and `R` are `Send`, as they cross to that CPU and
-    // back. An offline CPU returns an error without running `run`.
-    let r = unsafe { bindings::smp_call_function_single(cpu, Some(run::<F, R>), (&raw mut call).cast(), true) };
-    kernel::error::to_result(r)?;
-    call.result.ok_or(ENXIO)
 }
 
 /// What the module notifier tells its context.

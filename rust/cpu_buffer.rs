@@ -570,6 +570,17 @@ impl CpuBuffers {
         }
     }
 
+    /// CPU `cpu` goes offline, its sample sources stopped: runs the deferred step of the NMI
+    /// samples still staged there and waits for it (its irq_work; on the CPU itself, from its
+    /// hotplug teardown, interrupts on). A staged sample then is in the CPU's ring like any
+    /// other, which every sync pass drains whether the CPU is online or not, so no sample of
+    /// an offline CPU waits for it to come back. Process context.
+    pub(crate) fn cpu_offline(&self, cpu: u32) {
+        if let Some(work) = self.deferred.get(cpu as usize) {
+            work.sync();
+        }
+    }
+
     /// The rings, by CPU id.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &CpuBuffer> {
         self.rings.buffers.iter()

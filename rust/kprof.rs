@@ -3,8 +3,9 @@
 //! kprof: Plan 9's kernel profiler (kprof(3), `/sys/src/9/port/devkprof.c`) as oprofilefs
 //! files `kprof/kpctl` and `kprof/kpdata`.
 //!
-//! While started, kprof's own per-CPU hrtimers ([`CpuTimers`]) tick at `kprof_hz` (module
-//! parameter, default 1000 Hz per CPU) in hard-interrupt context and count the interrupted PC:
+//! While started, kprof's own per-CPU hrtimers ([`CpuTimers`]: on every online CPU, following
+//! CPU hotplug) tick at `kprof_hz` (module parameter, default 1000 Hz per CPU) in
+//! hard-interrupt context and count the interrupted PC:
 //! word 0 every tick, word 1 when the kernel (not user space) was interrupted, and the PC's
 //! kernel-text slot when it lies in `[_stext, _etext)` (layout and byte order in
 //! `common::kprof`). kprof is independent of oprofilefs sampling: it runs with or without
@@ -117,7 +118,7 @@ impl Kprof {
     /// instruction). Errors: `EINVAL` for `hz` outside 1..=100000 or a granularity that is not
     /// a power of two between the instruction size and 65536 bytes (logged).
     pub(crate) fn new(hz: u32, granularity: u32) -> Result<impl PinInit<Self, Error>> {
-        let timers = CpuTimers::new(hz, "kprof_hz")?;
+        let timers = CpuTimers::new(hz, "kprof_hz", c"oprofile/kprof:online")?;
         let granularity = if granularity == 0 { INSN_BYTES } else { granularity };
         if layout::check_granularity(granularity, INSN_BYTES).is_err() {
             pr_err!(

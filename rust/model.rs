@@ -44,9 +44,12 @@ pub(crate) trait Model: Send + Sync {
     }
     /// Undoes `setup` at `buffer` close.
     fn shutdown(&mut self) {}
-    /// Starts delivering samples into `session` on every online CPU.
+    /// Starts delivering samples into `session` on every online CPU, and on every CPU that comes
+    /// online until [`Model::stop`]; a CPU going offline meanwhile stops first (CPU hotplug,
+    /// `bridge::cpuhp`). Not with `cpus_read_lock` held.
     fn start(&mut self, session: &Arc<Session>) -> Result;
-    /// Stops delivering samples; when it returns no sample handler is running.
+    /// Stops delivering samples; when it returns no sample handler is running and no hotplug
+    /// callback of the run will.
     fn stop(&mut self);
     /// Work to do periodically while running (from the `buffer_sync` work, process context),
     /// e.g. folding 32-bit hardware counters before they wrap. Asked right after `start`.

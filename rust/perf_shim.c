@@ -111,18 +111,6 @@ void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_ker
 }
 
 /**
- * oprofile_shim_cpu_online() - whether a CPU is online
- * @cpu: a CPU number (any value)
- *
- * Missing binding: cpu_online() is an inline on cpumasks.
- * Return: true if @cpu is a valid, online CPU.
- */
-bool oprofile_shim_cpu_online(int cpu)
-{
-	return cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu);
-}
-
-/**
  * oprofile_shim_perf_read() - the count of a counter
  * @event: a live event of oprofile_shim_perf_create()
  * @enabled: out: ns the event was enabled

@@ -26,7 +26,6 @@ void oprofile_rust_perf_overflow(void *context, struct pt_regs *regs, bool kerne
 int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, bool (*is_arm_pmu)(const char *name));
 void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
 				bool exclude_user, void *context);
-bool oprofile_shim_cpu_online(int cpu);
 u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running);
 void oprofile_shim_perf_disable(void *event);
 void oprofile_shim_perf_release(void *event);

@@ -537,6 +537,19 @@ bool oprofile_shim_irq_work_queue(struct oprofile_irq_work *w)
 }
 
 /**
+ * oprofile_shim_irq_work_sync() - wait for @w to be idle
+ * @w: an irq_work of oprofile_shim_irq_work_new()
+ *
+ * Missing binding: struct oprofile_irq_work is opaque to Rust (irq_work_sync() needs its
+ * struct irq_work).
+ * Context: process, interrupts on (irq_work_sync() may sleep).
+ */
+void oprofile_shim_irq_work_sync(struct oprofile_irq_work *w)
+{
+	irq_work_sync(&w->work);
+}
+
+/**
  * oprofile_shim_irq_work_free() - wait for @w to be idle and free it
  * @w: an irq_work of oprofile_shim_irq_work_new(), queued no more
  *

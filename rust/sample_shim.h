@@ -73,6 +73,7 @@ struct pt_regs *oprofile_shim_task_user_regs(void);
 struct oprofile_irq_work;
 struct oprofile_irq_work *oprofile_shim_irq_work_new(void (*fn)(const void *ctx), const void *ctx);
 bool oprofile_shim_irq_work_queue(struct oprofile_irq_work *w);
+void oprofile_shim_irq_work_sync(struct oprofile_irq_work *w);
 void oprofile_shim_irq_work_free(struct oprofile_irq_work *w);
 
 int oprofile_shim_module_notifier_register(const void *ctx, void (*coming)(const void *ctx));

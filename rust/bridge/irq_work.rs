@@ -23,6 +23,7 @@ extern "C" {
         ctx: *const c_void,
     ) -> *mut RawIrqWork;
     fn oprofile_shim_irq_work_queue(w: *mut RawIrqWork) -> bool;
+    fn oprofile_shim_irq_work_sync(w: *mut RawIrqWork);
     fn oprofile_shim_irq_work_free(w: *mut RawIrqWork);
 }
 
@@ -88,6 +89,16 @@ impl<T: IrqWorkHandler> IrqWork<T> {
     pub(crate) fn queue(&self) -> bool {
         // SAFETY: `raw` is live (type invariants).
         unsafe { oprofile_shim_irq_work_queue(self.raw.as_ptr()) }
+    }
+
+    /// Waits until the work is idle: a run that was queued has finished (`irq_work_sync`). A
+    /// queued work runs on the CPU that queued it at that CPU's next interrupt-enabled point, so
+    /// that CPU must stay online meanwhile: it does when this is called from its own hotplug
+    /// teardown (the kernel also runs a dying CPU's pending works, `smpcfd_dying_cpu`). Process
+    /// context, interrupts on.
+    pub(crate) fn sync(&self) {
+        // SAFETY: `raw` is live (type invariants).
+        unsafe { oprofile_shim_irq_work_sync(self.raw.as_ptr()) };
     }
 }
 

@@ -34,7 +34,6 @@ extern "C" {
         exclude_user: bool,
         context: *mut c_void,
     ) -> *mut c_void;
-    fn oprofile_shim_cpu_online(cpu: c_int) -> bool;
     fn oprofile_shim_perf_read(event: *mut c_void, enabled: *mut u64, running: *mut u64) -> u64;
     fn oprofile_shim_perf_disable(event: *mut c_void);
     fn oprofile_shim_perf_release(event: *mut c_void);
@@ -98,15 +97,6 @@ pub(crate) fn probe<M: PmuModels>() -> Result<PmuInfo> {
         no_exclude: raw.no_exclude,
         no_interrupt: raw.no_interrupt,
     })
-}
-
-/// Whether CPU `cpu` is online.
-pub(crate) fn cpu_online(cpu: u32) -> bool {
-    let Ok(cpu) = c_int::try_from(cpu) else {
-        return false;
-    };
-    // SAFETY: FFI call without preconditions (it checks the range).
-    unsafe { oprofile_shim_cpu_online(cpu) }
 }
 
 /// What an [`Event`] does on each counter overflow.

@@ -31,8 +31,20 @@
 //!   and its interval left out of `N/total`, `N/time_running` and the loss estimates, counted
 //!   in `stats/N/event_read_rejected` and logged once per profiling period.
 //!
-//! CPUs that come online while profiling are not counted until the next start.
+//! The events follow CPU hotplug, as legacy did: a [`PerfRun`] registers a hotplug state
+//! ([`cpuhp`]) for its lifetime, whose callbacks run on the CPU concerned in its hotplug thread,
+//! after perf has brought the CPU's context up and before perf takes it down. Coming online (and
+//! at start, for every online CPU) a CPU gets a new event per enabled counter, with the run's
+//! settings; going offline, its events are disabled, refreshed one last time, and what they
+//! counted and lost is moved into the run's *retired* figures (so `N/total`, `N/time_running`,
+//! the loss and rejection stats keep what the CPU counted); then they are released (perf waits
+//! for a running overflow handler) and the CPU's NMI samples still staged are replayed
+//! ([`CpuBuffers::cpu_offline`]). The samples in the CPU's ring reach `buffer` with the next
+//! sync pass, which drains every CPU's ring, online or not.
+//!
+//! [`CpuBuffers::cpu_offline`]: crate::cpu_buffer::CpuBuffers::cpu_offline
 
+use crate::bridge::cpuhp::{self, CpuHotplug};
 use crate::bridge::perf::{self as perf_event, Attr, Event, Overflow, PmuInfo, PmuModels};
 use crate::bridge::regs::Regs;
 use crate::common::counter::{self, Count, CounterConfig, Reading};
@@ -164,12 +176,31 @@ impl Overflow for Slot {
     }
 }
 
+/// What the events of CPUs gone offline counted, per counter ([`PerfRun::retire`]).
+#[derive(Clone, Copy, Default)]
+struct Retired {
+    total: CounterTotal,
+    lost_no_irq: usize,
+    lost_overrun: usize,
+    rejected: usize,
+}
+
 /// What the periodic refresh keeps.
 struct RunState {
-    /// The events with their slots; emptied (released) by [`PerfRun::release`].
+    /// The events of the online CPUs with their slots: a CPU's leave when it goes offline, all
+    /// when the run's hotplug state is removed.
     events: KVec<(Arc<Slot>, Event)>,
     /// Per counter: events counted and time running on all CPUs so far in this period.
     totals: KVec<CounterTotal>,
+    /// Per counter: what the released events counted, lost and rejected.
+    retired: KVec<Retired>,
+    /// Per CPU id: the periods the released events of that CPU lost to late interrupts.
+    retired_cpu_overrun: KVec<usize>,
+    /// The first error of a CPU's event creation, until the start takes it.
+    error: Option<Error>,
+    /// Whether the start is over: a CPU whose events cannot be created then runs without them.
+    started: bool,
+    warned_online: bool,
     warned_irq: bool,
     warned_overrun: bool,
     warned_throttle: bool,
@@ -177,12 +208,16 @@ struct RunState {
     warned_rejected: bool,
 }
 
-/// The perf events of one profiling period (`enable=1` to `enable=0`); they are released
-/// when it is dropped, if not before.
+/// The perf events of one profiling period (`enable=1` to `enable=0`), created and released
+/// per CPU by its hotplug callbacks (module docs).
 #[pin_data]
 pub(crate) struct PerfRun {
     spec: &'static CpuModel,
     session: Arc<Session>,
+    /// The counter configuration (`setup`'s), indexed by counter.
+    config: KVec<CounterConfig>,
+    /// The PMU cannot exclude modes: filter samples in the handler instead.
+    soft_filter: bool,
     #[pin]
     state: Mutex<RunState>,
 }
@@ -196,12 +231,14 @@ impl PerfRun {
     /// counter of another CPU takes an IPI).
     fn refresh(&self) {
         let mut guard = self.state.lock();
-        let st = &mut *guard;
-        if st.events.is_empty() {
-            return;
-        }
-        for t in st.totals.iter_mut() {
-            *t = CounterTotal::default();
+        self.refresh_locked(&mut guard);
+    }
+
+    /// [`Self::refresh`] under the run's mutex.
+    fn refresh_locked(&self, st: &mut RunState) {
+        // What the CPUs gone offline counted, then the live events.
+        for (t, r) in st.totals.iter_mut().zip(st.retired.iter()) {
+            *t = r.total;
         }
 
         for (slot, ev) in st.events.iter() {
@@ -266,10 +303,18 @@ impl PerfRun {
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
                 .fold(0usize, |acc, s| acc.saturating_add(usize::try_from(s.count.rejected.load(Relaxed)).unwrap_or(usize::MAX)))
         };
+        // What the released events lost and rejected: (no_irq, overrun, rejected).
+        let retired = |counter: Option<usize>| {
+            st.retired.iter().enumerate().filter(|(n, _)| counter.is_none_or(|c| *n == c)).fold(
+                (0usize, 0usize, 0usize),
+                |(i, o, r), (_, x)| (i.saturating_add(x.lost_no_irq), o.saturating_add(x.lost_overrun), r.saturating_add(x.rejected)),
+            )
+        };
         for (n, c) in stats.counter.iter().enumerate() {
-            c.sample_lost_no_irq.store(sum(Some(n), |s| &s.lost_no_irq), Relaxed);
-            c.sample_lost_overrun.store(sum(Some(n), |s| &s.lost_overrun), Relaxed);
-            c.event_read_rejected.store(rejected(Some(n)), Relaxed);
+            let (no_irq, overrun, gone) = retired(Some(n));
+            c.sample_lost_no_irq.store(sum(Some(n), |s| &s.lost_no_irq).saturating_add(no_irq), Relaxed);
+            c.sample_lost_overrun.store(sum(Some(n), |s| &s.lost_overrun).saturating_add(overrun), Relaxed);
+            c.event_read_rejected.store(rejected(Some(n)).saturating_add(gone), Relaxed);
         }
         for (cpu, c) in stats.cpu.iter().enumerate() {
             let overrun = st
@@ -278,11 +323,13 @@ impl PerfRun {
                 .map(|(s, _)| s)
                 .filter(|s| s.cpu as usize == cpu)
                 .fold(0usize, |acc, s| acc.saturating_add(s.lost_overrun.load(Relaxed)));
-            c.sample_lost_overrun.store(overrun, Relaxed);
+            let gone = st.retired_cpu_overrun.get(cpu).copied().unwrap_or(0);
+            c.sample_lost_overrun.store(overrun.saturating_add(gone), Relaxed);
         }
-        stats.sample_lost_no_irq.store(sum(None, |s| &s.lost_no_irq), Relaxed);
-        stats.sample_lost_overrun.store(sum(None, |s| &s.lost_overrun), Relaxed);
-        stats.event_read_rejected.store(rejected(None), Relaxed);
+        let (no_irq, overrun, gone) = retired(None);
+        stats.sample_lost_no_irq.store(sum(None, |s| &s.lost_no_irq).saturating_add(no_irq), Relaxed);
+        stats.sample_lost_overrun.store(sum(None, |s| &s.lost_overrun).saturating_add(overrun), Relaxed);
+        stats.event_read_rejected.store(rejected(None).saturating_add(gone), Relaxed);
         let throttled = stats.event_throttled.load(Relaxed);
         if throttled > 0 && !st.warned_throttle {
             st.warned_throttle = true;
@@ -292,18 +339,62 @@ impl PerfRun {
         }
     }
 
-    /// Stops every event from counting, so a final [`Self::refresh`] sees frozen values.
-    fn disable(&self) {
-        for (_, ev) in self.state.lock().events.iter() {
-            ev.disable();
+    /// Creates the events of every enabled counter on `cpu`, with the run's settings.
+    /// Errors: perf's (logged if `log`), `ENOMEM`; then none is left on `cpu`.
+    fn create_events(&self, cpu: u32, log: bool) -> Result<KVec<(Arc<Slot>, Event)>> {
+        let mut events = KVec::with_capacity(self.config.len(), GFP_KERNEL)?;
+        for (counter, c) in self.config.iter().enumerate() {
+            if c.enabled == 0 {
+                continue;
+            }
+            let slot = Arc::new(
+                Slot {
+                    number: c.event as u32,
+                    cpu,
+                    counter: counter as u32,
+                    period: c.count,
+                    kernel: c.kernel != 0,
+                    user: c.user != 0,
+                    handled: Atomic::new(0),
+                    lost_no_irq: Atomic::new(0),
+                    lost_overrun: Atomic::new(0),
+                    count: CountCell::new(),
+                    session: self.session.clone(),
+                },
+                GFP_KERNEL,
+            )?;
+            let (exclude_kernel, exclude_user) =
+                if self.soft_filter { (false, false) } else { (!slot.kernel, !slot.user) };
+            let attr = Attr { event: slot.number, period: slot.period, exclude_kernel, exclude_user };
+            // On error the events made so far are released as `events` drops.
+            let ev = Event::create(cpu, &attr, slot.clone()).inspect_err(|e| {
+                if log {
+                    pr_err!(
+                        "counter {} (event {:#x}) on CPU {}: perf refused the event (error {})\n",
+                        counter, slot.number, cpu, e.to_errno()
+                    );
+                }
+            })?;
+            events.push((slot, ev), GFP_KERNEL)?;
         }
+        Ok(events)
     }
 
-    /// Releases every event; afterwards no overflow handler runs with a slot of this run.
-    fn release(&self) {
-        // Taken out first: releasing waits for running handlers, which take no lock of ours.
-        let events = core::mem::take(&mut self.state.lock().events);
-        drop(events);
+    /// Moves what `slot`'s event counted, lost and rejected, as the last refresh left it, into
+    /// `st`'s retired figures (its event is about to be released).
+    fn retire(st: &mut RunState, slot: &Slot) {
+        let count = slot.count.get();
+        if let Some(r) = st.retired.get_mut(slot.counter as usize) {
+            let overrun = slot.lost_overrun.load(Relaxed);
+            r.total.events = r.total.events.saturating_add(count.total);
+            r.total.running_ns = r.total.running_ns.saturating_add(count.running_ns);
+            r.lost_no_irq = r.lost_no_irq.saturating_add(slot.lost_no_irq.load(Relaxed));
+            r.lost_overrun = r.lost_overrun.saturating_add(overrun);
+            r.rejected = r.rejected.saturating_add(usize::try_from(count.rejected).unwrap_or(usize::MAX));
+            if let Some(c) = st.retired_cpu_overrun.get_mut(slot.cpu as usize) {
+                *c = c.saturating_add(overrun);
+            }
+        }
     }
 
     fn totals(&self) -> Result<KVec<CounterTotal>> {
@@ -331,6 +422,67 @@ impl Poll for PerfRun {
     }
 }
 
+impl CpuHotplug for PerfRun {
+    /// Creates `cpu`'s events (on `cpu`, after perf brought its context up). An error is logged
+    /// and recorded: the start fails with it; later the CPU runs without events (logged once per
+    /// run).
+    fn online(&self, cpu: u32) {
+        let log = {
+            let st = self.state.lock();
+            !st.started || !st.warned_online
+        };
+        let made = self.create_events(cpu, log);
+        let mut st = self.state.lock();
+        match made {
+            Ok(events) => {
+                for e in events {
+                    // Room for every CPU's events was reserved at creation: no allocation.
+                    if st.events.push(e, GFP_KERNEL).is_err() {
+                        pr_err!("CPU {}: no memory for its events\n", cpu);
+                    }
+                }
+            }
+            Err(e) => {
+                if st.started && !st.warned_online {
+                    st.warned_online = true;
+                    pr_warn!("CPU {} came online but its events could not be created: not counted until the next start\n", cpu);
+                }
+                if !st.started {
+                    st.error.get_or_insert(e);
+                }
+            }
+        }
+    }
+
+    /// Disables `cpu`'s events, refreshes (their final readings), retires and releases them
+    /// (before perf takes the CPU's context down), then runs the deferred step of its NMI
+    /// samples still staged.
+    fn offline(&self, cpu: u32) {
+        {
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            for (slot, ev) in st.events.iter() {
+                if slot.cpu == cpu {
+                    ev.disable();
+                }
+            }
+            self.refresh_locked(st);
+            let mut gone = core::mem::take(&mut st.events);
+            gone.retain(|(slot, _)| {
+                if slot.cpu == cpu {
+                    Self::retire(st, slot);
+                    return false;
+                }
+                // Back into the (emptied, same capacity) vector: no allocation.
+                true
+            });
+            st.events = gone;
+            // `retain` dropped (released) them: no overflow handler runs for `cpu` any more.
+        }
+        self.session.cpu.cpu_offline(cpu);
+    }
+}
+
 /// The perf-counter model.
 pub(crate) struct PerfModel {
     spec: &'static CpuModel,
@@ -340,7 +492,8 @@ pub(crate) struct PerfModel {
     soft_filter: bool,
     /// Configuration taken at `setup`.
     config: KVec<CounterConfig>,
-    run: Option<Arc<PerfRun>>,
+    /// The running period's events and their hotplug state; dropping it releases them all.
+    run: Option<cpuhp::Registration<PerfRun>>,
     /// Totals of the last finished period, per counter.
     last_totals: KVec<CounterTotal>,
 }
@@ -381,56 +534,43 @@ impl PerfModel {
         self.pmu.name()
     }
 
-    /// Creates the events of every enabled counter on every online CPU.
-    fn create_run(&self, session: &Arc<Session>) -> Result<Arc<PerfRun>> {
+    /// A run of the configured counters into `session`, without events yet.
+    fn new_run(&self, session: &Arc<Session>) -> Result<Arc<PerfRun>> {
         let nr_cpus = kernel::cpu::nr_cpu_ids() as usize;
-        let mut events = KVec::with_capacity(nr_cpus.saturating_mul(self.config.len()), GFP_KERNEL)?;
-        for cpu in 0..kernel::cpu::nr_cpu_ids() {
-            if !perf_event::cpu_online(cpu) {
-                continue;
-            }
-            for (counter, c) in self.config.iter().enumerate() {
-                if c.enabled == 0 {
-                    continue;
-                }
-                let slot = Arc::new(
-                    Slot {
-                        number: c.event as u32,
-                        cpu,
-                        counter: counter as u32,
-                        period: c.count,
-                        kernel: c.kernel != 0,
-                        user: c.user != 0,
-                        handled: Atomic::new(0),
-                        lost_no_irq: Atomic::new(0),
-                        lost_overrun: Atomic::new(0),
-                        count: CountCell::new(),
-                        session: session.clone(),
-                    },
-                    GFP_KERNEL,
-                )?;
-                let (exclude_kernel, exclude_user) =
-                    if self.soft_filter { (false, false) } else { (!slot.kernel, !slot.user) };
-                let attr = Attr { event: slot.number, period: slot.period, exclude_kernel, exclude_user };
-                // On error the events made so far are released as `events` drops.
-                let ev = Event::create(cpu, &attr, slot.clone()).inspect_err(|e| {
-                    pr_err!(
-                        "counter {} (event {:#x}) on CPU {}: perf refused the event (error {})\n",
-                        counter, slot.number, cpu, e.to_errno()
-                    );
-                })?;
-                events.push((slot, ev), GFP_KERNEL)?;
-            }
-        }
+        // Room for the events of every CPU id, so that a CPU coming online need not allocate.
+        let events = KVec::with_capacity(nr_cpus.saturating_mul(self.config.len()), GFP_KERNEL)?;
+        let mut config = KVec::with_capacity(self.config.len(), GFP_KERNEL)?;
         let mut totals = KVec::with_capacity(self.config.len(), GFP_KERNEL)?;
-        for _ in 0..self.config.len() {
+        let mut retired = KVec::with_capacity(self.config.len(), GFP_KERNEL)?;
+        for c in self.config.iter() {
+            config.push(*c, GFP_KERNEL)?;
             totals.push(CounterTotal::default(), GFP_KERNEL)?;
+            retired.push(Retired::default(), GFP_KERNEL)?;
+        }
+        let mut retired_cpu_overrun = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
+        for _ in 0..nr_cpus {
+            retired_cpu_overrun.push(0, GFP_KERNEL)?;
         }
         Arc::pin_init(
             pin_init!(PerfRun {
                 spec: self.spec,
                 session: session.clone(),
-                state <- new_mutex!(RunState { events, totals, warned_irq: false, warned_overrun: false, warned_throttle: false, warned_sched: false, warned_rejected: false }, "oprofile::perf_run"),
+                config,
+                soft_filter: self.soft_filter,
+                state <- new_mutex!(RunState {
+                    events,
+                    totals,
+                    retired,
+                    retired_cpu_overrun,
+                    error: None,
+                    started: false,
+                    warned_online: false,
+                    warned_irq: false,
+                    warned_overrun: false,
+                    warned_throttle: false,
+                    warned_sched: false,
+                    warned_rejected: false,
+                }, "oprofile::perf_run"),
             }),
             GFP_KERNEL,
         )
@@ -468,30 +608,46 @@ impl Model for PerfModel {
         self.config.clear();
     }
 
+    /// Creates the events on every online CPU (through the run's hotplug state, which creates
+    /// them on CPUs coming online later too). Errors: `ENOMEM`; `ENOSPC` (no dynamic hotplug
+    /// state left); the first event creation error (logged); then no event is left.
     fn start(&mut self, session: &Arc<Session>) -> Result {
         self.stop();
-        self.run = Some(self.create_run(session)?);
+        let run = cpuhp::Registration::new(c"oprofile/perf:online", self.new_run(session)?)?;
+        let error = {
+            let mut st = run.ctx().state.lock();
+            st.started = true;
+            st.error.take()
+        };
+        if let Some(e) = error {
+            // Releases the events that were created.
+            drop(run);
+            return Err(e);
+        }
+        self.run = Some(run);
         Ok(())
     }
 
+    /// Releases every event (each CPU's are retired first), then keeps the period's totals.
     fn stop(&mut self) {
-        let Some(run) = self.run.take() else {
+        let Some(reg) = self.run.take() else {
             return;
         };
-        run.disable();
+        let run = reg.ctx().clone();
+        // Removing the hotplug state runs `offline` for every online CPU.
+        drop(reg);
         run.refresh();
         if let Ok(t) = run.totals() {
             self.last_totals = t;
         }
-        run.release();
     }
 
     fn poller(&self) -> Option<Arc<dyn Poll>> {
-        self.run.clone().map(|r| r as Arc<dyn Poll>)
+        self.run.as_ref().map(|r| r.ctx().clone() as Arc<dyn Poll>)
     }
 
     fn counter_total(&self, counter: usize) -> Option<CounterTotal> {
-        match &self.run {
+        match self.run.as_ref().map(cpuhp::Registration::ctx) {
             Some(run) => {
                 run.refresh();
                 run.state.lock().totals.get(counter).copied()
