@@ -125,10 +125,12 @@ check:
 	@bash scripts/check.sh
 
 # 1,000 load/mount/open/enable/disable/close/umount/unload cycles with kprof and every profile
-# point on, on both boards (tests/guest/cycles.sh; make check runs 200).
+# point on, on both boards (tests/guest/cycles.sh; make check runs 200); and CPU hotplug while
+# profiling: 20 offline periods of CPU 1 per mode and 150 s per mode of captures racing CPU 1
+# going offline and online (tests/guest/hotplug.sh; make check: 3 periods, 3 s).
 soak: host
 	@$(call QEMU_ARCH_BUILD,plain) && $(call QEMU_ARCH_BUILD,debug)
-	@GUEST_ARGS="opcycles=1000 opsoak=1" SCRIPTS=cycles QEMU_TIMEOUT=3600 bash tests/run-qemu-tests.sh
+	@GUEST_ARGS="opcycles=1000 opsoak=1" SCRIPTS="cycles hotplug" QEMU_TIMEOUT=3600 bash tests/run-qemu-tests.sh
 
 # Overhead, losses, per-sample cost and report speed measured against perf, on both boards (not
 # part of make check; Documentation/performance.rst). BOARDS, REPS, PARTS: see scripts/bench.sh.

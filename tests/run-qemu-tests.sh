@@ -17,7 +17,10 @@
 # errnos), stress.sh (30 s of concurrent enable/settings/reader, kills, umount/rmmod/second
 # mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
 # priv.sh (uid 1000 and missing capabilities), record.sh (`oprof record` on the guest: errors, a
-# long run losing nothing, signals, archive, the guest's report and annotate; session directories checked by record.py). Every log must end cleanly, without "not ok" lines and without a kernel
+# long run losing nothing, signals, archive, the guest's report and annotate; session directories checked by record.py),
+# hotplug.sh (CPU 1 offline and online while profiling in timer mode and with CPU_CYCLES: sampled
+# in every online period, never offline, totals kept; start/stop and unload racing hotplug;
+# hotplug.py checks the accounting per CPU). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and object debugging
 # reports) in the console or dmesg.
 # Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:
@@ -64,19 +67,20 @@ BOARDS=${BOARDS:-realview-pb-a8 virt-a15 virt-a53}
 # tests/checks/NAME.py, and the other tests/guest/*.sh (the library, the board shell's runner,
 # `make run`'s workload, `make bench`'s script, tests/image.sh's install script). Adding or
 # removing a test changes these lists (DEVELOPERS.md, "Tests: plans, ...").
-ALL_SCRIPTS="abi profile events user death kprof points cycles fuzz stress storm priv record"
-HOST_CHECKS="profile events user kprof points storm record"
+ALL_SCRIPTS="abi profile events user death kprof points cycles fuzz stress storm priv record hotplug"
+HOST_CHECKS="profile events user kprof points storm record hotplug"
 OTHER_GUEST="lib run workload bench install"
 # make check's debug kernels share the scripts (neither SCRIPTS nor KVARIANT given; the time budget,
 # Documentation/testing.rst): arm64's (KASAN, pseudo-NMIs: the NMI sample path) runs the sampling,
 # accounting, abuse and oprof record scripts the issue asks for there; virt-a15's ARMv7 one the
 # file-tree, kprof, profile-point, load-cycle and privilege scripts, plus user and death (the
-# ARMv7 sample and release paths under lockdep and KFENCE). Every script runs on the plain
+# ARMv7 sample and release paths under lockdep and KFENCE) and hotplug (the hotplug callbacks
+# under lockdep). Every script runs on the plain
 # kernels of realview-pb-a8 (the i.MX51's Cortex-A8) and virt-a53; virt-a15's plain kernel runs
 # the scripts its debug kernel does not (PLAIN_SCRIPTS_A15), so every script runs on virt-a15
 # under one of its kernels.
 DEBUG_SCRIPTS_ARM64="profile events user death fuzz stress storm record"
-DEBUG_SCRIPTS_ARM="abi user death kprof points cycles priv"
+DEBUG_SCRIPTS_ARM="abi user death kprof points cycles priv hotplug"
 [ -n "${SCRIPTS:-}" ] || [ -n "$VARIANTS" ] || DEBUG_SPLIT=1
 SCRIPTS=${SCRIPTS:-$ALL_SCRIPTS}
 PLAIN_SCRIPTS_A15=$(for s in $ALL_SCRIPTS; do case " $DEBUG_SCRIPTS_ARM " in *" $s "*) ;; *) echo "$s" ;; esac; done | xargs)
