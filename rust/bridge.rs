@@ -39,7 +39,10 @@ extern "C" {
     // Defined by `rust/profile_points.lds` around `.profile_points`.
     static __oprofile_profile_points_start: [u8; 0];
     static __oprofile_profile_points_end: [u8; 0];
-    fn oprofile_shim_module_notifier_register(ctx: *const c_void, coming: unsafe extern "C" fn(*const c_void)) -> c_int;
+    fn oprofile_shim_module_notifier_register(
+        ctx: *const c_void,
+        coming: unsafe extern "C" fn(*const c_void),
+    ) -> c_int;
     fn oprofile_shim_module_notifier_unregister();
     fn oprofile_shim_alloc_wq() -> *mut bindings::workqueue_struct;
     fn oprofile_shim_kprof_map(map: *mut c_ulong) -> c_int;
@@ -105,7 +108,12 @@ pub(crate) fn kernel_text() -> Result<(usize, usize)> {
         return Err(ENODEV);
     }
     let [stext, etext, printk, init_task] = map.map(|v| v as usize);
-    let map = kprof::SystemMap { stext, etext, printk, init_task };
+    let map = kprof::SystemMap {
+        stext,
+        etext,
+        printk,
+        init_task,
+    };
     // Thumb-2 kernels: a function's address carries the Thumb bit.
     let thumb_bit = usize::from(cfg!(CONFIG_THUMB2_KERNEL));
     let printk_addr = (_printk as usize) & !thumb_bit;
@@ -138,7 +146,12 @@ pub(crate) fn module_area() -> (usize, usize) {
 /// open), as kallsyms judges the opener's credentials.
 pub(crate) fn may_see_kernel_addresses() -> bool {
     // SAFETY: FFI call; `init_user_ns` is a static that lives forever.
-    if !unsafe { bindings::ns_capable_noaudit(&raw mut bindings::init_user_ns, bindings::CAP_SYSLOG as c_int) } {
+    if !unsafe {
+        bindings::ns_capable_noaudit(
+            &raw mut bindings::init_user_ns,
+            bindings::CAP_SYSLOG as c_int,
+        )
+    } {
         return false;
     }
     // Any non-null kernel address will do.
@@ -146,8 +159,17 @@ pub(crate) fn may_see_kernel_addresses() -> bool {
     let probe: *const c_void = (&raw const PROBE).cast();
     let mut out = [0u8; 32];
     // SAFETY: `out` is writable for its length; the format takes exactly one pointer argument.
-    let n = unsafe { bindings::snprintf(out.as_mut_ptr().cast(), out.len(), c"%pK".as_char_ptr(), probe) };
-    let shown = usize::try_from(n).ok().and_then(|n| out.get(..n.min(out.len() - 1)));
+    let n = unsafe {
+        bindings::snprintf(
+            out.as_mut_ptr().cast(),
+            out.len(),
+            c"%pK".as_char_ptr(),
+            probe,
+        )
+    };
+    let shown = usize::try_from(n)
+        .ok()
+        .and_then(|n| out.get(..n.min(out.len() - 1)));
     shown.is_some_and(|s| !s.is_empty() && s.iter().any(|&b| b != b'0'))
 }
 
@@ -241,7 +263,10 @@ pub(crate) fn profile_points() -> &'static [ProfilePoint] {
     let end = (&raw const __oprofile_profile_points_end).cast::<ProfilePoint>();
     let bytes = (end as usize).wrapping_sub(start as usize);
     if end < start || bytes % core::mem::size_of::<ProfilePoint>() != 0 {
-        kernel::pr_warn_once!("profile points: bad .profile_points section ({} bytes)\n", bytes);
+        kernel::pr_warn_once!(
+            "profile points: bad .profile_points section ({} bytes)\n",
+            bytes
+        );
         return &[];
     }
     // SAFETY: The linker script places the start and end symbols around `.profile_points`, which

@@ -25,14 +25,14 @@
 //! task's USER_MAPS record when this pass over the CPU has not written one yet; the snapshot
 //! buffer then goes back to its CPU's pool.
 
+use crate::bridge::user::{self, Lookup};
 use crate::common::event::{Record, NO_COOKIE};
 use crate::common::sync::{EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
-use crate::bridge::user::{self, Lookup};
 use crate::cpu_buffer::Sample;
 use crate::image_ids::ImageIds;
 use crate::model::Poll;
-use crate::session::Session;
 use crate::profile_point::{define_profile_point, profile_point_time};
+use crate::session::Session;
 use crate::stats;
 use crate::user_stack::MapsWritten;
 use kernel::fs::File;
@@ -51,10 +51,16 @@ pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 /// The user location of `file` at `offset`: its image id.
 fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location {
     match images.id_of(file) {
-        Ok(id) => Location::User { cookie: id.into(), offset: offset as u64 },
+        Ok(id) => Location::User {
+            cookie: id.into(),
+            offset: offset as u64,
+        },
         Err(e) => {
             // Only on ENOMEM or an absurd path: counted as unattributable.
-            kernel::pr_warn_once!("cannot name a sampled image (error {}); its samples count as no mapping\n", e.to_errno());
+            kernel::pr_warn_once!(
+                "cannot name a sampled image (error {}); its samples count as no mapping\n",
+                e.to_errno()
+            );
             Location::NoMapping
         }
     }
@@ -62,14 +68,19 @@ fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location 
 
 /// Where `s` points, given what the interrupt found (see the module docs). Process context.
 fn locate(s: &Sample, images: &mut ImageIds) -> Location {
-    let anon = Location::User { cookie: NO_COOKIE, offset: s.pc as u64 };
+    let anon = Location::User {
+        cookie: NO_COOKIE,
+        offset: s.pc as u64,
+    };
     match &s.loc {
         SampleLoc::Kernel => Location::Kernel,
         SampleLoc::Anon => anon,
         SampleLoc::File { file, offset } => file_location(images, file, *offset),
         SampleLoc::Deferred { mm } => match user::lookup_mm(mm, s.pc) {
             // A backtrace entry must be a return address: in executable memory.
-            Lookup::File { exec: false, .. } | Lookup::Anon { exec: false } if s.is_frame() => Location::NotCode,
+            Lookup::File { exec: false, .. } | Lookup::Anon { exec: false } if s.is_frame() => {
+                Location::NotCode
+            }
             Lookup::File { file, offset, .. } => file_location(images, &file, offset),
             Lookup::Anon { .. } => anon,
             Lookup::NoMapping => Location::NoMapping,

@@ -40,9 +40,17 @@
 //!   chain, and counted in `nmi_task_switched`.
 
 use crate::bridge::irq_work::{self, IrqWork, IrqWorkHandler};
-use crate::bridge::{self, regs::{Regs, UserRegs}, ring::Ring, user::Lookup};
+use crate::bridge::{
+    self,
+    regs::{Regs, UserRegs},
+    ring::Ring,
+    user::Lookup,
+};
 use crate::common::event::ESCAPE_CODE;
-use crate::common::sync::{self, CpuSample, KernelCode, SampleLoc, UserFrameRegs, UserWalkEnd, IS_FRAME, IS_KERNEL, TRACE_BEGIN};
+use crate::common::sync::{
+    self, CpuSample, KernelCode, SampleLoc, UserFrameRegs, UserWalkEnd, IS_FRAME, IS_KERNEL,
+    TRACE_BEGIN,
+};
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::stats::{self, CpuStats, Stats};
 use crate::user_stack::{StackPool, UserStack};
@@ -86,7 +94,10 @@ pub(crate) fn kernel_code() -> KernelCode {
             None
         }
     };
-    KernelCode { text, modules: bridge::module_area() }
+    KernelCode {
+        text,
+        modules: bridge::module_area(),
+    }
 }
 
 /// Why a user PC could not be queued.
@@ -164,7 +175,11 @@ impl Source<'_> {
                 let task = kernel::current!();
                 (task.pid(), task.tgid(), bridge::user::exe_file_irq())
             }
-            Source::Staged(s, _, current) => (s.pid, s.tgid, current.then(bridge::user::exe_file_irq).flatten()),
+            Source::Staged(s, _, current) => (
+                s.pid,
+                s.tgid,
+                current.then(bridge::user::exe_file_irq).flatten(),
+            ),
         }
     }
 
@@ -188,7 +203,12 @@ impl Source<'_> {
 
 /// [`Source::backtrace`] of a staged sample: its kernel frames, then (unless the walk ended)
 /// the user part from `user` as `oprofile_shim_user_start` gives it.
-fn staged_backtrace(s: &Staged, user: Option<&Regs>, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+fn staged_backtrace(
+    s: &Staged,
+    user: Option<&Regs>,
+    depth: u32,
+    frame: &mut dyn FnMut(usize) -> bool,
+) -> (u32, UserRegs) {
     let mut n = 0u32;
     for &pc in s.frames.iter().take(s.n_frames) {
         if n >= depth {
@@ -273,7 +293,16 @@ impl Walk<'_> {
             SampleLoc::Kernel
         };
         let flags = IS_FRAME | if user { 0 } else { IS_KERNEL };
-        let entry = CpuSample { pc, loc, event: 0, flags, pid: self.pid, tgid: self.tgid, app: None, stack: None };
+        let entry = CpuSample {
+            pc,
+            loc,
+            event: 0,
+            flags,
+            pid: self.pid,
+            tgid: self.tgid,
+            app: None,
+            stack: None,
+        };
         // Published with its sample (`add_sample`).
         if self.buf.ring.push_pending(entry).is_err() {
             stats::inc(&self.cpu.backtrace_aborted);
@@ -321,8 +350,16 @@ impl CpuBuffer {
     ///
     /// Errors: `EINVAL` if `capacity` is 0 or above `common::ring::MAX_CAPACITY`; `ENOMEM`.
     pub(crate) fn new(capacity: u32, stack_words: usize) -> Result<Self> {
-        let stacks = if stack_words > 0 { Some(StackPool::new(stack_words)?) } else { None };
-        Ok(CpuBuffer { ring: Ring::new(capacity)?, staged: Ring::new(STAGED_CAPACITY)?, stacks })
+        let stacks = if stack_words > 0 {
+            Some(StackPool::new(stack_words)?)
+        } else {
+            None
+        };
+        Ok(CpuBuffer {
+            ring: Ring::new(capacity)?,
+            staged: Ring::new(STAGED_CAPACITY)?,
+            stacks,
+        })
     }
 
     /// Takes a sample of the interrupted registers `regs` (`None`: no valid PC) for counter
@@ -404,13 +441,28 @@ impl CpuBuffer {
             }
             bridge::regs::with_task_user_regs(|user| {
                 let user = user.filter(|_| current);
-                self.log_sample(cpu, stats, code, &Source::Staged(&s, user, current), s.event, depth)
+                self.log_sample(
+                    cpu,
+                    stats,
+                    code,
+                    &Source::Staged(&s, user, current),
+                    s.event,
+                    depth,
+                )
             });
         });
     }
 
     /// Logs a sample of `src` (received, with registers): resolution, snapshot, ring, chain.
-    fn log_sample(&self, cpu: &CpuStats, stats: &Stats, code: &KernelCode, src: &Source<'_>, event: u32, depth: u32) {
+    fn log_sample(
+        &self,
+        cpu: &CpuStats,
+        stats: &Stats,
+        code: &KernelCode,
+        src: &Source<'_>,
+        event: u32,
+        depth: u32,
+    ) {
         let (pc, kernel) = src.pc();
         if !self.ring.has_room() {
             stats::inc(&cpu.sample_lost_overflow);
@@ -435,7 +487,8 @@ impl CpuBuffer {
         let stack = match &self.stacks {
             Some(pool) if depth > 0 => {
                 profile_point_time!(USER_STACK_COPY);
-                src.stack_regs().and_then(|regs| pool.take(stats, regs, tgid))
+                src.stack_regs()
+                    .and_then(|regs| pool.take(stats, regs, tgid))
             }
             _ => None,
         };
@@ -446,7 +499,16 @@ impl CpuBuffer {
         // never takes a sample without the entries that follow it.
         let pushed = {
             profile_point_time!(RING_PUSH);
-            self.ring.push_pending(CpuSample { pc, loc, event, flags, pid, tgid, app, stack })
+            self.ring.push_pending(CpuSample {
+                pc,
+                loc,
+                event,
+                flags,
+                pid,
+                tgid,
+                app,
+                stack,
+            })
         };
         if pushed.is_err() {
             // Another producer was active (cannot happen from the sampling interrupt).
@@ -454,7 +516,14 @@ impl CpuBuffer {
             return;
         }
         if depth > 0 {
-            let w = Walk { buf: self, cpu, stats, code, pid, tgid };
+            let w = Walk {
+                buf: self,
+                cpu,
+                stats,
+                code,
+                pid,
+                tgid,
+            };
             let (n, user) = {
                 profile_point_time!(BT_KERNEL);
                 src.backtrace(depth, &mut |pc| w.frame(pc, false))
@@ -528,14 +597,28 @@ impl CpuBuffers {
     /// One ring of `capacity` samples per CPU of `stats`, with user-stack snapshots of
     /// `stack_words` words when backtraces are on and that is not 0, and one irq_work per CPU.
     /// Errors: `ENOMEM`, `EINVAL` (see [`CpuBuffer::new`]).
-    pub(crate) fn new(stats: Arc<Stats>, capacity: u32, backtrace_depth: u32, stack_words: usize, kernel_code: KernelCode) -> Result<Self> {
+    pub(crate) fn new(
+        stats: Arc<Stats>,
+        capacity: u32,
+        backtrace_depth: u32,
+        stack_words: usize,
+        kernel_code: KernelCode,
+    ) -> Result<Self> {
         let stack_words = if backtrace_depth > 0 { stack_words } else { 0 };
         let cpus = stats.cpu.len();
         let mut buffers = KVec::with_capacity(cpus, GFP_KERNEL)?;
         for _ in 0..cpus {
             buffers.push(CpuBuffer::new(capacity, stack_words)?, GFP_KERNEL)?;
         }
-        let rings = Arc::new(Rings { buffers, stats, kernel_code, backtrace_depth }, GFP_KERNEL)?;
+        let rings = Arc::new(
+            Rings {
+                buffers,
+                stats,
+                kernel_code,
+                backtrace_depth,
+            },
+            GFP_KERNEL,
+        )?;
         let mut deferred = KVec::with_capacity(cpus, GFP_KERNEL)?;
         for _ in 0..cpus {
             deferred.push(IrqWork::new(rings.clone())?, GFP_KERNEL)?;
@@ -561,7 +644,14 @@ impl CpuBuffers {
             return;
         };
         if !irq_work::in_nmi() {
-            return buf.add_sample(stats, &r.stats, &r.kernel_code, regs, event, r.backtrace_depth);
+            return buf.add_sample(
+                stats,
+                &r.stats,
+                &r.kernel_code,
+                regs,
+                event,
+                r.backtrace_depth,
+            );
         }
         if buf.stage(stats, regs, event, r.backtrace_depth) {
             if let Some(work) = self.deferred.get(cpu) {

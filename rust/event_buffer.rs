@@ -44,7 +44,12 @@ impl EventBuffer {
         }
         let mut words = KVVec::with_capacity(size, GFP_KERNEL)?;
         words.resize(size, 0, GFP_KERNEL)?;
-        Ok(EventBuffer { words, pos: 0, watershed_at: size - watershed, ready: false })
+        Ok(EventBuffer {
+            words,
+            pos: 0,
+            watershed_at: size - watershed,
+            ready: false,
+        })
     }
 
     /// Wakes the reader even if the watershed was not reached (dump, stop).

@@ -53,7 +53,10 @@ use crate::common::counter::Field;
 use crate::event_buffer::WORD;
 use crate::kprof::{KpCtl, KpData};
 use crate::oprof::{Oprofile, Setting};
-use crate::oprofilefs::{capable_sys_admin, read_bytes, Access, Dir, Key, OpFile, Open, Ro, Rw, Tree, Ulong, UlongSetting};
+use crate::oprofilefs::{
+    capable_sys_admin, read_bytes, Access, Dir, Key, OpFile, Open, Ro, Rw, Tree, Ulong,
+    UlongSetting,
+};
 use crate::profile_point::ProfilePoints;
 use crate::stats::{self, CounterStats, CpuStats, GlobalStats};
 use kernel::fs::file::Offset;
@@ -71,11 +74,27 @@ impl Tree for Oprofile {
         root.file::<Dump>(c"dump", 0o200, Key::NONE)?;
         root.file::<Buffer>(c"buffer", 0o644, Key::NONE)?;
         root.file::<Rw<SettingFile>>(c"buffer_size", 0o644, SettingFile::key(Setting::BufferSize))?;
-        root.file::<Rw<SettingFile>>(c"buffer_watershed", 0o644, SettingFile::key(Setting::BufferWatershed))?;
-        root.file::<Rw<SettingFile>>(c"cpu_buffer_size", 0o644, SettingFile::key(Setting::CpuBufferSize))?;
+        root.file::<Rw<SettingFile>>(
+            c"buffer_watershed",
+            0o644,
+            SettingFile::key(Setting::BufferWatershed),
+        )?;
+        root.file::<Rw<SettingFile>>(
+            c"cpu_buffer_size",
+            0o644,
+            SettingFile::key(Setting::CpuBufferSize),
+        )?;
         root.file::<CpuType>(c"cpu_type", 0o644, Key::NONE)?;
-        root.file::<Rw<SettingFile>>(c"backtrace_depth", 0o644, SettingFile::key(Setting::BacktraceDepth))?;
-        root.file::<Rw<SettingFile>>(c"user_stack_size", 0o644, SettingFile::key(Setting::UserStackSize))?;
+        root.file::<Rw<SettingFile>>(
+            c"backtrace_depth",
+            0o644,
+            SettingFile::key(Setting::BacktraceDepth),
+        )?;
+        root.file::<Rw<SettingFile>>(
+            c"user_stack_size",
+            0o644,
+            SettingFile::key(Setting::UserStackSize),
+        )?;
         root.file::<Ro<PointerSize>>(c"pointer_size", 0o644, Key::NONE)?;
         root.file::<Images>(c"images", 0o400, Key::NONE)?;
         root.file::<ProfilePoints>(c"profile_points", 0o644, Key::NONE)?;
@@ -118,7 +137,13 @@ struct Enable;
 
 #[vtable]
 impl OpFile<Oprofile> for Enable {
-    fn read(o: &Oprofile, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        o: &Oprofile,
+        _key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_bytes(if o.is_started() { b"1\n" } else { b"0\n" }, out, pos)
     }
 
@@ -175,7 +200,13 @@ impl OpFile<Oprofile> for Buffer {
         o.shutdown();
     }
 
-    fn read(o: &Oprofile, _key: Key, _open: Open, out: &mut UserSliceWriter, _pos: &mut Offset) -> Result<usize> {
+    fn read(
+        o: &Oprofile,
+        _key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        _pos: &mut Offset,
+    ) -> Result<usize> {
         let count = out.len();
         o.read_buffer(out, count)
     }
@@ -186,7 +217,13 @@ struct CpuType;
 
 #[vtable]
 impl OpFile<Oprofile> for CpuType {
-    fn read(o: &Oprofile, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        o: &Oprofile,
+        _key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_bytes(o.model().cpu_type().to_bytes(), out, pos)
     }
 }
@@ -196,7 +233,13 @@ struct Images;
 
 #[vtable]
 impl OpFile<Oprofile> for Images {
-    fn read(o: &Oprofile, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        o: &Oprofile,
+        _key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_bytes(&o.images_text()?, out, pos)
     }
 }
@@ -214,8 +257,13 @@ impl Ulong<Oprofile> for PointerSize {
 struct SettingFile;
 
 impl SettingFile {
-    const ALL: [Setting; 5] =
-        [Setting::BufferSize, Setting::BufferWatershed, Setting::CpuBufferSize, Setting::BacktraceDepth, Setting::UserStackSize];
+    const ALL: [Setting; 5] = [
+        Setting::BufferSize,
+        Setting::BufferWatershed,
+        Setting::CpuBufferSize,
+        Setting::BacktraceDepth,
+        Setting::UserStackSize,
+    ];
 
     fn key(s: Setting) -> Key {
         Key::new(0, Self::ALL.iter().position(|&x| x == s).unwrap_or(0) as u8)
@@ -299,7 +347,11 @@ struct CpuStat;
 
 impl Ulong<Oprofile> for CpuStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        stats::read(o.stats().cpu.get(key.index as usize), CpuStats::COUNTERS, key.item)
+        stats::read(
+            o.stats().cpu.get(key.index as usize),
+            CpuStats::COUNTERS,
+            key.item,
+        )
     }
 }
 
@@ -317,6 +369,10 @@ struct CounterStat;
 
 impl Ulong<Oprofile> for CounterStat {
     fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        stats::read(o.stats().counter.get(key.index as usize), CounterStats::COUNTERS, key.item)
+        stats::read(
+            o.stats().counter.get(key.index as usize),
+            CounterStats::COUNTERS,
+            key.item,
+        )
     }
 }

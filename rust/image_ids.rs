@@ -48,7 +48,12 @@ impl ImageIds {
     pub(crate) fn new() -> Result<Self> {
         let mut path = KVVec::new();
         path.resize(PATH_MAX, 0, GFP_KERNEL)?;
-        Ok(ImageIds { entries: KVec::new(), text: KVVec::new(), next_id: 1, path })
+        Ok(ImageIds {
+            entries: KVec::new(),
+            text: KVVec::new(),
+            next_id: 1,
+            path,
+        })
     }
 
     /// The id of the path of `file`, creating it and its `images` line on first sight (the
@@ -67,13 +72,22 @@ impl ImageIds {
         }
         let path = user::file_path(file, &mut self.path)?;
         let at_text = self.text.len();
-        let end = at_text.checked_add(image::line_len(id, path)).ok_or(ENOMEM)?;
+        let end = at_text
+            .checked_add(image::line_len(id, path))
+            .ok_or(ENOMEM)?;
         self.entries.reserve(1, GFP_KERNEL)?;
         self.text.resize(end, 0, GFP_KERNEL)?;
         // Neither can fail (exact length, capacity reserved); never leave a line without entry.
-        let written = self.text.get_mut(at_text..).and_then(|t| image::write_line(id, path, t));
+        let written = self
+            .text
+            .get_mut(at_text..)
+            .and_then(|t| image::write_line(id, path, t));
         // INVARIANT: inserted at its sorted position with its line, owning a new reference.
-        let entry = Entry { key, id, _file: ARef::from(file) };
+        let entry = Entry {
+            key,
+            id,
+            _file: ARef::from(file),
+        };
         if written.is_none() || self.entries.insert_within_capacity(at, entry).is_err() {
             self.text.truncate(at_text);
             return Err(ENOMEM);

@@ -35,11 +35,11 @@ use crate::common::kprof::{self as layout, Ctl, Layout};
 use crate::model::timer::{CpuTimers, Tick};
 use crate::oprofilefs::{read_bytes, Access, Key, OpFile, Open};
 use crate::profile_point::{define_profile_point, profile_point_time};
+use kernel::fs::file::Offset;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
-use kernel::fs::file::Offset;
 use kernel::uaccess::UserSliceWriter;
 
 define_profile_point!(KPROF_TICK, "kprof_tick");
@@ -67,7 +67,10 @@ impl KprofData {
     /// All-zero counts. Errors: `ENOMEM`.
     fn new(layout: Layout) -> Result<Self> {
         // INVARIANT: `counts.len() == layout.words()`.
-        Ok(KprofData { layout, counts: bridge::zeroed_atomics(layout.words())? })
+        Ok(KprofData {
+            layout,
+            counts: bridge::zeroed_atomics(layout.words())?,
+        })
     }
 
     fn bump(&self, word: usize) {
@@ -119,7 +122,11 @@ impl Kprof {
     /// a power of two between the instruction size and 65536 bytes (logged).
     pub(crate) fn new(hz: u32, granularity: u32) -> Result<impl PinInit<Self, Error>> {
         let timers = CpuTimers::new(hz, "kprof_hz", c"oprofile/kprof:online")?;
-        let granularity = if granularity == 0 { INSN_BYTES } else { granularity };
+        let granularity = if granularity == 0 {
+            INSN_BYTES
+        } else {
+            granularity
+        };
         if layout::check_granularity(granularity, INSN_BYTES).is_err() {
             pr_err!(
                 "kprof_granularity={} is not a power of two in {}..={}\n",
@@ -147,7 +154,12 @@ impl Kprof {
         let d = Arc::new(KprofData::new(l)?, GFP_KERNEL)?;
         // No addresses in the log (dmesg may be world-readable); `kpctl` shows them to those
         // who may see them.
-        pr_info!("kprof: {} slots of {} bytes over the kernel text ({} KiB)\n", l.slots(), l.granularity(), l.bytes() / 1024);
+        pr_info!(
+            "kprof: {} slots of {} bytes over the kernel text ({} KiB)\n",
+            l.slots(),
+            l.granularity(),
+            l.bytes() / 1024
+        );
         st.data = Some(d.clone());
         Ok(d)
     }
@@ -176,11 +188,19 @@ impl Kprof {
     /// `slots N`, `bytes N` (the size of `kpdata`).
     fn status(&self, show_addresses: bool) -> Result<CString> {
         let st = self.state.lock();
-        let state = if st.timers.is_running() { "started" } else { "stopped" };
+        let state = if st.timers.is_running() {
+            "started"
+        } else {
+            "stopped"
+        };
         match &st.data {
             Some(d) => {
                 let l = &d.layout;
-                let (base, end) = if show_addresses { (l.base(), l.end()) } else { (0, 0) };
+                let (base, end) = if show_addresses {
+                    (l.base(), l.end())
+                } else {
+                    (0, 0)
+                };
                 CString::try_from_fmt(fmt!(
                     "state {}\nhz {}\ngranularity {}\ntext {:#x} {:#x}\nslots {}\nbytes {}\n",
                     state,
@@ -192,7 +212,12 @@ impl Kprof {
                     l.bytes()
                 ))
             }
-            None => CString::try_from_fmt(fmt!("state {}\nhz {}\ngranularity {}\n", state, self.hz, self.granularity)),
+            None => CString::try_from_fmt(fmt!(
+                "state {}\nhz {}\ngranularity {}\n",
+                state,
+                self.hz,
+                self.granularity
+            )),
         }
     }
 }
@@ -211,7 +236,13 @@ impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpCtl {
         Ok(Open(u32::from(bridge::may_see_kernel_addresses())))
     }
 
-    fn read(ctx: &C, _key: Key, open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        ctx: &C,
+        _key: Key,
+        open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_bytes(ctx.as_ref().status(open.0 != 0)?.to_bytes(), out, pos)
     }
 
@@ -232,7 +263,13 @@ impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpData {
         Ok(Open::default())
     }
 
-    fn read(ctx: &C, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        ctx: &C,
+        _key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         // Attached at open; the counts stay until the module unloads.
         let d = ctx.as_ref().attach()?;
         if *pos < 0 {
@@ -250,7 +287,12 @@ impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpData {
             let Some(part) = chunk.get_mut(..want) else {
                 break;
             };
-            let n = layout::read_be(d.counts.len(), |i| d.counts.get(i).map_or(0, |c| c.load(Relaxed)), at, part);
+            let n = layout::read_be(
+                d.counts.len(),
+                |i| d.counts.get(i).map_or(0, |c| c.load(Relaxed)),
+                at,
+                part,
+            );
             if n == 0 {
                 break;
             }

@@ -98,7 +98,11 @@ pub(crate) fn select(force_timer: bool, timer_hz: u32) -> Result<KBox<dyn Model>
     pr_info!(
         "timer mode at {} Hz per CPU ({})\n",
         timer_hz,
-        if force_timer { "timer=1" } else { "no hardware model" }
+        if force_timer {
+            "timer=1"
+        } else {
+            "no hardware model"
+        }
     );
     Ok(KBox::new(m, GFP_KERNEL)?)
 }

@@ -100,7 +100,10 @@ pub(crate) struct Oprofile {
 
 impl Oprofile {
     /// A profiler using `model`, idle, with legacy default settings.
-    pub(crate) fn new(model: KBox<dyn Model>, kprof: impl PinInit<Kprof, Error>) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(
+        model: KBox<dyn Model>,
+        kprof: impl PinInit<Kprof, Error>,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Oprofile {
             cpu_type: model.cpu_type(),
             describe: model.describe(),
@@ -134,10 +137,12 @@ impl Oprofile {
         }? Error)
     }
 
-
     /// The model's description and `cpu_type`.
     pub(crate) fn model(&self) -> ModelInfo {
-        ModelInfo { cpu_type: self.cpu_type, describe: self.describe }
+        ModelInfo {
+            cpu_type: self.cpu_type,
+            describe: self.describe,
+        }
     }
 
     pub(crate) fn stats(&self) -> &Stats {
@@ -151,7 +156,12 @@ impl Oprofile {
 
     /// Reads file `field` of counter directory `counter`. Errors: `EINVAL` for a bad counter.
     pub(crate) fn counter(&self, counter: usize, field: Field) -> Result<u64> {
-        self.ctl.lock().counters.get(counter).map(|c| field.get(c)).ok_or(EINVAL)
+        self.ctl
+            .lock()
+            .counters
+            .get(counter)
+            .map(|c| field.get(c))
+            .ok_or(EINVAL)
     }
 
     /// Writes `value` (within [`Field::range`]) to file `field` of counter directory `counter`.
@@ -171,7 +181,11 @@ impl Oprofile {
     /// `N/total` and `N/time_running`: what counter `counter` counted on all CPUs during the
     /// current profiling period (live) or the last one; zeros before the first.
     pub(crate) fn counter_total(&self, counter: usize) -> CounterTotal {
-        self.ctl.lock().model.counter_total(counter).unwrap_or_default()
+        self.ctl
+            .lock()
+            .model
+            .counter_total(counter)
+            .unwrap_or_default()
     }
 
     /// `stats/period_ns`: length of the current profiling period so far, or of the last one,
@@ -222,8 +236,22 @@ impl Oprofile {
             Setting::BufferSize => BUFFER_SIZE_RANGE,
             Setting::BufferWatershed => BUFFER_WATERSHED_RANGE,
             Setting::CpuBufferSize => CPU_BUFFER_SIZE_RANGE,
-            Setting::BacktraceDepth => (0, if self.has_backtrace { BACKTRACE_DEPTH_MAX } else { 0 }),
-            Setting::UserStackSize => (0, if self.has_backtrace { USER_STACK_SIZE_MAX } else { 0 }),
+            Setting::BacktraceDepth => (
+                0,
+                if self.has_backtrace {
+                    BACKTRACE_DEPTH_MAX
+                } else {
+                    0
+                },
+            ),
+            Setting::UserStackSize => (
+                0,
+                if self.has_backtrace {
+                    USER_STACK_SIZE_MAX
+                } else {
+                    0
+                },
+            ),
         }
     }
 
@@ -257,7 +285,9 @@ impl Oprofile {
             let mut ctl = self.ctl.lock();
             let session = Session::new(self.stats.clone(), &ctl.settings, self.kernel_code)?;
             let flush = Flush::new(session.clone(), self.queue())?;
-            let Control { model, counters, .. } = &mut *ctl;
+            let Control {
+                model, counters, ..
+            } = &mut *ctl;
             model.setup(counters)?;
             ctl.session = Some(session);
             ctl.flush = Some(flush);

@@ -93,9 +93,16 @@ struct OprofileModule {
 
 impl kernel::InPlaceModule for OprofileModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        let model = profile_point::check_registry()
-            .and_then(|()| model::select(module_parameters::timer.value(), module_parameters::timer_hz.value()));
-        let kprof = kprof::Kprof::new(module_parameters::kprof_hz.value(), module_parameters::kprof_granularity.value());
+        let model = profile_point::check_registry().and_then(|()| {
+            model::select(
+                module_parameters::timer.value(),
+                module_parameters::timer_hz.value(),
+            )
+        });
+        let kprof = kprof::Kprof::new(
+            module_parameters::kprof_hz.value(),
+            module_parameters::kprof_granularity.value(),
+        );
         try_pin_init!(Self {
             describe: model.as_ref().map_or("", |m| m.describe()),
             fs <- oprofilefs::Registration::new(bridge::ModuleNotifier::new(oprof::Oprofile::new(model?, kprof?))),

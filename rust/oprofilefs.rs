@@ -97,7 +97,10 @@ impl Key {
     fn from_raw(raw: c_ulong) -> Key {
         // `c_ulong` is u32 on ARM, u64 on arm64; `to_raw` stored an index below 2^24.
         #[allow(clippy::unnecessary_cast)]
-        Key { index: (raw >> 8) as u32, item: (raw & 0xff) as u8 }
+        Key {
+            index: (raw >> 8) as u32,
+            item: (raw & 0xff) as u8,
+        }
     }
 }
 
@@ -130,7 +133,13 @@ pub(crate) trait OpFile<C: Sync + 'static>: 'static {
     fn release(_ctx: &C, _key: Key) {}
 
     /// Reads at `*pos` into `out`; returns the bytes written.
-    fn read(_ctx: &C, _key: Key, _open: Open, _out: &mut UserSliceWriter, _pos: &mut Offset) -> Result<usize> {
+    fn read(
+        _ctx: &C,
+        _key: Key,
+        _open: Open,
+        _out: &mut UserSliceWriter,
+        _pos: &mut Offset,
+    ) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -166,7 +175,13 @@ pub(crate) struct Ro<T>(PhantomData<T>);
 
 #[vtable]
 impl<C: Sync + 'static, T: Ulong<C>> OpFile<C> for Ro<T> {
-    fn read(ctx: &C, key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        ctx: &C,
+        key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_ulong(T::get(ctx, key)?, out, pos)
     }
 }
@@ -177,7 +192,13 @@ pub(crate) struct Rw<T>(PhantomData<T>);
 
 #[vtable]
 impl<C: Sync + 'static, T: UlongSetting<C>> OpFile<C> for Rw<T> {
-    fn read(ctx: &C, key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        ctx: &C,
+        key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_ulong(T::get(ctx, key)?, out, pos)
     }
 
@@ -190,7 +211,11 @@ impl<C: Sync + 'static, T: UlongSetting<C>> OpFile<C> for Rw<T> {
 
 /// Reads `bytes` at `*pos` into `out` (legacy `simple_read_from_buffer`): 0 at or beyond the end
 /// (also for offsets beyond `usize`). Errors: `EFAULT`.
-pub(crate) fn read_bytes(bytes: &[u8], out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+pub(crate) fn read_bytes(
+    bytes: &[u8],
+    out: &mut UserSliceWriter,
+    pos: &mut Offset,
+) -> Result<usize> {
     out.write_slice_file(bytes, pos)
 }
 
@@ -234,7 +259,10 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
     unsafe extern "C" fn open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
         // SAFETY: `file` is being opened (our contract): its mode is set.
         let mode = unsafe { (*file).f_mode };
-        let access = Access { read: mode & FMODE_READ != 0, write: mode & FMODE_WRITE != 0 };
+        let access = Access {
+            read: mode & FMODE_READ != 0,
+            write: mode & FMODE_WRITE != 0,
+        };
         // The opener is the current task.
         if access.write && !capable_sys_admin() {
             return EPERM.to_errno();
@@ -271,12 +299,21 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
     ///
     /// Called by the VFS for an open file of this vtable, `buf` a user pointer of `count` bytes,
     /// `ppos` valid.
-    unsafe extern "C" fn read(file: *mut bindings::file, buf: *mut c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    unsafe extern "C" fn read(
+        file: *mut bindings::file,
+        buf: *mut c_char,
+        count: usize,
+        ppos: *mut bindings::loff_t,
+    ) -> isize {
         // SAFETY: `file` is open (our contract), so `f_inode` is its live inode; `private_data`
         // holds the value `open` stored.
         let (ctx, key, open) = unsafe {
             let inode = (*file).f_inode;
-            (Self::ctx(inode), Self::key(inode), Open((*file).private_data as usize as u32))
+            (
+                Self::ctx(inode),
+                Self::key(inode),
+                Open((*file).private_data as usize as u32),
+            )
         };
         let mut out = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
         // SAFETY: `ppos` is valid and not aliased during the call (our contract).
@@ -292,7 +329,12 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
     /// # Safety
     ///
     /// As [`Self::read`].
-    unsafe extern "C" fn write(file: *mut bindings::file, buf: *const c_char, count: usize, ppos: *mut bindings::loff_t) -> isize {
+    unsafe extern "C" fn write(
+        file: *mut bindings::file,
+        buf: *const c_char,
+        count: usize,
+        ppos: *mut bindings::loff_t,
+    ) -> isize {
         // SAFETY: `ppos` is valid (our contract).
         if unsafe { *ppos } != 0 || count > MAX_WRITE {
             return EINVAL.to_errno() as isize;
@@ -322,7 +364,12 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
     /// # Safety
     ///
     /// As [`Self::read`].
-    unsafe extern "C" fn write_any(file: *mut bindings::file, _buf: *const c_char, count: usize, _ppos: *mut bindings::loff_t) -> isize {
+    unsafe extern "C" fn write_any(
+        file: *mut bindings::file,
+        _buf: *const c_char,
+        count: usize,
+        _ppos: *mut bindings::loff_t,
+    ) -> isize {
         if count == 0 {
             return 0;
         }
@@ -366,12 +413,24 @@ pub(crate) struct Dir<C> {
 }
 
 impl<C: Tree> Dir<C> {
-    fn create(&self, name: &CStr, mode: u16, fops: Option<&'static bindings::file_operations>, key: Key) -> Result<*mut bindings::dentry> {
+    fn create(
+        &self,
+        name: &CStr,
+        mode: u16,
+        fops: Option<&'static bindings::file_operations>,
+        key: Key,
+    ) -> Result<*mut bindings::dentry> {
         let key = key.to_raw()?;
         // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
         // `'static`; the shim copies the name.
         let d = unsafe {
-            oprofilefs_shim_create(self.dentry, name.as_char_ptr(), mode, fops.map_or(core::ptr::null(), core::ptr::from_ref), key)
+            oprofilefs_shim_create(
+                self.dentry,
+                name.as_char_ptr(),
+                mode,
+                fops.map_or(core::ptr::null(), core::ptr::from_ref),
+                key,
+            )
         };
         kernel::error::from_err_ptr(d)
     }
@@ -379,13 +438,17 @@ impl<C: Tree> Dir<C> {
     /// Creates the subdirectory `name` (mode 0755). Errors: `ENOMEM`.
     pub(crate) fn mkdir(&self, name: &CStr) -> Result<Dir<C>> {
         // INVARIANT: the shim returned a live directory dentry of the same superblock.
-        Ok(Dir { dentry: self.create(name, 0o755, None, Key::NONE)?, _ctx: PhantomData })
+        Ok(Dir {
+            dentry: self.create(name, 0o755, None, Key::NONE)?,
+            _ctx: PhantomData,
+        })
     }
 
     /// Creates the file `name` of kind `T` with permissions `mode`, showing `key`. Errors:
     /// `ENOMEM`; `EINVAL` for a key index of 2^24 or more.
     pub(crate) fn file<T: OpFile<C>>(&self, name: &CStr, mode: u16, key: Key) -> Result {
-        self.create(name, mode, Some(&Vtable::<C, T>::VTABLE), key).map(|_| ())
+        self.create(name, mode, Some(&Vtable::<C, T>::VTABLE), key)
+            .map(|_| ())
     }
 
     /// The subdirectory `<prefix><n>` (`cpu0`, `3`). Errors: as [`Self::mkdir`].
@@ -427,7 +490,10 @@ unsafe extern "C" fn fill_root<C: Tree>(ctx: *const c_void, root: *mut bindings:
     // SAFETY: `ctx` points to the registration's live context (our contract).
     let ctx = unsafe { &*ctx.cast::<C>() };
     // INVARIANT: `root` is a live directory dentry of a superblock being filled for `C`.
-    match ctx.fill(&Dir { dentry: root, _ctx: PhantomData }) {
+    match ctx.fill(&Dir {
+        dentry: root,
+        _ctx: PhantomData,
+    }) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

@@ -56,7 +56,12 @@ impl ProfilePoint {
     /// A disabled point called `name`. Use [`define_profile_point!`], which places it in the
     /// registry section and checks the name.
     pub(crate) const fn new(name: &'static str) -> Self {
-        ProfilePoint { name, enabled: Atomic::new(false), nr: Atomic::new(0), total_ns: Atomic::new(0) }
+        ProfilePoint {
+            name,
+            enabled: Atomic::new(false),
+            nr: Atomic::new(0),
+            total_ns: Atomic::new(0),
+        }
     }
 
     /// Whether `name` can name a point: 1..=`NAME_WIDTH` bytes, no blanks, not `all`.
@@ -102,7 +107,10 @@ impl ProfilePoint {
     /// Times the rest of the caller's scope: the returned guard calls [`Self::leave`] on drop.
     #[inline]
     pub(crate) fn time(&self) -> Guard<'_> {
-        Guard { point: self, started: Some(self.start()) }
+        Guard {
+            point: self,
+            started: Some(self.start()),
+        }
     }
 
     fn row(&self) -> Row<'static> {
@@ -249,7 +257,13 @@ pub(crate) struct ProfilePoints;
 
 #[vtable]
 impl<C: Sync + 'static> OpFile<C> for ProfilePoints {
-    fn read(_ctx: &C, _key: Key, _open: Open, out: &mut UserSliceWriter, pos: &mut Offset) -> Result<usize> {
+    fn read(
+        _ctx: &C,
+        _key: Key,
+        _open: Open,
+        out: &mut UserSliceWriter,
+        pos: &mut Offset,
+    ) -> Result<usize> {
         read_bytes(&text()?, out, pos)
     }
 

@@ -49,10 +49,20 @@ pub(crate) struct Session {
 impl Session {
     /// A session sized by `s`, counting into `stats`, whose kernel backtrace entries may point
     /// into `kernel_code`. Errors: `EINVAL` if `buffer_watershed >= buffer_size`; `ENOMEM`.
-    pub(crate) fn new(stats: Arc<Stats>, s: &Settings, kernel_code: KernelCode) -> Result<Arc<Session>> {
+    pub(crate) fn new(
+        stats: Arc<Stats>,
+        s: &Settings,
+        kernel_code: KernelCode,
+    ) -> Result<Arc<Session>> {
         let eb = EventBuffer::new(s.buffer_size as usize, s.buffer_watershed as usize)?;
         let stack_words = cpu_buffer::stack_words(s.user_stack_size);
-        let cpu = CpuBuffers::new(stats.clone(), s.cpu_buffer_size as u32, s.backtrace_depth as u32, stack_words, kernel_code)?;
+        let cpu = CpuBuffers::new(
+            stats.clone(),
+            s.cpu_buffer_size as u32,
+            s.backtrace_depth as u32,
+            stack_words,
+            kernel_code,
+        )?;
         let images = ImageIds::new()?;
         Arc::pin_init(
             pin_init!(Session {

@@ -203,7 +203,11 @@ impl Stats {
         for _ in 0..nr_counters {
             counter.push(CounterStats::new(), GFP_KERNEL)?;
         }
-        Ok(Stats { cpu, counter, global: GlobalStats::new() })
+        Ok(Stats {
+            cpu,
+            counter,
+            global: GlobalStats::new(),
+        })
     }
 
     /// Zeroes every counter (legacy `oprofile_reset_stats`, on `enable=1`).

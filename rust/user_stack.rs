@@ -22,11 +22,13 @@
 //! A sample without its snapshot keeps its frame-pointer chain; nothing is guessed.
 
 use crate::bridge::{self, regs::Regs, ring::Ring, user};
-use crate::common::event::{self, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_REGS_SP, USER_STACK_HEADER};
+use crate::common::event::USER_MAPS_MAX as MAX_MAPS;
+pub(crate) use crate::common::event::USER_STACK_SIZE_MAX;
+use crate::common::event::{
+    self, USER_MAPS_ENTRY, USER_MAPS_HEADER, USER_REGS, USER_REGS_SP, USER_STACK_HEADER,
+};
 use crate::common::sync::EventSink;
 use crate::image_ids::ImageIds;
-pub(crate) use crate::common::event::USER_STACK_SIZE_MAX;
-use crate::common::event::USER_MAPS_MAX as MAX_MAPS;
 use crate::stats::{self, Stats};
 use kernel::mm::MmWithUserAsync;
 use kernel::prelude::*;
@@ -55,7 +57,15 @@ impl UserStack {
         let n = stack_words.checked_add(USER_STACK_HEADER).ok_or(EINVAL)?;
         let mut words = KVec::with_capacity(n, GFP_KERNEL)?;
         words.resize(n, 0, GFP_KERNEL)?;
-        Ok(KBox::new(UserStack { words, len: 0, tgid: 0, mm: None }, GFP_KERNEL)?)
+        Ok(KBox::new(
+            UserStack {
+                words,
+                len: 0,
+                tgid: 0,
+                mm: None,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// Fills the snapshot with user registers `uregs` and the current task's stack above their
@@ -63,11 +73,17 @@ impl UserStack {
     fn fill(&mut self, uregs: &[usize; USER_REGS], tgid: i32) -> bool {
         self.len = 0;
         let sp = uregs[USER_REGS_SP];
-        let Some(stack_end) = bridge::user::mapping_end_irq(sp) else { return false };
+        let Some(stack_end) = bridge::user::mapping_end_irq(sp) else {
+            return false;
+        };
         let room = self.words.len().saturating_sub(USER_STACK_HEADER);
         let n = room.min(stack_end.saturating_sub(sp) / core::mem::size_of::<usize>());
         let len = USER_STACK_HEADER + n;
-        let Some((head, stack)) = self.words.get_mut(..len).map(|w| w.split_at_mut(USER_STACK_HEADER)) else {
+        let Some((head, stack)) = self
+            .words
+            .get_mut(..len)
+            .map(|w| w.split_at_mut(USER_STACK_HEADER))
+        else {
             return false;
         };
         if !bridge::regs::read_user_words(sp, stack) {
@@ -94,7 +110,8 @@ impl StackPool {
     pub(crate) fn new(stack_words: usize) -> Result<Self> {
         let free = Ring::new(POOL_BUFFERS)?;
         for _ in 0..POOL_BUFFERS {
-            free.push(UserStack::new(stack_words)?).map_err(|_| EINVAL)?;
+            free.push(UserStack::new(stack_words)?)
+                .map_err(|_| EINVAL)?;
         }
         Ok(StackPool { free })
     }
@@ -136,12 +153,20 @@ pub(crate) struct MapsWritten {
 impl MapsWritten {
     /// None yet. Allocates when the first task is added.
     pub(crate) fn new() -> Self {
-        MapsWritten { written: KVec::new() }
+        MapsWritten {
+            written: KVec::new(),
+        }
     }
 
     /// Writes `stack` to `sink`, preceded by its task's USER_MAPS record unless written in this
     /// pass. Process context (lists the mappings under `mmap_lock`). Counts what is lost.
-    pub(crate) fn write(&mut self, stack: &UserStack, images: &mut ImageIds, sink: &mut impl EventSink, stats: &Stats) {
+    pub(crate) fn write(
+        &mut self,
+        stack: &UserStack,
+        images: &mut ImageIds,
+        sink: &mut impl EventSink,
+        stats: &Stats,
+    ) {
         if stack.len == 0 {
             // Empty: the stack could not be read (counted in `user_stack_fault`).
             return;
@@ -159,7 +184,11 @@ impl MapsWritten {
                 _ => return stats::inc(&stats.user_stack_lost),
             }
         }
-        if !stack.words.get(..stack.len).is_some_and(|w| sink.write_group(w)) {
+        if !stack
+            .words
+            .get(..stack.len)
+            .is_some_and(|w| sink.write_group(w))
+        {
             stats::inc(&stats.user_stack_lost);
         }
     }
@@ -175,8 +204,12 @@ fn maps_record(mm: &MmWithUserAsync, tgid: i32, images: &mut ImageIds) -> Result
         err.is_ok() && maps.len() < MAX_MAPS
     })?;
     err?;
-    let mut words = KVec::with_capacity(USER_MAPS_HEADER + USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
-    words.extend_from_slice(&event::user_maps_header(tgid as usize, maps.len()), GFP_KERNEL)?;
+    let mut words =
+        KVec::with_capacity(USER_MAPS_HEADER + USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
+    words.extend_from_slice(
+        &event::user_maps_header(tgid as usize, maps.len()),
+        GFP_KERNEL,
+    )?;
     for m in &maps {
         let id = images.id_of(&m.file)?;
         words.extend_from_slice(&[m.start, m.end, m.offset, id as usize], GFP_KERNEL)?;

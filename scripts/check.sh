@@ -39,6 +39,11 @@ else
     echo "not ok - lint-module.py ended without its counts"; counted "lint: module" 0 1
 fi
 
+step "lint: rustfmt --check (the module with the kernel's .rustfmt.toml, the host crates with cargo fmt)"
+if rustfmt --edition 2021 --config-path "$KSRC/.rustfmt.toml" --check "$REPO/rust/oprofile_main.rs" &&
+   (cd "$REPO" && cargo fmt --all -- --check); then counted "lint: rustfmt" 1 0
+else echo "not ok - rustfmt --check: run rustfmt (see DEVELOPERS.md, Toolchain)"; counted "lint: rustfmt" 0 1; fi
+
 step "lint: cargo clippy --all-targets (host crates, warnings are errors)"
 if (cd "$REPO" && cargo clippy --locked --all-targets -- -D warnings); then counted "lint: clippy" 1 0
 else echo "not ok - cargo clippy --all-targets -- -D warnings"; counted "lint: clippy" 0 1; fi

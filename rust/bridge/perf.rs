@@ -25,7 +25,10 @@ struct RawPmuInfo {
 // Only pointers to the bindgen `struct pt_regs` cross; the C side defines it.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn oprofile_shim_pmu_probe(info: *mut RawPmuInfo, is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool) -> c_int;
+    fn oprofile_shim_pmu_probe(
+        info: *mut RawPmuInfo,
+        is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool,
+    ) -> c_int;
     fn oprofile_shim_perf_create(
         cpu: c_int,
         event: u32,
@@ -67,8 +70,15 @@ pub(crate) struct PmuInfo {
 impl PmuInfo {
     /// The PMU's name (`?` if not UTF-8).
     pub(crate) fn name(&self) -> &str {
-        let len = self.name.iter().position(|&b| b == 0).unwrap_or(self.name.len());
-        self.name.get(..len).and_then(|n| core::str::from_utf8(n).ok()).unwrap_or("?")
+        let len = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.len());
+        self.name
+            .get(..len)
+            .and_then(|n| core::str::from_utf8(n).ok())
+            .unwrap_or("?")
     }
 }
 
@@ -81,14 +91,20 @@ impl PmuInfo {
 unsafe extern "C" fn is_arm_pmu<M: PmuModels>(name: *const c_char) -> bool {
     // SAFETY: NUL-terminated and valid for the call (our contract).
     let name = unsafe { CStr::from_char_ptr(name) };
-    name.to_str().is_ok_and(|n| ARM_PMU_PREFIXES.iter().any(|p| n.starts_with(p)) && M::has_model(n))
+    name.to_str()
+        .is_ok_and(|n| ARM_PMU_PREFIXES.iter().any(|p| n.starts_with(p)) && M::has_model(n))
 }
 
 /// Describes the PMU perf counts CPU cycles with (creates and releases a probe counter;
 /// process context). Errors: perf's (`ENOENT`, `ENODEV`, `EOPNOTSUPP`: no PMU driver for
 /// this CPU).
 pub(crate) fn probe<M: PmuModels>() -> Result<PmuInfo> {
-    let mut raw = RawPmuInfo { name: [0; 32], num_counters: -1, no_exclude: false, no_interrupt: false };
+    let mut raw = RawPmuInfo {
+        name: [0; 32],
+        num_counters: -1,
+        no_exclude: false,
+        no_interrupt: false,
+    };
     // SAFETY: `raw` is a valid, writable `struct oprofile_pmu_info`; the callback matches.
     kernel::error::to_result(unsafe { oprofile_shim_pmu_probe(&mut raw, is_arm_pmu::<M>) })?;
     Ok(PmuInfo {
@@ -149,11 +165,21 @@ impl Event {
         // SAFETY: `context` points into the box, which the event keeps until it is released
         // (`drop`), as `oprofile_rust_perf_overflow` expects.
         let raw = unsafe {
-            oprofile_shim_perf_create(cpu, attr.event, attr.period, attr.exclude_kernel, attr.exclude_user, context.cast_mut().cast())
+            oprofile_shim_perf_create(
+                cpu,
+                attr.event,
+                attr.period,
+                attr.exclude_kernel,
+                attr.exclude_user,
+                context.cast_mut().cast(),
+            )
         };
         let raw = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
         // INVARIANT: a new event with `handler` as context.
-        Ok(Event { raw, _handler: handler })
+        Ok(Event {
+            raw,
+            _handler: handler,
+        })
     }
 
     /// Events counted since creation, and the times (ns) the event was enabled and running on
@@ -162,7 +188,8 @@ impl Event {
     pub(crate) fn read(&self) -> (u64, u64, u64) {
         let (mut enabled, mut running) = (0u64, 0u64);
         // SAFETY: `raw` is live (type invariants); valid out-pointers.
-        let value = unsafe { oprofile_shim_perf_read(self.raw.as_ptr(), &mut enabled, &mut running) };
+        let value =
+            unsafe { oprofile_shim_perf_read(self.raw.as_ptr(), &mut enabled, &mut running) };
         (value, enabled, running)
     }
 

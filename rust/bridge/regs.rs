@@ -5,9 +5,11 @@
 //! or arch code the kernel crate does not reach), and reading user stack words without
 //! faulting.
 
-use core::ffi::{c_int, c_ulong, c_void};
 use crate::common::event::USER_REGS;
-use crate::common::sync::{sampled_kernel_chain, BACKTRACE_DEPTH_MAX, KERNEL_TRACE_ENTRY_FRAMES, KERNEL_TRACE_LOCK_FRAMES};
+use crate::common::sync::{
+    sampled_kernel_chain, BACKTRACE_DEPTH_MAX, KERNEL_TRACE_ENTRY_FRAMES, KERNEL_TRACE_LOCK_FRAMES,
+};
+use core::ffi::{c_int, c_ulong, c_void};
 use kernel::bindings;
 use kernel::types::Opaque;
 
@@ -16,7 +18,12 @@ use kernel::types::Opaque;
 extern "C" {
     fn oprofile_shim_irq_regs() -> *mut bindings::pt_regs;
     fn oprofile_shim_regs_pc(regs: *mut bindings::pt_regs, pc: *mut c_ulong) -> c_int;
-    fn oprofile_shim_kernel_trace(regs: *mut bindings::pt_regs, entries: *mut c_ulong, max: u32, pc: *mut c_ulong) -> u32;
+    fn oprofile_shim_kernel_trace(
+        regs: *mut bindings::pt_regs,
+        entries: *mut c_ulong,
+        max: u32,
+        pc: *mut c_ulong,
+    ) -> u32;
     fn oprofile_shim_user_start(regs: *mut bindings::pt_regs, user: *mut UserRegs);
     fn oprofile_shim_user_regs(regs: *mut bindings::pt_regs, out: *mut c_ulong) -> bool;
     fn oprofile_shim_task_user_regs() -> *mut bindings::pt_regs;
@@ -85,10 +92,18 @@ impl Regs {
     /// the number of kernel frames and the user registers (`walk` false where there is no user
     /// part, the walk ended, or no unwinder: non-ARM). Interrupt or NMI context: it reads the
     /// current task's registers.
-    pub(crate) fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+    pub(crate) fn backtrace(
+        &self,
+        depth: u32,
+        frame: &mut dyn FnMut(usize) -> bool,
+    ) -> (u32, UserRegs) {
         let mut user = UserRegs::default();
         let mut entries = [0usize; KERNEL_TRACE_MAX];
-        let chain = if self.pc().1 { self.kernel_chain(depth, &mut entries) } else { &[] };
+        let chain = if self.pc().1 {
+            self.kernel_chain(depth, &mut entries)
+        } else {
+            &[]
+        };
         let mut n = 0u32;
         for &pc in chain {
             if n >= depth || !frame(pc) {
@@ -106,13 +121,26 @@ impl Regs {
     /// The kernel callers of these (kernel-mode) registers, at most `depth` plus the entries
     /// before and at the sampled frame: the arch unwinder's entries, written to `entries`, cut
     /// by `common::sync::sampled_kernel_chain`.
-    fn kernel_chain<'a>(&self, depth: u32, entries: &'a mut [usize; KERNEL_TRACE_MAX]) -> &'a [usize] {
-        let max = (depth as usize).saturating_add(KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES).min(KERNEL_TRACE_MAX);
+    fn kernel_chain<'a>(
+        &self,
+        depth: u32,
+        entries: &'a mut [usize; KERNEL_TRACE_MAX],
+    ) -> &'a [usize] {
+        let max = (depth as usize)
+            .saturating_add(KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES)
+            .min(KERNEL_TRACE_MAX);
         let mut pc: c_ulong = 0;
         // SAFETY: `self` is live (type invariants); `entries` is writable for `max` <=
         // KERNEL_TRACE_MAX words (`usize` is `unsigned long` on Linux); `pc` is a valid
         // out-pointer.
-        let got = unsafe { oprofile_shim_kernel_trace(self.as_raw(), entries.as_mut_ptr().cast(), max as u32, &mut pc) };
+        let got = unsafe {
+            oprofile_shim_kernel_trace(
+                self.as_raw(),
+                entries.as_mut_ptr().cast(),
+                max as u32,
+                &mut pc,
+            )
+        };
         let entries = entries.get(..got as usize).unwrap_or(&[]);
         sampled_kernel_chain(entries, pc as usize, |a| {
             // SAFETY: FFI call without preconditions (reads the lock text's bounds).
@@ -122,7 +150,8 @@ impl Regs {
 }
 
 /// Room for one kernel trace: the handler's entries, lock functions, the deepest chain.
-const KERNEL_TRACE_MAX: usize = KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES + BACKTRACE_DEPTH_MAX as usize;
+const KERNEL_TRACE_MAX: usize =
+    KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES + BACKTRACE_DEPTH_MAX as usize;
 
 impl Regs {
     /// The user registers of this sample, r0..r15 and cpsr (`common::event::USER_REGS`

@@ -74,7 +74,11 @@ impl<T> Ring<T> {
 
     /// Whether one more value fits now (the consumer can only make more room meanwhile).
     pub(crate) fn has_room(&self) -> bool {
-        ring::has_room(self.head.load(Relaxed), self.tail.load(Acquire), self.capacity)
+        ring::has_room(
+            self.head.load(Relaxed),
+            self.tail.load(Acquire),
+            self.capacity,
+        )
     }
 
     /// Appends `v` and publishes it with every value queued before it. Never waits; any

@@ -35,23 +35,47 @@ const LOOKUP_RETRY: c_int = 4;
 // Only pointers to bindgen structs cross; the C side defines them.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn oprofile_shim_user_lookup_irq(pc: c_ulong, file: *mut *mut bindings::file, vma: *mut Vma) -> c_int;
-    fn oprofile_shim_user_lookup_mm(mm: *mut bindings::mm_struct, pc: c_ulong, file: *mut *mut bindings::file, vma: *mut Vma) -> c_int;
+    fn oprofile_shim_user_lookup_irq(
+        pc: c_ulong,
+        file: *mut *mut bindings::file,
+        vma: *mut Vma,
+    ) -> c_int;
+    fn oprofile_shim_user_lookup_mm(
+        mm: *mut bindings::mm_struct,
+        pc: c_ulong,
+        file: *mut *mut bindings::file,
+        vma: *mut Vma,
+    ) -> c_int;
     fn oprofile_shim_exe_file_irq() -> *mut bindings::file;
     fn oprofile_shim_file_key(file: *mut bindings::file, dentry: *mut c_ulong, mnt: *mut c_ulong);
     fn oprofile_shim_exec_maps(
         mm: *mut bindings::mm_struct,
-        f: unsafe extern "C" fn(*mut c_void, c_ulong, c_ulong, c_ulong, *mut bindings::file) -> bool,
+        f: unsafe extern "C" fn(
+            *mut c_void,
+            c_ulong,
+            c_ulong,
+            c_ulong,
+            *mut bindings::file,
+        ) -> bool,
         ctx: *mut c_void,
     ) -> c_int;
-    fn oprofile_shim_file_path(file: *mut bindings::file, buf: *mut c_char, len: c_int, start: *mut c_int) -> c_int;
+    fn oprofile_shim_file_path(
+        file: *mut bindings::file,
+        buf: *mut c_char,
+        len: c_int,
+        start: *mut c_int,
+    ) -> c_int;
 }
 
 /// Where a user PC is.
 pub(crate) enum Lookup {
     /// In a file mapping: the file (referenced) and the PC's offset in it, `(vm_pgoff <<
     /// PAGE_SHIFT) + pc - vm_start`; `exec`: the mapping is `VM_EXEC`.
-    File { file: ARef<File>, offset: usize, exec: bool },
+    File {
+        file: ARef<File>,
+        offset: usize,
+        exec: bool,
+    },
     /// In anonymous memory.
     Anon { exec: bool },
     /// In no mapping.
@@ -89,7 +113,12 @@ unsafe fn lookup_result(r: c_int, file: *mut bindings::file, vma: &Vma, pc: usiz
     match (r, file) {
         (LOOKUP_FILE, Some(file)) => Lookup::File {
             file,
-            offset: file_offset(pc, vma.start as usize, vma.pgoff as usize, kernel::page::PAGE_SHIFT as u32),
+            offset: file_offset(
+                pc,
+                vma.start as usize,
+                vma.pgoff as usize,
+                kernel::page::PAGE_SHIFT as u32,
+            ),
             exec: vma.exec,
         },
         (LOOKUP_ANON, _) => Lookup::Anon { exec: vma.exec },
@@ -132,7 +161,8 @@ pub(crate) fn lookup_mm(mm: &MmWithUser, pc: usize) -> Lookup {
     let mut file = core::ptr::null_mut();
     let mut vma = Vma::default();
     // SAFETY: `mm` has users (its type); valid out-pointers.
-    let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw(), pc as c_ulong, &mut file, &mut vma) };
+    let r =
+        unsafe { oprofile_shim_user_lookup_mm(mm.as_raw(), pc as c_ulong, &mut file, &mut vma) };
     // SAFETY: As in `lookup_irq`.
     unsafe { lookup_result(r, file, &vma, pc) }
 }
@@ -166,14 +196,25 @@ pub(crate) fn exec_maps(mm: &MmWithUser, mut f: impl FnMut(ExecMap) -> bool) -> 
 ///
 /// `ctx` must point to a live `&mut dyn FnMut(ExecMap) -> bool`, not otherwise borrowed; `file`
 /// must be a live file, referenced by its mapping for the duration of the call.
-unsafe extern "C" fn exec_map(ctx: *mut c_void, start: c_ulong, end: c_ulong, pgoff: c_ulong, file: *mut bindings::file) -> bool {
+unsafe extern "C" fn exec_map(
+    ctx: *mut c_void,
+    start: c_ulong,
+    end: c_ulong,
+    pgoff: c_ulong,
+    file: *mut bindings::file,
+) -> bool {
     // SAFETY: Our contract.
     let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(ExecMap) -> bool>() };
     // SAFETY: `file` is live for the call (our contract); the mapping holds a reference, so
     // `fdget_pos` cannot have skipped `f_pos_lock` on it (`File`'s invariant).
     let file: ARef<File> = unsafe { File::from_raw_file(file) }.into();
     let offset = (pgoff as usize).wrapping_shl(kernel::page::PAGE_SHIFT as u32);
-    f(ExecMap { start: start as usize, end: end as usize, offset, file })
+    f(ExecMap {
+        start: start as usize,
+        end: end as usize,
+        offset,
+        file,
+    })
 }
 
 /// The current task's mm with a user reference dropped by `mmput_async` (so any context may
@@ -205,8 +246,10 @@ pub(crate) fn file_path<'a>(file: &File, buf: &'a mut [u8]) -> Result<&'a [u8]> 
     let len = c_int::try_from(buf.len()).map_err(|_| EINVAL)?;
     let mut start: c_int = 0;
     // SAFETY: `file` is live; `buf` is writable for `len` bytes.
-    let n = unsafe { oprofile_shim_file_path(file.as_ptr(), buf.as_mut_ptr().cast(), len, &mut start) };
+    let n =
+        unsafe { oprofile_shim_file_path(file.as_ptr(), buf.as_mut_ptr().cast(), len, &mut start) };
     let n = usize::try_from(n).map_err(|_| Error::from_errno(n.min(-1)))?;
     let start = usize::try_from(start).map_err(|_| EINVAL)?;
-    buf.get(start..start.checked_add(n).ok_or(EINVAL)?).ok_or(EINVAL)
+    buf.get(start..start.checked_add(n).ok_or(EINVAL)?)
+        .ok_or(EINVAL)
 }

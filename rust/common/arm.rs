@@ -41,12 +41,18 @@ pub fn thumb_ends_in_call(before: Option<u16>, last: u16) -> bool {
 /// `read32(addr)` (the 4 bytes at `addr`, little-endian; `None` when unreadable): ARM code when
 /// bit 0 of `ret` is clear (the word at `ret - 4`, or `mov lr, pc` at `ret - 8`), Thumb code when
 /// it is set (the halfwords at `ret - 5` and `ret - 3`). `None` when the code cannot be read.
-pub fn returns_after_call(ret: usize, mut read32: impl FnMut(usize) -> Option<u32>) -> Option<bool> {
+pub fn returns_after_call(
+    ret: usize,
+    mut read32: impl FnMut(usize) -> Option<u32>,
+) -> Option<bool> {
     if ret & 1 == 0 {
         if arm_is_call(read32(ret.checked_sub(4)?)?) {
             return Some(true);
         }
-        let old = ret.checked_sub(8).and_then(&mut read32).is_some_and(arm_is_mov_lr_pc);
+        let old = ret
+            .checked_sub(8)
+            .and_then(&mut read32)
+            .is_some_and(arm_is_mov_lr_pc);
         Some(old)
     } else {
         let w = read32((ret & !1).checked_sub(4)?)?;
@@ -61,7 +67,13 @@ mod tests {
     #[test]
     fn arm_and_thumb_calls() {
         // ARM: bl, blx imm, blx r3, bx r0, conditional bl; `bl` with cond 0xF is blx imm's space.
-        for (w, call) in [(0xEB00_0010u32, true), (0xFA00_0001, true), (0xE12F_FF33, true), (0xE12F_FF10, false), (0x1B00_0000, true)] {
+        for (w, call) in [
+            (0xEB00_0010u32, true),
+            (0xFA00_0001, true),
+            (0xE12F_FF33, true),
+            (0xE12F_FF10, false),
+            (0x1B00_0000, true),
+        ] {
             assert_eq!(arm_is_call(w), call, "{w:#x}");
         }
         assert!(arm_is_mov_lr_pc(0xE1A0_E00F) && !arm_is_mov_lr_pc(0xE1A0_F00E));
@@ -86,9 +98,21 @@ mod tests {
             _ => None,
         };
         assert_eq!(returns_after_call(0x1004, code), Some(true));
-        assert_eq!(returns_after_call(0x2005, code), Some(true), "Thumb return address");
-        assert_eq!(returns_after_call(0x2004, code), Some(false), "the same code read as ARM");
-        assert_eq!(returns_after_call(0x3008, code), Some(true), "mov lr, pc; ldr pc, [...]");
+        assert_eq!(
+            returns_after_call(0x2005, code),
+            Some(true),
+            "Thumb return address"
+        );
+        assert_eq!(
+            returns_after_call(0x2004, code),
+            Some(false),
+            "the same code read as ARM"
+        );
+        assert_eq!(
+            returns_after_call(0x3008, code),
+            Some(true),
+            "mov lr, pc; ldr pc, [...]"
+        );
         assert_eq!(returns_after_call(0x4004, code), Some(false));
         assert_eq!(returns_after_call(0x5004, code), None, "unreadable");
         assert_eq!(returns_after_call(2, code), None, "below 0");

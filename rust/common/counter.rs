@@ -33,7 +33,14 @@ impl CounterConfig {
     /// Values of a fresh counter directory: disabled, event 0, count 0, unit mask 0, kernel and
     /// user 1. (Legacy zero-initialised `kernel`/`user` but ignored them on ARM; 1 keeps scripts
     /// that never write them counting both modes.)
-    pub const DEFAULT: CounterConfig = CounterConfig { enabled: 0, event: 0, count: 0, unit_mask: 0, kernel: 1, user: 1 };
+    pub const DEFAULT: CounterConfig = CounterConfig {
+        enabled: 0,
+        event: 0,
+        count: 0,
+        unit_mask: 0,
+        kernel: 1,
+        user: 1,
+    };
 }
 
 /// A file of a counter directory.
@@ -49,7 +56,14 @@ pub enum Field {
 
 impl Field {
     /// Every writable field, in the order of the legacy directory.
-    pub const ALL: [Field; 6] = [Field::Enabled, Field::Event, Field::Count, Field::UnitMask, Field::Kernel, Field::User];
+    pub const ALL: [Field; 6] = [
+        Field::Enabled,
+        Field::Event,
+        Field::Count,
+        Field::UnitMask,
+        Field::Kernel,
+        Field::User,
+    ];
 
     /// File name (NUL-terminated for the kernel's file creation).
     pub fn name(self) -> &'static core::ffi::CStr {
@@ -108,9 +122,18 @@ pub enum ConfigError {
     /// `event` is not in the model's table.
     UnknownEvent { counter: usize, event: u64 },
     /// The event exists but not on this counter (`allowed`: bit mask of counters).
-    WrongCounter { counter: usize, event: &'static str, allowed: u32 },
+    WrongCounter {
+        counter: usize,
+        event: &'static str,
+        allowed: u32,
+    },
     /// `count` is non-zero and below the event's minimum.
-    CountTooLow { counter: usize, event: &'static str, count: u64, minimum: u32 },
+    CountTooLow {
+        counter: usize,
+        event: &'static str,
+        count: u64,
+        minimum: u32,
+    },
     /// `unit_mask` is not 0.
     BadUnitMask { counter: usize, unit_mask: u64 },
     /// `kernel` and `user` are both 0: the counter would count nothing.
@@ -120,23 +143,37 @@ pub enum ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            ConfigError::NoCounterEnabled => f.write_str("no counter enabled (write 1 to N/enabled)"),
+            ConfigError::NoCounterEnabled => {
+                f.write_str("no counter enabled (write 1 to N/enabled)")
+            }
             ConfigError::UnknownEvent { counter, event } => {
                 write!(f, "counter {counter}: event {event:#x} is not an event of this CPU type (see `oprof events`)")
             }
-            ConfigError::WrongCounter { counter, event, allowed } => {
+            ConfigError::WrongCounter {
+                counter,
+                event,
+                allowed,
+            } => {
                 write!(f, "counter {counter}: event {event} cannot be counted on this counter (allowed counters: ")?;
                 events::write_counter_list(f, allowed)?;
                 f.write_str(")")
             }
-            ConfigError::CountTooLow { counter, event, count, minimum } => {
+            ConfigError::CountTooLow {
+                counter,
+                event,
+                count,
+                minimum,
+            } => {
                 write!(f, "counter {counter}: count {count} is below the minimum {minimum} of {event} (0 = counting only)")
             }
             ConfigError::BadUnitMask { counter, unit_mask } => {
                 write!(f, "counter {counter}: unit_mask {unit_mask:#x} is invalid (ARMv7 events take no unit mask: 0)")
             }
             ConfigError::NoMode { counter } => {
-                write!(f, "counter {counter}: kernel and user are both 0, it would count nothing")
+                write!(
+                    f,
+                    "counter {counter}: kernel and user are both 0, it would count nothing"
+                )
             }
         }
     }
@@ -153,16 +190,31 @@ pub fn validate(model: &CpuModel, configs: &[CounterConfig]) -> Result<usize, Co
             continue;
         }
         enabled += 1;
-        let e = model.event(c.event).ok_or(ConfigError::UnknownEvent { counter, event: c.event })?;
+        let e = model.event(c.event).ok_or(ConfigError::UnknownEvent {
+            counter,
+            event: c.event,
+        })?;
         let allowed = model.counter_mask(e, n);
         if counter >= 32 || allowed & (1 << counter) == 0 {
-            return Err(ConfigError::WrongCounter { counter, event: e.name, allowed });
+            return Err(ConfigError::WrongCounter {
+                counter,
+                event: e.name,
+                allowed,
+            });
         }
         if c.count != 0 && c.count < u64::from(e.minimum) {
-            return Err(ConfigError::CountTooLow { counter, event: e.name, count: c.count, minimum: e.minimum });
+            return Err(ConfigError::CountTooLow {
+                counter,
+                event: e.name,
+                count: c.count,
+                minimum: e.minimum,
+            });
         }
         if c.unit_mask != 0 {
-            return Err(ConfigError::BadUnitMask { counter, unit_mask: c.unit_mask });
+            return Err(ConfigError::BadUnitMask {
+                counter,
+                unit_mask: c.unit_mask,
+            });
         }
         if c.kernel == 0 && c.user == 0 {
             return Err(ConfigError::NoMode { counter });
@@ -224,9 +276,15 @@ fn losses_seen(total: u64, period: u64, handled: u64, interrupted: bool) -> Loss
     }
     let expected = div_u64(total, period);
     if !interrupted {
-        Losses { no_irq: expected, overrun: 0 }
+        Losses {
+            no_irq: expected,
+            overrun: 0,
+        }
     } else {
-        Losses { no_irq: 0, overrun: expected.saturating_sub(handled.saturating_add(1)) }
+        Losses {
+            no_irq: 0,
+            overrun: expected.saturating_sub(handled.saturating_add(1)),
+        }
     }
 }
 
@@ -295,7 +353,12 @@ impl fmt::Display for Count {
             }
         }
         // ASCII digits only.
-        f.write_str(digits.get(n..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("?"))
+        f.write_str(
+            digits
+                .get(n..)
+                .and_then(|d| core::str::from_utf8(d).ok())
+                .unwrap_or("?"),
+        )
     }
 }
 
@@ -325,13 +388,21 @@ impl fmt::Display for Rejection {
 /// readings prove, see [`Rejection`].
 pub fn check_reading(prev: Reading, now: Reading, cycles: bool) -> Result<u64, Rejection> {
     let Some(increase) = now.value.checked_sub(prev.value) else {
-        return Err(Rejection::SteppedBack { previous: prev.value, now: now.value });
+        return Err(Rejection::SteppedBack {
+            previous: prev.value,
+            now: now.value,
+        });
     };
     if cycles {
         let running_ns = now.running_ns.saturating_sub(prev.running_ns);
-        let allowed = running_ns.saturating_mul(MAX_CYCLES_PER_NS).saturating_add(READ_SKEW_EVENTS);
+        let allowed = running_ns
+            .saturating_mul(MAX_CYCLES_PER_NS)
+            .saturating_add(READ_SKEW_EVENTS);
         if increase > allowed {
-            return Err(Rejection::TooFast { increase, running_ns });
+            return Err(Rejection::TooFast {
+                increase,
+                running_ns,
+            });
         }
     }
     Ok(increase)
@@ -366,7 +437,9 @@ impl EventCount {
         match verdict {
             Ok(increase) => {
                 self.total = self.total.saturating_add(increase);
-                self.running_ns = self.running_ns.saturating_add(now.running_ns.saturating_sub(self.last.running_ns));
+                self.running_ns = self
+                    .running_ns
+                    .saturating_add(now.running_ns.saturating_sub(self.last.running_ns));
             }
             Err(_) => {
                 self.handled_rejected = self.handled_rejected.saturating_add(calls);
@@ -397,7 +470,12 @@ mod tests {
     }
 
     fn on(event: u64, count: u64) -> CounterConfig {
-        CounterConfig { enabled: 1, event, count, ..CounterConfig::DEFAULT }
+        CounterConfig {
+            enabled: 1,
+            event,
+            count,
+            ..CounterConfig::DEFAULT
+        }
     }
 
     #[test]
@@ -429,7 +507,10 @@ mod tests {
             let mut c = base;
             c[counter] = cfg;
             let msg = validate(a8(), &c).unwrap_err().to_string();
-            assert!(msg.starts_with(want), "{msg:?} does not start with {want:?}");
+            assert!(
+                msg.starts_with(want),
+                "{msg:?} does not start with {want:?}"
+            );
         }
     }
 
@@ -446,7 +527,23 @@ mod tests {
 
     #[test]
     fn division_matches_hardware_division() {
-        let vals = [0u64, 1, 2, 3, 7, 10, 499, 500, 100_000, 1 << 31, u32::MAX as u64, 1 << 32, 12_345_678_901_234, u64::MAX - 1, u64::MAX];
+        let vals = [
+            0u64,
+            1,
+            2,
+            3,
+            7,
+            10,
+            499,
+            500,
+            100_000,
+            1 << 31,
+            u32::MAX as u64,
+            1 << 32,
+            12_345_678_901_234,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for &n in &vals {
             for &d in &vals {
                 let want = n.checked_div(d).unwrap_or(0);
@@ -459,9 +556,17 @@ mod tests {
     fn sampling_losses() {
         let l = |no_irq, overrun| Losses { no_irq, overrun };
         assert_eq!(losses(1_000_000, 0, 0), l(0, 0), "counting only");
-        assert_eq!(losses(1_000_000, 100_000, 0), l(10, 0), "no interrupt at all");
+        assert_eq!(
+            losses(1_000_000, 100_000, 0),
+            l(10, 0),
+            "no interrupt at all"
+        );
         assert_eq!(losses(1_000_000, 100_000, 10), l(0, 0));
-        assert_eq!(losses(1_000_000, 100_000, 9), l(0, 0), "one in flight is forgiven");
+        assert_eq!(
+            losses(1_000_000, 100_000, 9),
+            l(0, 0),
+            "one in flight is forgiven"
+        );
         assert_eq!(losses(1_000_000, 100_000, 5), l(0, 4), "late interrupts");
         assert_eq!(losses(99_999, 100_000, 0), l(0, 0));
     }
@@ -486,22 +591,40 @@ mod tests {
     #[test]
     fn readings_that_can_be_right_are_taken() {
         // 1 GHz over 100 ms, the first reading from the event's creation.
-        assert_eq!(check_reading(Reading::default(), at(100 * MS, 100 * MS), true), Ok(100 * MS));
+        assert_eq!(
+            check_reading(Reading::default(), at(100 * MS, 100 * MS), true),
+            Ok(100 * MS)
+        );
         // No cycles at all (an idle CPU's cycle counter stops in WFI on hardware).
         assert_eq!(check_reading(at(5, 10), at(5, 100 * MS), true), Ok(0));
         // The bound itself: 10 per ns + 2^31.
         let edge = 10 * 100 * MS + READ_SKEW_EVENTS;
-        assert_eq!(check_reading(at(7, MS), at(7 + edge, 101 * MS), true), Ok(edge));
+        assert_eq!(
+            check_reading(at(7, MS), at(7 + edge, 101 * MS), true),
+            Ok(edge)
+        );
         // A non-cycle event has no rate bound: a large rise is taken.
-        assert_eq!(check_reading(at(0, 0), at(3 * WRAP, MS), false), Ok(3 * WRAP));
+        assert_eq!(
+            check_reading(at(0, 0), at(3 * WRAP, MS), false),
+            Ok(3 * WRAP)
+        );
         // Read twice within no time: the skew allowance alone.
-        assert_eq!(check_reading(at(10, 50), at(10 + READ_SKEW_EVENTS, 50), true), Ok(READ_SKEW_EVENTS));
+        assert_eq!(
+            check_reading(at(10, 50), at(10 + READ_SKEW_EVENTS, 50), true),
+            Ok(READ_SKEW_EVENTS)
+        );
     }
 
     #[test]
     fn a_reading_that_steps_back_is_rejected() {
         let r = check_reading(at(1_000_000, 5 * MS), at(999_999, 6 * MS), true);
-        assert_eq!(r, Err(Rejection::SteppedBack { previous: 1_000_000, now: 999_999 }));
+        assert_eq!(
+            r,
+            Err(Rejection::SteppedBack {
+                previous: 1_000_000,
+                now: 999_999
+            })
+        );
         // Whatever the event.
         assert!(check_reading(at(1, 0), at(0, 1), false).is_err());
     }
@@ -514,7 +637,10 @@ mod tests {
         let now = at(7_000 * MS + 100 * MS + WRAP - 97 * MS, 7_100 * MS);
         assert_eq!(
             check_reading(prev, now, true),
-            Err(Rejection::TooFast { increase: WRAP + 3 * MS, running_ns: 100 * MS })
+            Err(Rejection::TooFast {
+                increase: WRAP + 3 * MS,
+                running_ns: 100 * MS
+            })
         );
         // One past the bound is rejected; a non-cycle event's is taken (nothing proves it wrong).
         let edge = 10 * 100 * MS + READ_SKEW_EVENTS;
@@ -552,9 +678,21 @@ mod tests {
         assert_eq!(c.total, 9 * 100 * MS, "nine accepted intervals");
         assert_eq!(c.running_ns, 9 * 100 * MS);
         assert_eq!(c.handled_rejected, 100);
-        assert_eq!(c.losses(period), Losses { no_irq: 0, overrun: 0 });
+        assert_eq!(
+            c.losses(period),
+            Losses {
+                no_irq: 0,
+                overrun: 0
+            }
+        );
         // Taken at face value the wrap would have made 4196 periods "lost".
-        assert_eq!(losses(raw, period, handled), Losses { no_irq: 0, overrun: 4196 });
+        assert_eq!(
+            losses(raw, period, handled),
+            Losses {
+                no_irq: 0,
+                overrun: 4196
+            }
+        );
 
         // A reading that steps back becomes the base of the next one.
         let mut c = EventCount::default();
@@ -569,12 +707,24 @@ mod tests {
         // The handler never ran: every period of the accepted intervals is `no_irq`.
         let mut c = EventCount::default();
         c.update(at(1_000_000, 10 * MS), 0, true);
-        assert_eq!(c.losses(100_000), Losses { no_irq: 10, overrun: 0 });
+        assert_eq!(
+            c.losses(100_000),
+            Losses {
+                no_irq: 10,
+                overrun: 0
+            }
+        );
         // It ran, but only in a rejected interval: the accepted ones lost their periods late,
         // not for want of an interrupt.
         let mut c = EventCount::default();
         c.update(at(1_000_000, 10 * MS), 0, true);
         c.update(at(1_000_000 + WRAP, 11 * MS), 3, true);
-        assert_eq!(c.losses(100_000), Losses { no_irq: 0, overrun: 9 });
+        assert_eq!(
+            c.losses(100_000),
+            Losses {
+                no_irq: 0,
+                overrun: 9
+            }
+        );
     }
 }

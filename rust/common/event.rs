@@ -125,7 +125,11 @@ pub enum Record {
     /// A sample: PC (kernel) or image offset / PC (user), and the counter index.
     Sample { pc: u64, event: u64 },
     /// Switch of task: `pid`, `tgid`, and the cookie of the task's executable (0: unknown).
-    CtxSwitch { pid: u64, tgid: u64, app_cookie: u64 },
+    CtxSwitch {
+        pid: u64,
+        tgid: u64,
+        app_cookie: u64,
+    },
     /// The following records were taken on `cpu`.
     CpuSwitch { cpu: u64 },
     /// The following user samples are offsets into the image `cookie` (0: anonymous, raw PC).
@@ -151,12 +155,19 @@ impl Record {
     /// a stream then cannot hold).
     pub const fn words(&self) -> usize {
         match self {
-            Record::UserMaps { n, .. } => (*n as usize).saturating_mul(USER_MAPS_ENTRY).saturating_add(USER_MAPS_HEADER),
-            Record::UserStack { n, regs } => (*n as usize).saturating_add(*regs as usize).saturating_add(3),
+            Record::UserMaps { n, .. } => (*n as usize)
+                .saturating_mul(USER_MAPS_ENTRY)
+                .saturating_add(USER_MAPS_HEADER),
+            Record::UserStack { n, regs } => (*n as usize)
+                .saturating_add(*regs as usize)
+                .saturating_add(3),
             Record::Sample { .. } => 2,
             Record::CtxSwitch { .. } => 7,
             Record::CpuSwitch { .. } | Record::CookieSwitch { .. } => 3,
-            Record::KernelEnter | Record::KernelExit | Record::ModuleLoaded | Record::TraceBegin => 2,
+            Record::KernelEnter
+            | Record::KernelExit
+            | Record::ModuleLoaded
+            | Record::TraceBegin => 2,
         }
     }
 
@@ -175,8 +186,18 @@ impl Record {
         let e = ESCAPE_CODE;
         match *self {
             Record::Sample { pc, event } => out.copy_from_slice(&[pc as usize, event as usize]),
-            Record::CtxSwitch { pid, tgid, app_cookie } => out.copy_from_slice(&[
-                e, code::CTX_SWITCH, pid as usize, app_cookie as usize, e, code::CTX_TGID, tgid as usize,
+            Record::CtxSwitch {
+                pid,
+                tgid,
+                app_cookie,
+            } => out.copy_from_slice(&[
+                e,
+                code::CTX_SWITCH,
+                pid as usize,
+                app_cookie as usize,
+                e,
+                code::CTX_TGID,
+                tgid as usize,
             ]),
             Record::CpuSwitch { cpu } => out.copy_from_slice(&[e, code::CPU_SWITCH, cpu as usize]),
             Record::CookieSwitch { cookie } => {
@@ -219,7 +240,13 @@ pub struct Decoder<'a> {
 impl<'a> Decoder<'a> {
     /// Decodes `words`, each holding one stream word of `word_bytes` (4 or 8) bytes.
     pub fn new(words: &'a [u64], word_bytes: usize) -> Self {
-        Decoder { words, pos: 0, escape: escape_code(word_bytes), regs: user_regs(word_bytes) as u64, failed: false }
+        Decoder {
+            words,
+            pos: 0,
+            escape: escape_code(word_bytes),
+            regs: user_regs(word_bytes) as u64,
+            failed: false,
+        }
     }
 
     fn words_at(&self, at: usize, need: usize) -> Result<&'a [u64], DecodeError> {
@@ -233,7 +260,13 @@ impl<'a> Decoder<'a> {
         let first = self.words_at(at, 2)?;
         if first[0] != self.escape {
             self.pos = at + 2;
-            return Ok((at, Record::Sample { pc: first[0], event: first[1] }));
+            return Ok((
+                at,
+                Record::Sample {
+                    pc: first[0],
+                    event: first[1],
+                },
+            ));
         }
         let c = first[1];
         let rec = match c as usize {
@@ -242,19 +275,33 @@ impl<'a> Decoder<'a> {
                 if w[4] != self.escape || w[5] != code::CTX_TGID as u64 {
                     return Err(DecodeError::BadCtxSwitch { word: at });
                 }
-                Record::CtxSwitch { pid: w[2], app_cookie: w[3], tgid: w[6] }
+                Record::CtxSwitch {
+                    pid: w[2],
+                    app_cookie: w[3],
+                    tgid: w[6],
+                }
             }
-            code::CPU_SWITCH => Record::CpuSwitch { cpu: self.words_at(at, 3)?[2] },
-            code::COOKIE_SWITCH => Record::CookieSwitch { cookie: self.words_at(at, 3)?[2] },
+            code::CPU_SWITCH => Record::CpuSwitch {
+                cpu: self.words_at(at, 3)?[2],
+            },
+            code::COOKIE_SWITCH => Record::CookieSwitch {
+                cookie: self.words_at(at, 3)?[2],
+            },
             code::KERNEL_ENTER_SWITCH => Record::KernelEnter,
             code::KERNEL_EXIT_SWITCH => Record::KernelExit,
             code::MODULE_LOADED => Record::ModuleLoaded,
             code::TRACE_BEGIN => Record::TraceBegin,
             code::USER_MAPS => {
                 let w = self.words_at(at, USER_MAPS_HEADER)?;
-                Record::UserMaps { tgid: w[2], n: w[3] }
+                Record::UserMaps {
+                    tgid: w[2],
+                    n: w[3],
+                }
             }
-            code::USER_STACK => Record::UserStack { n: self.words_at(at, 3)?[2], regs: self.regs },
+            code::USER_STACK => Record::UserStack {
+                n: self.words_at(at, 3)?[2],
+                regs: self.regs,
+            },
             _ => return Err(DecodeError::UnknownCode { word: at, code: c }),
         };
         // A variable-length record must be whole.
@@ -285,11 +332,21 @@ mod tests {
         [
             Record::CpuSwitch { cpu: 1 },
             Record::KernelEnter,
-            Record::CtxSwitch { pid: 42, tgid: 40, app_cookie: 0 },
-            Record::Sample { pc: 0xc010_0000, event: 0 },
+            Record::CtxSwitch {
+                pid: 42,
+                tgid: 40,
+                app_cookie: 0,
+            },
+            Record::Sample {
+                pc: 0xc010_0000,
+                event: 0,
+            },
             Record::KernelExit,
             Record::CookieSwitch { cookie: 0 },
-            Record::Sample { pc: 0x1_0000, event: 3 },
+            Record::Sample {
+                pc: 0x1_0000,
+                event: 3,
+            },
             Record::ModuleLoaded,
             Record::TraceBegin,
         ]
@@ -303,15 +360,24 @@ mod tests {
             n += r.encode(&mut buf[n..]).unwrap();
         }
         let words: Vec<u64> = buf[..n].iter().map(|&w| w as u64).collect();
-        let got: Vec<Record> =
-            Decoder::new(&words, core::mem::size_of::<usize>()).map(|r| r.unwrap().1).collect();
+        let got: Vec<Record> = Decoder::new(&words, core::mem::size_of::<usize>())
+            .map(|r| r.unwrap().1)
+            .collect();
         assert_eq!(got, all_records());
     }
 
     #[test]
     fn legacy_word_layout() {
         let mut buf = [0usize; 7];
-        assert_eq!(Record::CtxSwitch { pid: 5, tgid: 6, app_cookie: 9 }.encode(&mut buf), Some(7));
+        assert_eq!(
+            Record::CtxSwitch {
+                pid: 5,
+                tgid: 6,
+                app_cookie: 9
+            }
+            .encode(&mut buf),
+            Some(7)
+        );
         assert_eq!(buf, [!0, 1, 5, 9, !0, 7, 6]);
         let mut small = [0usize; 2];
         assert_eq!(Record::CpuSwitch { cpu: 0 }.encode(&mut small), None);
@@ -324,7 +390,16 @@ mod tests {
         let got: Vec<_> = Decoder::new(&words, 4).map(|r| r.unwrap()).collect();
         assert_eq!(got[0], (0, Record::CpuSwitch { cpu: 0 }));
         assert_eq!(got[1], (3, Record::KernelEnter));
-        assert_eq!(got[2], (5, Record::Sample { pc: 0xc000_8000, event: 0 }));
+        assert_eq!(
+            got[2],
+            (
+                5,
+                Record::Sample {
+                    pc: 0xc000_8000,
+                    event: 0
+                }
+            )
+        );
     }
 
     #[test]
@@ -337,19 +412,42 @@ mod tests {
         w.extend([0x1_0010, 0]);
         let got: Vec<_> = Decoder::new(&w, 4).map(|r| r.unwrap()).collect();
         assert_eq!(got[0], (0, Record::UserMaps { tgid: 7, n: 1 }));
-        assert_eq!(got[1], (8, Record::UserStack { n: 2, regs: 17 }), "an escape word inside the stack is data");
-        assert_eq!(got[2], (30, Record::Sample { pc: 0x1_0010, event: 0 }));
+        assert_eq!(
+            got[1],
+            (8, Record::UserStack { n: 2, regs: 17 }),
+            "an escape word inside the stack is data"
+        );
+        assert_eq!(
+            got[2],
+            (
+                30,
+                Record::Sample {
+                    pc: 0x1_0010,
+                    event: 0
+                }
+            )
+        );
         assert_eq!((got[0].1.words(), got[1].1.words()), (8, 22));
         let mut out = [0usize; 32];
-        assert_eq!(Record::UserStack { n: 0, regs: 17 }.encode(&mut out), None, "payload written by the caller");
+        assert_eq!(
+            Record::UserStack { n: 0, regs: 17 }.encode(&mut out),
+            None,
+            "payload written by the caller"
+        );
         assert_eq!(user_stack_header(5), [!0, 33, 5]);
         assert_eq!(user_maps_header(9, 2), [!0, 32, 9, 2]);
         // Truncated payloads and absurd lengths.
         let mut d = Decoder::new(&w[..25], 4);
         d.next();
-        assert_eq!(d.next(), Some(Err(DecodeError::Truncated { word: 8, need: 22 })));
+        assert_eq!(
+            d.next(),
+            Some(Err(DecodeError::Truncated { word: 8, need: 22 }))
+        );
         let huge = [e, 33, 0xffff_ffff];
-        assert!(matches!(Decoder::new(&huge, 4).next(), Some(Err(DecodeError::Truncated { .. }))));
+        assert!(matches!(
+            Decoder::new(&huge, 4).next(),
+            Some(Err(DecodeError::Truncated { .. }))
+        ));
     }
 
     #[test]
@@ -358,20 +456,32 @@ mod tests {
         let w = [e, 2, 0, e, 9];
         let mut d = Decoder::new(&w, 4);
         assert!(d.next().unwrap().is_ok());
-        assert_eq!(d.next(), Some(Err(DecodeError::UnknownCode { word: 3, code: 9 })));
+        assert_eq!(
+            d.next(),
+            Some(Err(DecodeError::UnknownCode { word: 3, code: 9 }))
+        );
         assert_eq!(d.next(), None);
         let w = [e, 1, 5, 0, e];
         let mut d = Decoder::new(&w, 4);
-        assert_eq!(d.next(), Some(Err(DecodeError::Truncated { word: 0, need: 7 })));
+        assert_eq!(
+            d.next(),
+            Some(Err(DecodeError::Truncated { word: 0, need: 7 }))
+        );
         let w = [0x1234];
         let mut d = Decoder::new(&w, 4);
-        assert_eq!(d.next(), Some(Err(DecodeError::Truncated { word: 0, need: 2 })));
+        assert_eq!(
+            d.next(),
+            Some(Err(DecodeError::Truncated { word: 0, need: 2 }))
+        );
         let w = [e, 1, 5, 0, e, 8, 6];
         let mut d = Decoder::new(&w, 4);
         assert_eq!(d.next(), Some(Err(DecodeError::BadCtxSwitch { word: 0 })));
         // A lone CTX_TGID (7) is what makes the legacy daemon abort.
         let w = [e, 7, 1];
         let mut d = Decoder::new(&w, 4);
-        assert!(matches!(d.next(), Some(Err(DecodeError::UnknownCode { code: 7, .. }))));
+        assert!(matches!(
+            d.next(),
+            Some(Err(DecodeError::UnknownCode { code: 7, .. }))
+        ));
     }
 }

@@ -27,7 +27,10 @@ pub fn line_len(id: u32, path: &[u8]) -> usize {
         }
         n
     };
-    let escaped: usize = path.iter().map(|&b| if escape(b).is_some() { 4 } else { 1 }).sum();
+    let escaped: usize = path
+        .iter()
+        .map(|&b| if escape(b).is_some() { 4 } else { 1 })
+        .sum();
     digits + 1 + escaped + 1
 }
 
@@ -72,7 +75,10 @@ pub enum LineError {
 /// Parses one line (without its newline) into the id and the unescaped path, written to
 /// `path_out` (at least as long as the line); returns the id and the path length.
 pub fn parse_line(line: &[u8], path_out: &mut [u8]) -> Result<(u32, usize), LineError> {
-    let sp = line.iter().position(|&b| b == b' ').ok_or(LineError::Shape)?;
+    let sp = line
+        .iter()
+        .position(|&b| b == b' ')
+        .ok_or(LineError::Shape)?;
     let (id, path) = (&line[..sp], &line[sp + 1..]);
     if id.is_empty() || path.is_empty() {
         return Err(LineError::Shape);
@@ -82,7 +88,10 @@ pub fn parse_line(line: &[u8], path_out: &mut [u8]) -> Result<(u32, usize), Line
         if !b.is_ascii_digit() {
             return Err(LineError::BadId);
         }
-        v = v.checked_mul(10).and_then(|v| v.checked_add(u32::from(b - b'0'))).ok_or(LineError::BadId)?;
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u32::from(b - b'0')))
+            .ok_or(LineError::BadId)?;
     }
     if v == 0 || v == u32::MAX {
         return Err(LineError::BadId);
@@ -122,7 +131,10 @@ mod tests {
     fn plain_and_escaped_lines_round_trip() {
         assert_eq!(line(1, b"/bin/busybox"), b"1 /bin/busybox\n");
         assert_eq!(line(42, b"/tmp/a b\nc\\d"), b"42 /tmp/a b\\012c\\134d\n");
-        for (id, p) in [(7u32, &b"/x/y (deleted)"[..]), (4_000_000_000, b"/a\\012\n\\")] {
+        for (id, p) in [
+            (7u32, &b"/x/y (deleted)"[..]),
+            (4_000_000_000, b"/a\\012\n\\"),
+        ] {
             let l = line(id, p);
             let mut out = vec![0u8; l.len()];
             let (got, n) = parse_line(&l[..l.len() - 1], &mut out).unwrap();
@@ -139,7 +151,10 @@ mod tests {
         assert_eq!(parse_line(b"12 ", &mut out), Err(LineError::Shape));
         assert_eq!(parse_line(b"x1 /a", &mut out), Err(LineError::BadId));
         assert_eq!(parse_line(b"0 /a", &mut out), Err(LineError::BadId));
-        assert_eq!(parse_line(b"99999999999 /a", &mut out), Err(LineError::BadId));
+        assert_eq!(
+            parse_line(b"99999999999 /a", &mut out),
+            Err(LineError::BadId)
+        );
         assert_eq!(parse_line(b"3 /a\\n", &mut out), Err(LineError::BadEscape));
         assert_eq!(parse_line(b"3 /a\\01", &mut out), Err(LineError::BadEscape));
     }

@@ -88,12 +88,21 @@ pub struct Layout {
 impl Layout {
     /// Slots of `granularity` bytes (a power of two, at least `insn` bytes, at most
     /// [`MAX_GRANULARITY`]) over the text `[base, end)`.
-    pub fn new(base: usize, end: usize, granularity: u32, insn: u32) -> Result<Layout, LayoutError> {
+    pub fn new(
+        base: usize,
+        end: usize,
+        granularity: u32,
+        insn: u32,
+    ) -> Result<Layout, LayoutError> {
         if end <= base {
             return Err(LayoutError::EmptyText);
         }
         check_granularity(granularity, insn)?;
-        let layout = Layout { base, end, shift: granularity.trailing_zeros() };
+        let layout = Layout {
+            base,
+            end,
+            shift: granularity.trailing_zeros(),
+        };
         layout
             .slots()
             .checked_add(HEADER_WORDS)
@@ -222,7 +231,9 @@ impl<'a> Kpdata<'a> {
 
     /// `(slot, count)` of every non-zero slot, in address order.
     pub fn nonzero(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
-        (0..self.slots()).map(move |i| (i, self.slot(i))).filter(|&(_, c)| c != 0)
+        (0..self.slots())
+            .map(move |i| (i, self.slot(i)))
+            .filter(|&(_, c)| c != 0)
     }
 }
 
@@ -253,25 +264,46 @@ pub struct SystemMap {
 /// build, so both anchors must have moved by the same load offset (non-zero only with a
 /// randomized base), which then relocates the bounds. Errors: the two offsets `(text, data)`
 /// when they differ (another build).
-pub fn relocate(map: &SystemMap, printk: usize, init_task: usize) -> Result<(usize, usize), (usize, usize)> {
+pub fn relocate(
+    map: &SystemMap,
+    printk: usize,
+    init_task: usize,
+) -> Result<(usize, usize), (usize, usize)> {
     let text_off = printk.wrapping_sub(map.printk);
     let data_off = init_task.wrapping_sub(map.init_task);
     if text_off != data_off {
         return Err((text_off, data_off));
     }
-    Ok((map.stext.wrapping_add(text_off), map.etext.wrapping_add(text_off)))
+    Ok((
+        map.stext.wrapping_add(text_off),
+        map.etext.wrapping_add(text_off),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn relocate_checks_the_anchors() {
-        let map = super::SystemMap { stext: 0xc000_8000, etext: 0xc040_0000, printk: 0xc010_0000, init_task: 0xc080_0000 };
-        assert_eq!(super::relocate(&map, 0xc010_0000, 0xc080_0000), Ok((0xc000_8000, 0xc040_0000)));
-        assert_eq!(super::relocate(&map, 0xc110_0000, 0xc180_0000), Ok((0xc100_8000, 0xc140_0000)));
+        let map = super::SystemMap {
+            stext: 0xc000_8000,
+            etext: 0xc040_0000,
+            printk: 0xc010_0000,
+            init_task: 0xc080_0000,
+        };
+        assert_eq!(
+            super::relocate(&map, 0xc010_0000, 0xc080_0000),
+            Ok((0xc000_8000, 0xc040_0000))
+        );
+        assert_eq!(
+            super::relocate(&map, 0xc110_0000, 0xc180_0000),
+            Ok((0xc100_8000, 0xc140_0000))
+        );
         assert_eq!(super::relocate(&map, 0xc010_0004, 0xc080_0000), Err((4, 0)));
         // A kernel loaded below the map's addresses: the offset wraps, the bounds follow.
-        assert_eq!(super::relocate(&map, 0xc00f_0000, 0xc07f_0000), Ok((0xbfff_8000, 0xc03f_0000)));
+        assert_eq!(
+            super::relocate(&map, 0xc00f_0000, 0xc07f_0000),
+            Ok((0xbfff_8000, 0xc03f_0000))
+        );
     }
 
     use super::*;
@@ -282,7 +314,16 @@ mod tests {
         assert_eq!(Ctl::parse(b"start\n"), Some(Ctl::Start));
         assert_eq!(Ctl::parse(b"stop\n"), Some(Ctl::Stop));
         assert_eq!(Ctl::parse(b"startclr\n"), Some(Ctl::StartClr));
-        for bad in [&b""[..], b"\n", b"start\n\n", b"Start", b"star", b"startclr2", b" start", b"stop x"] {
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"start\n\n",
+            b"Start",
+            b"star",
+            b"startclr2",
+            b" start",
+            b"stop x",
+        ] {
             assert_eq!(Ctl::parse(bad), None, "{bad:?}");
         }
     }
@@ -311,7 +352,10 @@ mod tests {
         assert_eq!(Layout::new(0, 64, 2, 4), Err(LayoutError::Granularity));
         assert_eq!(Layout::new(0, 64, 12, 4), Err(LayoutError::Granularity));
         assert_eq!(Layout::new(0, 64, 0, 1), Err(LayoutError::Granularity));
-        assert_eq!(Layout::new(0, 64, MAX_GRANULARITY * 2, 1), Err(LayoutError::Granularity));
+        assert_eq!(
+            Layout::new(0, 64, MAX_GRANULARITY * 2, 1),
+            Err(LayoutError::Granularity)
+        );
         assert_eq!(Layout::new(0, usize::MAX, 1, 1), Err(LayoutError::TooLarge));
     }
 
@@ -342,7 +386,10 @@ mod tests {
         assert_eq!((k.total(), k.kernel(), k.slots()), (10, 6, 4));
         assert_eq!(k.nonzero().collect::<Vec<_>>(), [(1, 4), (3, 2)]);
         assert_eq!(Kpdata::new(&bytes[..7]).unwrap_err(), KpdataError::Short(7));
-        assert_eq!(Kpdata::new(&bytes[..10]).unwrap_err(), KpdataError::Ragged(10));
+        assert_eq!(
+            Kpdata::new(&bytes[..10]).unwrap_err(),
+            KpdataError::Ragged(10)
+        );
     }
 
     #[test]
@@ -351,7 +398,10 @@ mod tests {
         assert_eq!(check_granularity(16, 2), Ok(()));
         assert_eq!(check_granularity(2, 4), Err(LayoutError::Granularity));
         assert_eq!(check_granularity(12, 1), Err(LayoutError::Granularity));
-        assert_eq!(check_granularity(MAX_GRANULARITY * 2, 1), Err(LayoutError::Granularity));
+        assert_eq!(
+            check_granularity(MAX_GRANULARITY * 2, 1),
+            Err(LayoutError::Granularity)
+        );
     }
 
     #[test]

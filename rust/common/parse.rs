@@ -107,9 +107,28 @@ mod tests {
 
     #[test]
     fn rejects_junk() {
-        for bad in [&b""[..], b"\n", b"0x", b"0x\n", b"-1", b"+1", b" 1", b"1 ", b"1\n\n", b"12abc",
-                    b"abc", b"0x1g", b"1\r\n", b"1.5", b"\n1"] {
-            assert!(parse_ulong(bad).is_err(), "accepted {:?}", core::str::from_utf8(bad));
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"0x",
+            b"0x\n",
+            b"-1",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"1\n\n",
+            b"12abc",
+            b"abc",
+            b"0x1g",
+            b"1\r\n",
+            b"1.5",
+            b"\n1",
+        ] {
+            assert!(
+                parse_ulong(bad).is_err(),
+                "accepted {:?}",
+                core::str::from_utf8(bad)
+            );
         }
         assert_eq!(parse_ulong(b""), Err(ParseError::Empty));
         assert_eq!(parse_ulong(b"-1"), Err(ParseError::Invalid));
@@ -117,8 +136,14 @@ mod tests {
 
     #[test]
     fn rejects_overflow() {
-        assert_eq!(parse_ulong(b"18446744073709551616"), Err(ParseError::Overflow));
-        assert_eq!(parse_ulong(b"0x10000000000000000"), Err(ParseError::Overflow));
+        assert_eq!(
+            parse_ulong(b"18446744073709551616"),
+            Err(ParseError::Overflow)
+        );
+        assert_eq!(
+            parse_ulong(b"0x10000000000000000"),
+            Err(ParseError::Overflow)
+        );
         assert_eq!(parse_ulong_in(b"5", 1, 4), Err(ParseError::Overflow));
         assert_eq!(parse_ulong_in(b"0", 1, 4), Err(ParseError::Overflow));
         assert_eq!(parse_ulong_in(b"4\n", 1, 4), Ok(4));
@@ -126,7 +151,18 @@ mod tests {
 
     #[test]
     fn div_rem_10_matches_native() {
-        for v in [0u64, 9, 10, 65535, 65536, 655359, u32::MAX as u64, 1 << 40, u64::MAX, u64::MAX - 7] {
+        for v in [
+            0u64,
+            9,
+            10,
+            65535,
+            65536,
+            655359,
+            u32::MAX as u64,
+            1 << 40,
+            u64::MAX,
+            u64::MAX - 7,
+        ] {
             assert_eq!(div_rem_10(v), (v / 10, (v % 10) as u8), "{v}");
         }
     }

@@ -23,9 +23,11 @@ use super::parse::format_ulong;
 /// First line of the table.
 pub const TITLE: &str = "Kernel Profile Points";
 /// Column header line.
-pub const HEADER: &str = " status                  name             total                nr            avg.ns";
+pub const HEADER: &str =
+    " status                  name             total                nr            avg.ns";
 /// Rule line above and below the rows.
-pub const RULE: &str = "-------  --------------------  ----------------  ----------------  ----------------";
+pub const RULE: &str =
+    "-------  --------------------  ----------------  ----------------  ----------------";
 /// Width of the name column; longer names are rejected at build time.
 pub const NAME_WIDTH: usize = 20;
 /// Longest row line, newline included (`u64` numbers at full width).
@@ -148,7 +150,13 @@ impl<'a> Command<'a> {
         let text = core::str::from_utf8(input.strip_suffix(b"\n").unwrap_or(input)).ok()?;
         let mut words = text.split([' ', '\t']).filter(|w| !w.is_empty());
         let verb = words.next()?;
-        let target = words.next().map(|w| if w == "all" { Target::All } else { Target::Name(w) });
+        let target = words.next().map(|w| {
+            if w == "all" {
+                Target::All
+            } else {
+                Target::Name(w)
+            }
+        });
         if words.next().is_some() || text.contains('\n') {
             return None;
         }
@@ -181,9 +189,14 @@ pub enum RowError {
 /// `total / nr`.
 pub fn parse_row(line: &str) -> Result<Row<'_>, RowError> {
     let mut cols = line.split_ascii_whitespace();
-    let (Some(status), Some(name), Some(total), Some(nr), Some(avg), None) =
-        (cols.next(), cols.next(), cols.next(), cols.next(), cols.next(), cols.next())
-    else {
+    let (Some(status), Some(name), Some(total), Some(nr), Some(avg), None) = (
+        cols.next(),
+        cols.next(),
+        cols.next(),
+        cols.next(),
+        cols.next(),
+        cols.next(),
+    ) else {
         return Err(RowError::Columns);
     };
     let enabled = match status {
@@ -198,9 +211,23 @@ pub fn parse_row(line: &str) -> Result<Row<'_>, RowError> {
     }
     let secs: u64 = secs.parse().map_err(|_| RowError::Total)?;
     let nsec: u64 = nsec.parse().map_err(|_| RowError::Total)?;
-    let total_ns = secs.checked_mul(1_000_000_000).and_then(|s| s.checked_add(nsec)).ok_or(RowError::Total)?;
-    let number = |s: &str| if digits(s) { s.parse::<u64>().map_err(|_| RowError::Number) } else { Err(RowError::Number) };
-    let row = Row { enabled, name, total_ns, nr: number(nr)? };
+    let total_ns = secs
+        .checked_mul(1_000_000_000)
+        .and_then(|s| s.checked_add(nsec))
+        .ok_or(RowError::Total)?;
+    let number = |s: &str| {
+        if digits(s) {
+            s.parse::<u64>().map_err(|_| RowError::Number)
+        } else {
+            Err(RowError::Number)
+        }
+    };
+    let row = Row {
+        enabled,
+        name,
+        total_ns,
+        nr: number(nr)?,
+    };
     if number(avg)? != row.avg_ns() {
         return Err(RowError::Average);
     }
@@ -219,12 +246,22 @@ mod tests {
 
     #[test]
     fn rows_match_the_seed_layout() {
-        let r = Row { enabled: false, name: "flush_tlb_others", total_ns: 153_470, nr: 55 };
+        let r = Row {
+            enabled: false,
+            name: "flush_tlb_others",
+            total_ns: 153_470,
+            nr: 55,
+        };
         assert_eq!(
             line(&r),
             "    off      flush_tlb_others       0.000153470                55              2791\n"
         );
-        let r = Row { enabled: true, name: "pcache_cache_miss", total_ns: 16_147_020_152, nr: 274_698 };
+        let r = Row {
+            enabled: true,
+            name: "pcache_cache_miss",
+            total_ns: 16_147_020_152,
+            nr: 274_698,
+        };
         assert_eq!(
             line(&r),
             "     on     pcache_cache_miss      16.147020152            274698             58781\n"
@@ -235,11 +272,21 @@ mod tests {
 
     #[test]
     fn extreme_values_fit_max_row() {
-        let r = Row { enabled: true, name: "abcdefghijklmnopqrst", total_ns: u64::MAX, nr: u64::MAX };
+        let r = Row {
+            enabled: true,
+            name: "abcdefghijklmnopqrst",
+            total_ns: u64::MAX,
+            nr: u64::MAX,
+        };
         let l = line(&r);
         assert!(l.len() <= MAX_ROW);
         assert_eq!(parse_row(l.trim_end()).unwrap(), r);
-        let r = Row { enabled: false, name: "x", total_ns: u64::MAX, nr: 0 };
+        let r = Row {
+            enabled: false,
+            name: "x",
+            total_ns: u64::MAX,
+            nr: 0,
+        };
         assert_eq!(parse_row(line(&r).trim_end()).unwrap(), r);
         let mut small = [0u8; 10];
         assert_eq!(write_row(&r, &mut small), None);
@@ -248,9 +295,24 @@ mod tests {
     #[test]
     fn rows_round_trip() {
         for r in [
-            Row { enabled: true, name: "sample_handler", total_ns: 0, nr: 0 },
-            Row { enabled: true, name: "sync_pass", total_ns: 999_999_999, nr: 3 },
-            Row { enabled: false, name: "buffer_read", total_ns: 1_000_000_000, nr: 1 },
+            Row {
+                enabled: true,
+                name: "sample_handler",
+                total_ns: 0,
+                nr: 0,
+            },
+            Row {
+                enabled: true,
+                name: "sync_pass",
+                total_ns: 999_999_999,
+                nr: 3,
+            },
+            Row {
+                enabled: false,
+                name: "buffer_read",
+                total_ns: 1_000_000_000,
+                nr: 1,
+            },
         ] {
             assert_eq!(parse_row(line(&r).trim_end()), Ok(r));
         }
@@ -264,8 +326,19 @@ mod tests {
         assert_eq!(parse_row("on a 1.5 1 1"), Err(RowError::Total));
         assert_eq!(parse_row("on a 1.000000000 x 1"), Err(RowError::Number));
         assert_eq!(parse_row("on a 1.000000000 2 7"), Err(RowError::Average));
-        assert_eq!(parse_row("on a 1.000000000 2 500000000 9"), Err(RowError::Columns));
-        assert_eq!(parse_row("on a 1.000000001 2 500000001"), Ok(Row { enabled: true, name: "a", total_ns: 1_000_000_001, nr: 2 }));
+        assert_eq!(
+            parse_row("on a 1.000000000 2 500000000 9"),
+            Err(RowError::Columns)
+        );
+        assert_eq!(
+            parse_row("on a 1.000000001 2 500000001"),
+            Ok(Row {
+                enabled: true,
+                name: "a",
+                total_ns: 1_000_000_001,
+                nr: 2
+            })
+        );
         assert_eq!(parse_row("maybe a 0.000000000 0 0"), Err(RowError::Status));
         assert_eq!(parse_row("on a -1.000000000 0 0"), Err(RowError::Total));
     }
@@ -273,10 +346,28 @@ mod tests {
     #[test]
     fn commands() {
         assert_eq!(Command::parse(b"print\n"), Some(Command::Print));
-        assert_eq!(Command::parse(b"enable sync_pass\n"), Some(Command::Enable(Target::Name("sync_pass"))));
-        assert_eq!(Command::parse(b"disable  all"), Some(Command::Disable(Target::All)));
-        assert_eq!(Command::parse(b"reset\tbuffer_read"), Some(Command::Reset(Target::Name("buffer_read"))));
-        for bad in [&b""[..], b"\n", b"print x", b"enable", b"enable a b", b"on a", b"enable a\n\n", b"reset \xff"] {
+        assert_eq!(
+            Command::parse(b"enable sync_pass\n"),
+            Some(Command::Enable(Target::Name("sync_pass")))
+        );
+        assert_eq!(
+            Command::parse(b"disable  all"),
+            Some(Command::Disable(Target::All))
+        );
+        assert_eq!(
+            Command::parse(b"reset\tbuffer_read"),
+            Some(Command::Reset(Target::Name("buffer_read")))
+        );
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"print x",
+            b"enable",
+            b"enable a b",
+            b"on a",
+            b"enable a\n\n",
+            b"reset \xff",
+        ] {
             assert_eq!(Command::parse(bad), None, "{bad:?}");
         }
         assert!(Target::All.matches("x"));

@@ -30,7 +30,8 @@ pub fn len(head: u32, tail: u32, capacity: u32) -> u32 {
         head - tail
     } else {
         // head wrapped past 2 * capacity; both are < 2 * capacity <= 2^31.
-        head.wrapping_add(capacity.wrapping_mul(2)).wrapping_sub(tail)
+        head.wrapping_add(capacity.wrapping_mul(2))
+            .wrapping_sub(tail)
     }
 }
 
@@ -93,7 +94,11 @@ mod tests {
                 }
                 assert!(len(head, tail, cap) <= cap);
             }
-            assert_eq!(got + dropped + len(head, tail, cap), next_in, "cap {cap}: lost entries");
+            assert_eq!(
+                got + dropped + len(head, tail, cap),
+                next_in,
+                "cap {cap}: lost entries"
+            );
         }
     }
 }

@@ -48,7 +48,11 @@ pub const KERNEL_TRACE_LOCK_FRAMES: usize = 8;
 /// the sample (legacy oprofile's and the kernel profiler's PC), after that caller. `in_lock`
 /// tells whether an address is in the spinlock text (`in_lock_functions()`). Empty when `pc`
 /// is not among the entries (the unwinder lost the interrupted frame): no chain is guessed.
-pub fn sampled_kernel_chain(entries: &[usize], pc: usize, in_lock: impl Fn(usize) -> bool) -> &[usize] {
+pub fn sampled_kernel_chain(
+    entries: &[usize],
+    pc: usize,
+    in_lock: impl Fn(usize) -> bool,
+) -> &[usize] {
     let Some(at) = entries.iter().position(|&e| e == pc) else {
         return &[];
     };
@@ -194,7 +198,10 @@ struct Group {
 
 impl Group {
     fn new() -> Self {
-        Group { words: [0; MAX_GROUP_WORDS], n: 0 }
+        Group {
+            words: [0; MAX_GROUP_WORDS],
+            n: 0,
+        }
     }
 
     fn push(&mut self, r: Record) {
@@ -254,7 +261,9 @@ impl SyncPass {
         };
         let mut g = Group::new();
         if !self.cpu_switch_done {
-            g.push(Record::CpuSwitch { cpu: u64::from(self.cpu) });
+            g.push(Record::CpuSwitch {
+                cpu: u64::from(self.cpu),
+            });
         }
         let traced = s.flags & TRACE_BEGIN != 0;
         if traced {
@@ -265,13 +274,20 @@ impl SyncPass {
         let ctx = (s.pid, s.tgid, app_cookie);
         let ctx_switch = self.ctx != Some(ctx);
         if ctx_switch {
-            g.push(Record::CtxSwitch { pid: s.pid as u64, tgid: s.tgid as u64, app_cookie });
+            g.push(Record::CtxSwitch {
+                pid: s.pid as u64,
+                tgid: s.tgid as u64,
+                app_cookie,
+            });
         }
         // Readers forget the image at CTX_SWITCH (legacy resets last_cookie): so do we, so a new
         // task's first user sample or frame always gets COOKIE_SWITCH.
         let last_cookie = if ctx_switch { None } else { self.cookie };
         Self::push_cookie(&mut g, cookie, last_cookie);
-        g.push(Record::Sample { pc, event: u64::from(s.event) });
+        g.push(Record::Sample {
+            pc,
+            event: u64::from(s.event),
+        });
         if !sink.write_group(g.words()) {
             return Outcome::LostOverflow;
         }
@@ -286,7 +302,11 @@ impl SyncPass {
     /// Appends KERNEL_ENTER/EXIT if `kernel` is not the current mode.
     fn push_mode(&self, g: &mut Group, kernel: bool) {
         if self.in_kernel != Some(kernel) {
-            g.push(if kernel { Record::KernelEnter } else { Record::KernelExit });
+            g.push(if kernel {
+                Record::KernelEnter
+            } else {
+                Record::KernelExit
+            });
         }
     }
 
@@ -300,7 +320,12 @@ impl SyncPass {
     /// Emits backtrace entry `f` (resolved to `loc`) of the last sample: a mode switch and
     /// COOKIE_SWITCH as needed, then `pc_or_offset, 0` (legacy `oprofile_add_trace` entries).
     /// After a lost entry the rest of the backtrace is dropped, so callers are never shifted.
-    pub fn add_frame(&mut self, f: &CpuSample<impl Sized, impl Sized, impl Sized>, loc: Location, sink: &mut impl EventSink) -> FrameOutcome {
+    pub fn add_frame(
+        &mut self,
+        f: &CpuSample<impl Sized, impl Sized, impl Sized>,
+        loc: Location,
+        sink: &mut impl EventSink,
+    ) -> FrameOutcome {
         if !self.trace_live {
             return FrameOutcome::Orphan;
         }
@@ -336,7 +361,9 @@ impl SyncPass {
 /// pc - vm_start`, in the kernel's unsigned long arithmetic (wrapping). `page_shift` must be
 /// below the bits of `usize`.
 pub fn file_offset(pc: usize, vm_start: usize, vm_pgoff: usize, page_shift: u32) -> usize {
-    vm_pgoff.wrapping_shl(page_shift).wrapping_add(pc.wrapping_sub(vm_start))
+    vm_pgoff
+        .wrapping_shl(page_shift)
+        .wrapping_add(pc.wrapping_sub(vm_start))
 }
 
 /// A leaf's saved fp lies at most this far above its own fp. Bytes.
@@ -389,11 +416,16 @@ pub enum UserWalkEnd {
 /// the previous one; every return address follows a call instruction ([`arm::returns_after_call`]);
 /// a return into Thumb code is reported and ends the walk (that caller's r11 is no frame
 /// pointer). `emit` adds its own checks (an executable mapping).
-pub fn walk_user_frames(regs: &UserFrameRegs, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) -> UserWalkEnd {
+pub fn walk_user_frames(
+    regs: &UserFrameRegs,
+    mut read: impl FnMut(usize) -> Option<usize>,
+    mut emit: impl FnMut(usize) -> bool,
+) -> UserWalkEnd {
     if regs.cpsr & arm::PSR_T_BIT != 0 {
         return UserWalkEnd::Thumb;
     }
-    let in_stack = |a: usize| a & 3 == 0 && a >= regs.sp && a < regs.stack_end && regs.stack_end - a >= 4;
+    let in_stack =
+        |a: usize| a & 3 == 0 && a >= regs.sp && a < regs.stack_end && regs.stack_end - a >= 4;
     let mut fp = regs.fp;
     if fp == 0 {
         return UserWalkEnd::Done;
@@ -434,7 +466,11 @@ pub fn walk_user_frames(regs: &UserFrameRegs, mut read: impl FnMut(usize) -> Opt
 /// One return address `ret` of [`walk_user_frames`]: checked to follow a call, then emitted.
 /// `None` to go on; else why the walk ends (`Done` when `emit` refused, `Thumb` after a return
 /// into Thumb code was emitted).
-fn return_to(ret: usize, read: &mut impl FnMut(usize) -> Option<usize>, emit: &mut impl FnMut(usize) -> bool) -> Option<UserWalkEnd> {
+fn return_to(
+    ret: usize,
+    read: &mut impl FnMut(usize) -> Option<usize>,
+    emit: &mut impl FnMut(usize) -> bool,
+) -> Option<UserWalkEnd> {
     if arm::returns_after_call(ret, |a| read(a).map(|w| w as u32)) != Some(true) {
         return Some(UserWalkEnd::NotCall);
     }
@@ -456,11 +492,16 @@ fn return_to(ret: usize, read: &mut impl FnMut(usize) -> Option<usize>, emit: &m
 /// previous one; every return address follows a call instruction ([`aarch64::returns_after_call`]);
 /// a zero link or a `{0, 0}` record ends the walk. An AArch32 (compat) task is no frame-record
 /// walk: `BadFrame`.
-pub fn walk_user_frames_a64(regs: &UserFrameRegs, mut read: impl FnMut(usize) -> Option<usize>, mut emit: impl FnMut(usize) -> bool) -> UserWalkEnd {
+pub fn walk_user_frames_a64(
+    regs: &UserFrameRegs,
+    mut read: impl FnMut(usize) -> Option<usize>,
+    mut emit: impl FnMut(usize) -> bool,
+) -> UserWalkEnd {
     if regs.cpsr & aarch64::PSR_MODE32_BIT != 0 {
         return UserWalkEnd::BadFrame;
     }
-    let in_stack = |a: usize| a & 7 == 0 && a >= regs.sp && a < regs.stack_end && regs.stack_end - a >= 16;
+    let in_stack =
+        |a: usize| a & 7 == 0 && a >= regs.sp && a < regs.stack_end && regs.stack_end - a >= 16;
     let mut fp = regs.fp;
     loop {
         if fp == 0 {
@@ -497,17 +538,38 @@ mod tests {
     /// 0x104c, the ARM `bl` before return addresses 0x1100, 0x1200, 0x1050 (0x1300 follows a
     /// `bx lr`; 0x2105 a Thumb `bl` at 0x2100).
     fn reader<'a>(words: &'a [(usize, usize)]) -> impl FnMut(usize) -> Option<usize> + 'a {
-        const CODE: [(usize, usize); 5] =
-            [(0x10fc, 0xEB00_0010), (0x11fc, 0xEB00_0020), (0x104c, 0xEB00_0030), (0x12fc, 0xE12F_FF1E), (0x2100, 0xF800_F000)];
-        move |a| words.iter().chain(&CODE).find(|&&(at, _)| at == a).map(|&(_, w)| w)
+        const CODE: [(usize, usize); 5] = [
+            (0x10fc, 0xEB00_0010),
+            (0x11fc, 0xEB00_0020),
+            (0x104c, 0xEB00_0030),
+            (0x12fc, 0xE12F_FF1E),
+            (0x2100, 0xF800_F000),
+        ];
+        move |a| {
+            words
+                .iter()
+                .chain(&CODE)
+                .find(|&&(at, _)| at == a)
+                .map(|&(_, w)| w)
+        }
     }
 
     /// The stack mapping of the tests: 0x7000 ..< 0x8000.
     fn regs(fp: usize, lr: usize, sp: usize) -> UserFrameRegs {
-        UserFrameRegs { fp, lr, sp, cpsr: 0x10, stack_end: 0x8000 }
+        UserFrameRegs {
+            fp,
+            lr,
+            sp,
+            cpsr: 0x10,
+            stack_end: 0x8000,
+        }
     }
 
-    fn walk_regs(r: UserFrameRegs, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
+    fn walk_regs(
+        r: UserFrameRegs,
+        words: &[(usize, usize)],
+        max: usize,
+    ) -> (Vec<usize>, UserWalkEnd) {
         let mut out = Vec::new();
         let end = super::walk_user_frames(&r, reader(words), |pc| {
             out.push(pc);
@@ -516,17 +578,44 @@ mod tests {
         (out, end)
     }
 
-    fn walk(fp: usize, lr: usize, sp: usize, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
+    fn walk(
+        fp: usize,
+        lr: usize,
+        sp: usize,
+        words: &[(usize, usize)],
+        max: usize,
+    ) -> (Vec<usize>, UserWalkEnd) {
         walk_regs(regs(fp, lr, sp), words, max)
     }
 
     /// An AArch64 walk over `words` (stack 0x7000 ..< 0x8000) with `bl` before 0x1100 and 0x1200
     /// and a `ret` before 0x1300 (instruction words read as the low half of 8-byte words).
-    fn walk_a64(fp: usize, pstate: usize, words: &[(usize, usize)], max: usize) -> (Vec<usize>, UserWalkEnd) {
-        const CODE: [(usize, usize); 3] = [(0x10fc, 0x9400_0010), (0x11fc, 0xD63F_0100), (0x12fc, 0xD65F_03C0)];
-        let read = |a: usize| words.iter().chain(&CODE).find(|&&(at, _)| at == a).map(|&(_, w)| w);
+    fn walk_a64(
+        fp: usize,
+        pstate: usize,
+        words: &[(usize, usize)],
+        max: usize,
+    ) -> (Vec<usize>, UserWalkEnd) {
+        const CODE: [(usize, usize); 3] = [
+            (0x10fc, 0x9400_0010),
+            (0x11fc, 0xD63F_0100),
+            (0x12fc, 0xD65F_03C0),
+        ];
+        let read = |a: usize| {
+            words
+                .iter()
+                .chain(&CODE)
+                .find(|&&(at, _)| at == a)
+                .map(|&(_, w)| w)
+        };
         let mut out = Vec::new();
-        let r = UserFrameRegs { fp, lr: 0x1300, sp: 0x7000, cpsr: pstate, stack_end: 0x8000 };
+        let r = UserFrameRegs {
+            fp,
+            lr: 0x1300,
+            sp: 0x7000,
+            cpsr: pstate,
+            stack_end: 0x8000,
+        };
         let end = super::walk_user_frames_a64(&r, read, |pc| {
             out.push(pc);
             out.len() < max
@@ -537,51 +626,122 @@ mod tests {
     #[test]
     fn user_frames_a64() {
         // Two records, the outer one with a zero link; lr (0x1300) is never used.
-        let two = [(0x7100, 0x7200), (0x7108, 0x1100), (0x7200, 0), (0x7208, 0x1200)];
-        assert_eq!(walk_a64(0x7100, 0, &two, 8), (vec![0x1100, 0x1200], UserWalkEnd::Done));
-        assert_eq!(walk_a64(0x7100, 0, &two, 1), (vec![0x1100], UserWalkEnd::Done), "depth");
+        let two = [
+            (0x7100, 0x7200),
+            (0x7108, 0x1100),
+            (0x7200, 0),
+            (0x7208, 0x1200),
+        ];
+        assert_eq!(
+            walk_a64(0x7100, 0, &two, 8),
+            (vec![0x1100, 0x1200], UserWalkEnd::Done)
+        );
+        assert_eq!(
+            walk_a64(0x7100, 0, &two, 1),
+            (vec![0x1100], UserWalkEnd::Done),
+            "depth"
+        );
         // The {0, 0} record ends it; so does fp 0 (no frame at all).
-        assert_eq!(walk_a64(0x7100, 0, &[(0x7100, 0), (0x7108, 0)], 8), (vec![], UserWalkEnd::Done));
+        assert_eq!(
+            walk_a64(0x7100, 0, &[(0x7100, 0), (0x7108, 0)], 8),
+            (vec![], UserWalkEnd::Done)
+        );
         assert_eq!(walk_a64(0, 0, &two, 8), (vec![], UserWalkEnd::Done));
         // A return address after no call, a link going down, a record outside the stack or
         // misaligned, an unreadable one, a compat (AArch32) task.
-        assert_eq!(walk_a64(0x7100, 0, &[(0x7100, 0), (0x7108, 0x1300)], 8), (vec![], UserWalkEnd::NotCall));
-        let down = [(0x7200, 0x7100), (0x7208, 0x1100), (0x7100, 0), (0x7108, 0x1200)];
-        assert_eq!(walk_a64(0x7200, 0, &down, 8), (vec![0x1100], UserWalkEnd::BadFrame));
-        assert_eq!(walk_a64(0x9000, 0, &two, 8), (vec![], UserWalkEnd::BadFrame));
-        assert_eq!(walk_a64(0x7104, 0, &two, 8), (vec![], UserWalkEnd::BadFrame));
-        assert_eq!(walk_a64(0x7300, 0, &two, 8), (vec![], UserWalkEnd::BadFrame));
-        assert_eq!(walk_a64(0x7100, 0x10, &two, 8), (vec![], UserWalkEnd::BadFrame));
+        assert_eq!(
+            walk_a64(0x7100, 0, &[(0x7100, 0), (0x7108, 0x1300)], 8),
+            (vec![], UserWalkEnd::NotCall)
+        );
+        let down = [
+            (0x7200, 0x7100),
+            (0x7208, 0x1100),
+            (0x7100, 0),
+            (0x7108, 0x1200),
+        ];
+        assert_eq!(
+            walk_a64(0x7200, 0, &down, 8),
+            (vec![0x1100], UserWalkEnd::BadFrame)
+        );
+        assert_eq!(
+            walk_a64(0x9000, 0, &two, 8),
+            (vec![], UserWalkEnd::BadFrame)
+        );
+        assert_eq!(
+            walk_a64(0x7104, 0, &two, 8),
+            (vec![], UserWalkEnd::BadFrame)
+        );
+        assert_eq!(
+            walk_a64(0x7300, 0, &two, 8),
+            (vec![], UserWalkEnd::BadFrame)
+        );
+        assert_eq!(
+            walk_a64(0x7100, 0x10, &two, 8),
+            (vec![], UserWalkEnd::BadFrame)
+        );
     }
 
     #[test]
     fn user_frames_non_leaf_chain() {
         // main (fp 0x7f10) calls f (fp 0x7f00, saved lr 0x1100 at fp, saved fp 0x7f10 at fp-4);
         // main's frame: saved lr 0x1200, saved fp 0 (the end).
-        let stack = [(0x7efc, 0x7f10), (0x7f00, 0x1100), (0x7f0c, 0), (0x7f10, 0x1200)];
-        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 16), (vec![0x1100, 0x1200], UserWalkEnd::Done));
+        let stack = [
+            (0x7efc, 0x7f10),
+            (0x7f00, 0x1100),
+            (0x7f0c, 0),
+            (0x7f10, 0x1200),
+        ];
+        assert_eq!(
+            walk(0x7f00, 0x1050, 0x7ef0, &stack, 16),
+            (vec![0x1100, 0x1200], UserWalkEnd::Done)
+        );
         // `emit` ends the walk.
-        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &stack, 1), (vec![0x1100], UserWalkEnd::Done));
+        assert_eq!(
+            walk(0x7f00, 0x1050, 0x7ef0, &stack, 1),
+            (vec![0x1100], UserWalkEnd::Done)
+        );
     }
 
     #[test]
     fn user_frames_leaf_first() {
         // A leaf: [fp] is the caller's fp (just above), the return address is lr.
         let stack = [(0x7e00, 0x7f00), (0x7efc, 0), (0x7f00, 0x1100)];
-        assert_eq!(walk(0x7e00, 0x1050, 0x7df0, &stack, 16), (vec![0x1050, 0x1100], UserWalkEnd::Done));
+        assert_eq!(
+            walk(0x7e00, 0x1050, 0x7df0, &stack, 16),
+            (vec![0x1050, 0x1100], UserWalkEnd::Done)
+        );
         // A leaf whose lr is no return address (not after a call) ends at once.
-        assert_eq!(walk(0x7e00, 0x1300, 0x7df0, &stack, 16), (vec![], UserWalkEnd::NotCall));
+        assert_eq!(
+            walk(0x7e00, 0x1300, 0x7df0, &stack, 16),
+            (vec![], UserWalkEnd::NotCall)
+        );
     }
 
     #[test]
     fn user_frames_never_follow_thumb_code() {
-        let stack = [(0x7efc, 0x7f10), (0x7f00, 0x1100), (0x7f0c, 0), (0x7f10, 0x1200)];
+        let stack = [
+            (0x7efc, 0x7f10),
+            (0x7f00, 0x1100),
+            (0x7f0c, 0),
+            (0x7f10, 0x1200),
+        ];
         // Sampled in Thumb state: r11 is no frame pointer, nothing is read.
-        let thumb = UserFrameRegs { cpsr: 0x30, ..regs(0x7f00, 0x1050, 0x7ef0) };
+        let thumb = UserFrameRegs {
+            cpsr: 0x30,
+            ..regs(0x7f00, 0x1050, 0x7ef0)
+        };
         assert_eq!(walk_regs(thumb, &stack, 16), (vec![], UserWalkEnd::Thumb));
         // A return into Thumb code (bit 0) is a proved frame, but that caller's r11 is not.
-        let into_thumb = [(0x7efc, 0x7f10), (0x7f00, 0x2105), (0x7f0c, 0), (0x7f10, 0x1200)];
-        assert_eq!(walk(0x7f00, 0x1050, 0x7ef0, &into_thumb, 16), (vec![0x2105], UserWalkEnd::Thumb));
+        let into_thumb = [
+            (0x7efc, 0x7f10),
+            (0x7f00, 0x2105),
+            (0x7f0c, 0),
+            (0x7f10, 0x1200),
+        ];
+        assert_eq!(
+            walk(0x7f00, 0x1050, 0x7ef0, &into_thumb, 16),
+            (vec![0x2105], UserWalkEnd::Thumb)
+        );
     }
 
     #[test]
@@ -589,17 +749,38 @@ mod tests {
         let bad = |fp, words: &[(usize, usize)]| walk(fp, 0x1050, 0x7ef0, words, 16);
         // Misaligned fp, fp outside the stack mapping, a fault.
         assert_eq!(bad(0x7f02, &[]), (vec![], UserWalkEnd::BadFrame));
-        assert_eq!(bad(0x9000, &[(0x8ffc, 0x9010), (0x9000, 0x1100)]), (vec![], UserWalkEnd::BadFrame));
-        assert_eq!(bad(0x7e00, &[(0x7e00, 0x1100)]), (vec![], UserWalkEnd::BadFrame), "below sp");
-        assert_eq!(bad(0x7f00, &[(0x7f00, 0x1100)]), (vec![], UserWalkEnd::BadFrame), "fp - 4 unreadable");
+        assert_eq!(
+            bad(0x9000, &[(0x8ffc, 0x9010), (0x9000, 0x1100)]),
+            (vec![], UserWalkEnd::BadFrame)
+        );
+        assert_eq!(
+            bad(0x7e00, &[(0x7e00, 0x1100)]),
+            (vec![], UserWalkEnd::BadFrame),
+            "below sp"
+        );
+        assert_eq!(
+            bad(0x7f00, &[(0x7f00, 0x1100)]),
+            (vec![], UserWalkEnd::BadFrame),
+            "fp - 4 unreadable"
+        );
         // fp 0: no frames at all.
         assert_eq!(bad(0, &[]), (vec![], UserWalkEnd::Done));
         // A "return address" that follows no call: a stack address, a data word.
-        assert_eq!(bad(0x7f00, &[(0x7efc, 0x7f10), (0x7f00, 0x7ef8)]), (vec![], UserWalkEnd::NotCall));
-        assert_eq!(bad(0x7f00, &[(0x7efc, 0x7f10), (0x7f00, 0x1300)]), (vec![], UserWalkEnd::NotCall));
+        assert_eq!(
+            bad(0x7f00, &[(0x7efc, 0x7f10), (0x7f00, 0x7ef8)]),
+            (vec![], UserWalkEnd::NotCall)
+        );
+        assert_eq!(
+            bad(0x7f00, &[(0x7efc, 0x7f10), (0x7f00, 0x1300)]),
+            (vec![], UserWalkEnd::NotCall)
+        );
         // The next frame below this one, beyond the stack mapping, misaligned.
         for next in [0x7e00, 0x8100, 0x7f12] {
-            assert_eq!(bad(0x7f00, &[(0x7efc, next), (0x7f00, 0x1100)]), (vec![0x1100], UserWalkEnd::BadFrame), "{next:#x}");
+            assert_eq!(
+                bad(0x7f00, &[(0x7efc, next), (0x7f00, 0x1100)]),
+                (vec![0x1100], UserWalkEnd::BadFrame),
+                "{next:#x}"
+            );
         }
         // A frame at the very end of the mapping (its word is the last one) is fine.
         let top = [(0x7ff8, 0), (0x7ffc, 0x1100)];
@@ -633,38 +814,96 @@ mod tests {
 
     fn decode(words: &[usize]) -> Vec<Record> {
         let w: Vec<u64> = words.iter().map(|&x| x as u64).collect();
-        Decoder::new(&w, core::mem::size_of::<usize>()).map(|r| r.unwrap().1).collect()
+        Decoder::new(&w, core::mem::size_of::<usize>())
+            .map(|r| r.unwrap().1)
+            .collect()
     }
 
     fn ks(pc: usize, pid: i32) -> S {
-        S { pc, flags: IS_KERNEL, pid, tgid: pid, ..Default::default() }
+        S {
+            pc,
+            flags: IS_KERNEL,
+            pid,
+            tgid: pid,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn legacy_order_and_elision() {
-        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 1000,
+        };
         let mut p = SyncPass::new(1);
-        assert_eq!(p.add_sample(&ks(0xc000_1000, 7), Location::Kernel, 0, &mut sink), Outcome::Delivered);
+        assert_eq!(
+            p.add_sample(&ks(0xc000_1000, 7), Location::Kernel, 0, &mut sink),
+            Outcome::Delivered
+        );
         p.add_sample(&ks(0xc000_1004, 7), Location::Kernel, 0, &mut sink);
-        let u = S { pc: 0x1_0040, pid: 7, tgid: 7, ..Default::default() };
-        p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0040 }, 0, &mut sink);
-        p.add_sample(&u, Location::User { cookie: 0, offset: 0x1_0044 }, 0, &mut sink);
+        let u = S {
+            pc: 0x1_0040,
+            pid: 7,
+            tgid: 7,
+            ..Default::default()
+        };
+        p.add_sample(
+            &u,
+            Location::User {
+                cookie: 0,
+                offset: 0x1_0040,
+            },
+            0,
+            &mut sink,
+        );
+        p.add_sample(
+            &u,
+            Location::User {
+                cookie: 0,
+                offset: 0x1_0044,
+            },
+            0,
+            &mut sink,
+        );
         p.add_sample(&ks(0xc000_2000, 8), Location::Kernel, 0, &mut sink);
         assert_eq!(
             decode(&sink.words),
             vec![
                 Record::CpuSwitch { cpu: 1 },
                 Record::KernelEnter,
-                Record::CtxSwitch { pid: 7, tgid: 7, app_cookie: 0 },
-                Record::Sample { pc: 0xc000_1000, event: 0 },
-                Record::Sample { pc: 0xc000_1004, event: 0 },
+                Record::CtxSwitch {
+                    pid: 7,
+                    tgid: 7,
+                    app_cookie: 0
+                },
+                Record::Sample {
+                    pc: 0xc000_1000,
+                    event: 0
+                },
+                Record::Sample {
+                    pc: 0xc000_1004,
+                    event: 0
+                },
                 Record::KernelExit,
                 Record::CookieSwitch { cookie: 0 },
-                Record::Sample { pc: 0x1_0040, event: 0 },
-                Record::Sample { pc: 0x1_0044, event: 0 },
+                Record::Sample {
+                    pc: 0x1_0040,
+                    event: 0
+                },
+                Record::Sample {
+                    pc: 0x1_0044,
+                    event: 0
+                },
                 Record::KernelEnter,
-                Record::CtxSwitch { pid: 8, tgid: 8, app_cookie: 0 },
-                Record::Sample { pc: 0xc000_2000, event: 0 },
+                Record::CtxSwitch {
+                    pid: 8,
+                    tgid: 8,
+                    app_cookie: 0
+                },
+                Record::Sample {
+                    pc: 0xc000_2000,
+                    event: 0
+                },
             ]
         );
     }
@@ -672,118 +911,293 @@ mod tests {
     #[test]
     fn overflow_drops_whole_group_and_reemits_context() {
         // Room for the first group only (3 + 2 + 7 + 2 = 14 words) plus 3 spare words.
-        let mut sink = VecSink { words: vec![], cap: 17 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 17,
+        };
         let mut p = SyncPass::new(0);
-        assert_eq!(p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink), Outcome::Delivered);
+        assert_eq!(
+            p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink),
+            Outcome::Delivered
+        );
         // A new task needs CTX_SWITCH (7) + sample (2) = 9 > 3: dropped whole.
-        assert_eq!(p.add_sample(&ks(2, 2), Location::Kernel, 0, &mut sink), Outcome::LostOverflow);
+        assert_eq!(
+            p.add_sample(&ks(2, 2), Location::Kernel, 0, &mut sink),
+            Outcome::LostOverflow
+        );
         assert_eq!(sink.words.len(), 14);
         sink.cap = 100;
-        assert_eq!(p.add_sample(&ks(3, 2), Location::Kernel, 0, &mut sink), Outcome::Delivered);
+        assert_eq!(
+            p.add_sample(&ks(3, 2), Location::Kernel, 0, &mut sink),
+            Outcome::Delivered
+        );
         let recs = decode(&sink.words);
-        assert_eq!(recs[4], Record::CtxSwitch { pid: 2, tgid: 2, app_cookie: 0 });
+        assert_eq!(
+            recs[4],
+            Record::CtxSwitch {
+                pid: 2,
+                tgid: 2,
+                app_cookie: 0
+            }
+        );
         assert_eq!(recs[5], Record::Sample { pc: 3, event: 0 });
     }
 
     #[test]
     fn lost_samples_emit_nothing() {
-        let mut sink = VecSink { words: vec![], cap: 100 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 100,
+        };
         let mut p = SyncPass::new(0);
-        let u = S { pc: 5, pid: 3, tgid: 3, ..Default::default() };
-        assert_eq!(p.add_sample(&u, Location::NoMm, 0, &mut sink), Outcome::LostNoMm);
-        assert_eq!(p.add_sample(&u, Location::NoMapping, 0, &mut sink), Outcome::LostNoMapping);
+        let u = S {
+            pc: 5,
+            pid: 3,
+            tgid: 3,
+            ..Default::default()
+        };
+        assert_eq!(
+            p.add_sample(&u, Location::NoMm, 0, &mut sink),
+            Outcome::LostNoMm
+        );
+        assert_eq!(
+            p.add_sample(&u, Location::NoMapping, 0, &mut sink),
+            Outcome::LostNoMapping
+        );
         assert!(sink.words.is_empty());
     }
 
     #[test]
     fn max_group_fits() {
-        let mut sink = VecSink { words: vec![], cap: MAX_GROUP_WORDS };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: MAX_GROUP_WORDS,
+        };
         let mut p = SyncPass::new(0);
-        let u = S { pc: 5, pid: 3, tgid: 3, ..Default::default() };
+        let u = S {
+            pc: 5,
+            pid: 3,
+            tgid: 3,
+            ..Default::default()
+        };
         assert_eq!(
-            p.add_sample(&u, Location::User { cookie: 9, offset: 5 }, 0, &mut sink),
+            p.add_sample(
+                &u,
+                Location::User {
+                    cookie: 9,
+                    offset: 5
+                },
+                0,
+                &mut sink
+            ),
             Outcome::Delivered
         );
     }
 
     #[test]
     fn traces_follow_their_sample() {
-        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 1000,
+        };
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
-        let uf = S { pc: 0x1_0100, flags: IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
-        assert_eq!(p.add_sample(&s, Location::Kernel, 9, &mut sink), Outcome::Delivered);
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
-        assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
-        assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x200 }, &mut sink), FrameOutcome::Delivered);
+        let kf = S {
+            pc: 0xc000_2000,
+            flags: IS_KERNEL | IS_FRAME,
+            pid: 4,
+            tgid: 4,
+            ..Default::default()
+        };
+        let uf = S {
+            pc: 0x1_0100,
+            flags: IS_FRAME,
+            pid: 4,
+            tgid: 4,
+            ..Default::default()
+        };
+        assert_eq!(
+            p.add_sample(&s, Location::Kernel, 9, &mut sink),
+            Outcome::Delivered
+        );
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Delivered
+        );
+        assert_eq!(
+            p.add_frame(
+                &uf,
+                Location::User {
+                    cookie: 9,
+                    offset: 0x100
+                },
+                &mut sink
+            ),
+            FrameOutcome::Delivered
+        );
+        assert_eq!(
+            p.add_frame(
+                &uf,
+                Location::User {
+                    cookie: 9,
+                    offset: 0x200
+                },
+                &mut sink
+            ),
+            FrameOutcome::Delivered
+        );
         // The next sample of the same task, in kernel again: TRACE_BEGIN, KERNEL_ENTER.
-        assert_eq!(p.add_sample(&s, Location::Kernel, 9, &mut sink), Outcome::Delivered);
+        assert_eq!(
+            p.add_sample(&s, Location::Kernel, 9, &mut sink),
+            Outcome::Delivered
+        );
         assert_eq!(
             decode(&sink.words),
             vec![
                 Record::CpuSwitch { cpu: 0 },
                 Record::TraceBegin,
                 Record::KernelEnter,
-                Record::CtxSwitch { pid: 4, tgid: 4, app_cookie: 9 },
-                Record::Sample { pc: 0xc000_1000, event: 0 },
-                Record::Sample { pc: 0xc000_2000, event: 0 },
+                Record::CtxSwitch {
+                    pid: 4,
+                    tgid: 4,
+                    app_cookie: 9
+                },
+                Record::Sample {
+                    pc: 0xc000_1000,
+                    event: 0
+                },
+                Record::Sample {
+                    pc: 0xc000_2000,
+                    event: 0
+                },
                 Record::KernelExit,
                 Record::CookieSwitch { cookie: 9 },
-                Record::Sample { pc: 0x100, event: 0 },
-                Record::Sample { pc: 0x200, event: 0 },
+                Record::Sample {
+                    pc: 0x100,
+                    event: 0
+                },
+                Record::Sample {
+                    pc: 0x200,
+                    event: 0
+                },
                 Record::TraceBegin,
                 Record::KernelEnter,
-                Record::Sample { pc: 0xc000_1000, event: 0 },
+                Record::Sample {
+                    pc: 0xc000_1000,
+                    event: 0
+                },
             ]
         );
     }
 
     #[test]
     fn lost_frames_cut_the_rest_of_the_backtrace() {
-        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 1000,
+        };
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S {
+            pc: 0xc000_2000,
+            flags: IS_KERNEL | IS_FRAME,
+            pid: 4,
+            tgid: 4,
+            ..Default::default()
+        };
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
-        assert_eq!(p.add_frame(&kf, Location::NoMapping, &mut sink), FrameOutcome::LostNoMapping);
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        assert_eq!(
+            p.add_frame(&kf, Location::NoMapping, &mut sink),
+            FrameOutcome::LostNoMapping
+        );
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Orphan
+        );
         // Frames of a lost sample are orphans too.
-        assert_eq!(p.add_sample(&s, Location::NoMm, 0, &mut sink), Outcome::LostNoMm);
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        assert_eq!(
+            p.add_sample(&s, Location::NoMm, 0, &mut sink),
+            Outcome::LostNoMm
+        );
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Orphan
+        );
         // A frame that does not fit ends the backtrace.
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
         sink.cap = sink.words.len() + 1;
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::LostOverflow);
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::LostOverflow
+        );
         sink.cap = 1000;
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
-        let frames = decode(&sink.words).iter().filter(|r| **r == Record::Sample { pc: 0xc000_2000, event: 0 }).count();
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Orphan
+        );
+        let frames = decode(&sink.words)
+            .iter()
+            .filter(|r| {
+                **r == Record::Sample {
+                    pc: 0xc000_2000,
+                    event: 0,
+                }
+            })
+            .count();
         assert_eq!(frames, 0);
     }
 
     #[test]
     fn frames_that_are_not_code_end_the_backtrace() {
-        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 1000,
+        };
         let mut p = SyncPass::new(0);
         let mut s = ks(0xc000_1000, 4);
         s.flags |= TRACE_BEGIN;
-        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, pid: 4, tgid: 4, ..Default::default() };
+        let kf = S {
+            pc: 0xc000_2000,
+            flags: IS_KERNEL | IS_FRAME,
+            pid: 4,
+            tgid: 4,
+            ..Default::default()
+        };
         p.add_sample(&s, Location::Kernel, 0, &mut sink);
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Delivered);
-        assert_eq!(p.add_frame(&kf, Location::NotCode, &mut sink), FrameOutcome::NotCode);
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Delivered
+        );
+        assert_eq!(
+            p.add_frame(&kf, Location::NotCode, &mut sink),
+            FrameOutcome::NotCode
+        );
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Orphan
+        );
     }
 
     #[test]
     fn kernel_code_ranges() {
-        let code = KernelCode { text: Some((0xc010_0000, 0xc080_0000)), modules: (0xbf00_0000, 0xc000_0000) };
+        let code = KernelCode {
+            text: Some((0xc010_0000, 0xc080_0000)),
+            modules: (0xbf00_0000, 0xc000_0000),
+        };
         for pc in [0xc010_0000, 0xc07f_fffc, 0xbf00_0000, 0xbfff_fffc] {
             assert!(code.contains(pc), "{pc:#x}");
         }
         // What stray frame walks produced: user, small, ~1, direct-mapped data, vmalloc stack.
-        for pc in [0x72cc_818f, 0xcc0, 0xffff_fffe, 0xc19a_2088, 0xd096_5f38, 0xc080_0000] {
+        for pc in [
+            0x72cc_818f,
+            0xcc0,
+            0xffff_fffe,
+            0xc19a_2088,
+            0xd096_5f38,
+            0xc080_0000,
+        ] {
             assert!(!code.contains(pc), "{pc:#x}");
         }
         assert!(KernelCode { text: None, ..code }.contains(0xcc0));
@@ -791,36 +1205,77 @@ mod tests {
 
     #[test]
     fn untraced_samples_have_no_trace_begin() {
-        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 1000,
+        };
         let mut p = SyncPass::new(0);
-        let kf = S { pc: 0xc000_2000, flags: IS_KERNEL | IS_FRAME, ..Default::default() };
+        let kf = S {
+            pc: 0xc000_2000,
+            flags: IS_KERNEL | IS_FRAME,
+            ..Default::default()
+        };
         p.add_sample(&ks(1, 1), Location::Kernel, 0, &mut sink);
-        assert_eq!(p.add_frame(&kf, Location::Kernel, &mut sink), FrameOutcome::Orphan);
+        assert_eq!(
+            p.add_frame(&kf, Location::Kernel, &mut sink),
+            FrameOutcome::Orphan
+        );
         assert!(!decode(&sink.words).contains(&Record::TraceBegin));
     }
 
     #[test]
     fn ctx_switch_forgets_the_image_for_frames_too() {
-        let mut sink = VecSink { words: vec![], cap: 1000 };
+        let mut sink = VecSink {
+            words: vec![],
+            cap: 1000,
+        };
         let mut p = SyncPass::new(0);
         for pid in [4, 5] {
             let mut s = ks(0xc000_1000, pid);
             s.flags |= TRACE_BEGIN;
-            let uf = S { pc: 0x1_0100, flags: IS_FRAME, pid, tgid: pid, ..Default::default() };
+            let uf = S {
+                pc: 0x1_0100,
+                flags: IS_FRAME,
+                pid,
+                tgid: pid,
+                ..Default::default()
+            };
             p.add_sample(&s, Location::Kernel, 9, &mut sink);
-            assert_eq!(p.add_frame(&uf, Location::User { cookie: 9, offset: 0x100 }, &mut sink), FrameOutcome::Delivered);
+            assert_eq!(
+                p.add_frame(
+                    &uf,
+                    Location::User {
+                        cookie: 9,
+                        offset: 0x100
+                    },
+                    &mut sink
+                ),
+                FrameOutcome::Delivered
+            );
         }
-        let switches = decode(&sink.words).iter().filter(|r| **r == Record::CookieSwitch { cookie: 9 }).count();
-        assert_eq!(switches, 2, "each task's user frame is preceded by its COOKIE_SWITCH");
+        let switches = decode(&sink.words)
+            .iter()
+            .filter(|r| **r == Record::CookieSwitch { cookie: 9 })
+            .count();
+        assert_eq!(
+            switches, 2,
+            "each task's user frame is preceded by its COOKIE_SWITCH"
+        );
     }
 
     #[test]
     fn kernel_chain_starts_after_the_sampled_pc() {
         let none = |_| false;
         // ARM: the walk starts at the sampled PC.
-        assert_eq!(super::sampled_kernel_chain(&[0x100, 0x200, 0x300], 0x100, none), &[0x200, 0x300]);
+        assert_eq!(
+            super::sampled_kernel_chain(&[0x100, 0x200, 0x300], 0x100, none),
+            &[0x200, 0x300]
+        );
         // arm64: the handler's frames come first.
-        assert_eq!(super::sampled_kernel_chain(&[0x900, 0x910, 0x100, 0x200], 0x100, none), &[0x200]);
+        assert_eq!(
+            super::sampled_kernel_chain(&[0x900, 0x910, 0x100, 0x200], 0x100, none),
+            &[0x200]
+        );
         // The interrupted frame is missing: nothing is guessed.
         assert!(super::sampled_kernel_chain(&[0x900, 0x200], 0x100, none).is_empty());
         assert!(super::sampled_kernel_chain(&[], 0x100, none).is_empty());
@@ -831,8 +1286,14 @@ mod tests {
     fn kernel_chain_of_a_lock_function_starts_after_its_caller() {
         // 0x5xx is spinlock text: profile_pc() reports 0x200 (the sample), the chain is 0x300.
         let lock = |a: usize| (0x500..0x600).contains(&a);
-        assert_eq!(super::sampled_kernel_chain(&[0x510, 0x200, 0x300], 0x510, lock), &[0x300]);
-        assert_eq!(super::sampled_kernel_chain(&[0x900, 0x510, 0x520, 0x200, 0x300], 0x510, lock), &[0x300]);
+        assert_eq!(
+            super::sampled_kernel_chain(&[0x510, 0x200, 0x300], 0x510, lock),
+            &[0x300]
+        );
+        assert_eq!(
+            super::sampled_kernel_chain(&[0x900, 0x510, 0x520, 0x200, 0x300], 0x510, lock),
+            &[0x300]
+        );
         // Only lock functions up to the end: profile_pc() finds no caller, no chain.
         assert!(super::sampled_kernel_chain(&[0x510, 0x520], 0x510, lock).is_empty());
     }

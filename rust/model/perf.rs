@@ -68,8 +68,12 @@ pub(crate) enum ProbeError {
 impl kernel::fmt::Display for ProbeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ProbeError::NoPmu(e) => write!(f, "perf has no CPU-cycles counter: error {}", e.to_errno()),
-            ProbeError::Unsupported(pmu) => write!(f, "perf PMU '{}' has no oprofile-rs model", pmu.name()),
+            ProbeError::NoPmu(e) => {
+                write!(f, "perf has no CPU-cycles counter: error {}", e.to_errno())
+            }
+            ProbeError::Unsupported(pmu) => {
+                write!(f, "perf PMU '{}' has no oprofile-rs model", pmu.name())
+            }
         }
     }
 }
@@ -134,7 +138,10 @@ impl CountCell {
     /// The count as the last refresh left it.
     fn get(&self) -> counter::EventCount {
         counter::EventCount {
-            last: Reading { value: self.last_value.load(Relaxed), running_ns: self.last_running_ns.load(Relaxed) },
+            last: Reading {
+                value: self.last_value.load(Relaxed),
+                running_ns: self.last_running_ns.load(Relaxed),
+            },
             last_handled: self.last_handled.load(Relaxed),
             total: self.total.load(Relaxed),
             running_ns: self.running_ns.load(Relaxed),
@@ -246,8 +253,15 @@ impl PerfRun {
             let counter = slot.counter as usize;
             let mut count = slot.count.get();
             let handled = slot.handled.load(Relaxed) as u64;
-            let reading = Reading { value, running_ns: running };
-            let rejection = count.update(reading, handled, counter::counts_cycles(u64::from(slot.number)));
+            let reading = Reading {
+                value,
+                running_ns: running,
+            };
+            let rejection = count.update(
+                reading,
+                handled,
+                counter::counts_cycles(u64::from(slot.number)),
+            );
             slot.count.set(&count);
             if let Some(why) = rejection {
                 if !st.warned_rejected {
@@ -277,8 +291,10 @@ impl PerfRun {
                     counter, event_name(self.spec, &st.events, counter), slot.cpu, counter
                 );
             }
-            slot.lost_no_irq.store(usize::try_from(l.no_irq).unwrap_or(usize::MAX), Relaxed);
-            slot.lost_overrun.store(usize::try_from(l.overrun).unwrap_or(usize::MAX), Relaxed);
+            slot.lost_no_irq
+                .store(usize::try_from(l.no_irq).unwrap_or(usize::MAX), Relaxed);
+            slot.lost_overrun
+                .store(usize::try_from(l.overrun).unwrap_or(usize::MAX), Relaxed);
             if enabled > 0 && running < enabled && !st.warned_sched {
                 st.warned_sched = true;
                 pr_warn!(
@@ -301,20 +317,38 @@ impl PerfRun {
                 .iter()
                 .map(|(s, _)| s)
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
-                .fold(0usize, |acc, s| acc.saturating_add(usize::try_from(s.count.rejected.load(Relaxed)).unwrap_or(usize::MAX)))
+                .fold(0usize, |acc, s| {
+                    acc.saturating_add(
+                        usize::try_from(s.count.rejected.load(Relaxed)).unwrap_or(usize::MAX),
+                    )
+                })
         };
         // What the released events lost and rejected: (no_irq, overrun, rejected).
         let retired = |counter: Option<usize>| {
-            st.retired.iter().enumerate().filter(|(n, _)| counter.is_none_or(|c| *n == c)).fold(
-                (0usize, 0usize, 0usize),
-                |(i, o, r), (_, x)| (i.saturating_add(x.lost_no_irq), o.saturating_add(x.lost_overrun), r.saturating_add(x.rejected)),
-            )
+            st.retired
+                .iter()
+                .enumerate()
+                .filter(|(n, _)| counter.is_none_or(|c| *n == c))
+                .fold((0usize, 0usize, 0usize), |(i, o, r), (_, x)| {
+                    (
+                        i.saturating_add(x.lost_no_irq),
+                        o.saturating_add(x.lost_overrun),
+                        r.saturating_add(x.rejected),
+                    )
+                })
         };
         for (n, c) in stats.counter.iter().enumerate() {
             let (no_irq, overrun, gone) = retired(Some(n));
-            c.sample_lost_no_irq.store(sum(Some(n), |s| &s.lost_no_irq).saturating_add(no_irq), Relaxed);
-            c.sample_lost_overrun.store(sum(Some(n), |s| &s.lost_overrun).saturating_add(overrun), Relaxed);
-            c.event_read_rejected.store(rejected(Some(n)).saturating_add(gone), Relaxed);
+            c.sample_lost_no_irq.store(
+                sum(Some(n), |s| &s.lost_no_irq).saturating_add(no_irq),
+                Relaxed,
+            );
+            c.sample_lost_overrun.store(
+                sum(Some(n), |s| &s.lost_overrun).saturating_add(overrun),
+                Relaxed,
+            );
+            c.event_read_rejected
+                .store(rejected(Some(n)).saturating_add(gone), Relaxed);
         }
         for (cpu, c) in stats.cpu.iter().enumerate() {
             let overrun = st
@@ -322,14 +356,25 @@ impl PerfRun {
                 .iter()
                 .map(|(s, _)| s)
                 .filter(|s| s.cpu as usize == cpu)
-                .fold(0usize, |acc, s| acc.saturating_add(s.lost_overrun.load(Relaxed)));
+                .fold(0usize, |acc, s| {
+                    acc.saturating_add(s.lost_overrun.load(Relaxed))
+                });
             let gone = st.retired_cpu_overrun.get(cpu).copied().unwrap_or(0);
-            c.sample_lost_overrun.store(overrun.saturating_add(gone), Relaxed);
+            c.sample_lost_overrun
+                .store(overrun.saturating_add(gone), Relaxed);
         }
         let (no_irq, overrun, gone) = retired(None);
-        stats.sample_lost_no_irq.store(sum(None, |s| &s.lost_no_irq).saturating_add(no_irq), Relaxed);
-        stats.sample_lost_overrun.store(sum(None, |s| &s.lost_overrun).saturating_add(overrun), Relaxed);
-        stats.event_read_rejected.store(rejected(None).saturating_add(gone), Relaxed);
+        stats.sample_lost_no_irq.store(
+            sum(None, |s| &s.lost_no_irq).saturating_add(no_irq),
+            Relaxed,
+        );
+        stats.sample_lost_overrun.store(
+            sum(None, |s| &s.lost_overrun).saturating_add(overrun),
+            Relaxed,
+        );
+        stats
+            .event_read_rejected
+            .store(rejected(None).saturating_add(gone), Relaxed);
         let throttled = stats.event_throttled.load(Relaxed);
         if throttled > 0 && !st.warned_throttle {
             st.warned_throttle = true;
@@ -363,18 +408,27 @@ impl PerfRun {
                 },
                 GFP_KERNEL,
             )?;
-            let (exclude_kernel, exclude_user) =
-                if self.soft_filter { (false, false) } else { (!slot.kernel, !slot.user) };
-            let attr = Attr { event: slot.number, period: slot.period, exclude_kernel, exclude_user };
+            let (exclude_kernel, exclude_user) = if self.soft_filter {
+                (false, false)
+            } else {
+                (!slot.kernel, !slot.user)
+            };
+            let attr = Attr {
+                event: slot.number,
+                period: slot.period,
+                exclude_kernel,
+                exclude_user,
+            };
             // On error the events made so far are released as `events` drops.
-            let ev = Event::create(cpu, &attr, slot.clone()).inspect_err(|e| {
-                if log {
-                    pr_err!(
+            let ev =
+                Event::create(cpu, &attr, slot.clone()).inspect_err(|e| {
+                    if log {
+                        pr_err!(
                         "counter {} (event {:#x}) on CPU {}: perf refused the event (error {})\n",
                         counter, slot.number, cpu, e.to_errno()
                     );
-                }
-            })?;
+                    }
+                })?;
             events.push((slot, ev), GFP_KERNEL)?;
         }
         Ok(events)
@@ -390,7 +444,9 @@ impl PerfRun {
             r.total.running_ns = r.total.running_ns.saturating_add(count.running_ns);
             r.lost_no_irq = r.lost_no_irq.saturating_add(slot.lost_no_irq.load(Relaxed));
             r.lost_overrun = r.lost_overrun.saturating_add(overrun);
-            r.rejected = r.rejected.saturating_add(usize::try_from(count.rejected).unwrap_or(usize::MAX));
+            r.rejected = r
+                .rejected
+                .saturating_add(usize::try_from(count.rejected).unwrap_or(usize::MAX));
             if let Some(c) = st.retired_cpu_overrun.get_mut(slot.cpu as usize) {
                 *c = c.saturating_add(overrun);
             }
@@ -408,7 +464,11 @@ impl PerfRun {
 }
 
 /// The name of the event counter `counter` counts (`?` if unknown).
-fn event_name(spec: &'static CpuModel, events: &[(Arc<Slot>, Event)], counter: usize) -> &'static str {
+fn event_name(
+    spec: &'static CpuModel,
+    events: &[(Arc<Slot>, Event)],
+    counter: usize,
+) -> &'static str {
     events
         .iter()
         .find(|(s, _)| s.counter as usize == counter)
@@ -508,7 +568,13 @@ impl PerfModel {
         let mut n = spec.num_counters as usize;
         if let Some(hw) = pmu.num_counters {
             if hw > 0 && hw < n {
-                pr_info!("{} reports {} counters ({} expected); offering {}\n", pmu.name(), hw, n, hw);
+                pr_info!(
+                    "{} reports {} counters ({} expected); offering {}\n",
+                    pmu.name(),
+                    hw,
+                    n,
+                    hw
+                );
                 n = hw;
             }
         }

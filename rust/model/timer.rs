@@ -28,15 +28,15 @@
 use crate::bridge::cpuhp::{self, CpuHotplug};
 use crate::model::Model;
 use crate::session::Session;
+use kernel::impl_has_hr_timer;
 use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::time::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
     HrTimerRestart, RelativePinnedHardMode,
 };
-use kernel::sync::atomic::Relaxed;
 use kernel::time::{Delta, Monotonic};
-use kernel::impl_has_hr_timer;
 
 /// Accepted `timer_hz` values.
 pub(crate) const TIMER_HZ_RANGE: (u32, u32) = (1, 100_000);
@@ -45,7 +45,13 @@ pub(crate) const TIMER_HZ_RANGE: (u32, u32) = (1, 100_000);
 /// [`TIMER_HZ_RANGE`], logging why it is refused. Errors: `EINVAL` outside the range.
 pub(crate) fn check_hz(hz: u32, what: &str) -> Result {
     if hz < TIMER_HZ_RANGE.0 || hz > TIMER_HZ_RANGE.1 {
-        pr_err!("{}={} out of range {}..={}\n", what, hz, TIMER_HZ_RANGE.0, TIMER_HZ_RANGE.1);
+        pr_err!(
+            "{}={} out of range {}..={}\n",
+            what,
+            hz,
+            TIMER_HZ_RANGE.0,
+            TIMER_HZ_RANGE.1
+        );
         return Err(EINVAL);
     }
     Ok(())
@@ -72,7 +78,10 @@ impl Tick for Session {
     fn missed(&self, periods: u64) {
         let n = usize::try_from(periods).unwrap_or(usize::MAX);
         let stats = &self.stats;
-        if let Some(cpu) = stats.cpu.get(kernel::cpu::CpuId::current().as_u32() as usize) {
+        if let Some(cpu) = stats
+            .cpu
+            .get(kernel::cpu::CpuId::current().as_u32() as usize)
+        {
             cpu.sample_lost_overrun.add(n, Relaxed);
         }
         stats.sample_lost_overrun.add(n, Relaxed);
@@ -144,7 +153,10 @@ impl<T: Tick> CpuHotplug for TimerSet<T> {
         // Bound to `cpu` (bridge::cpuhp): a pinned timer started here stays there. Checked all
         // the same, as a timer on another CPU would sample that one twice as often.
         if kernel::cpu::CpuId::current().as_u32() != cpu {
-            kernel::pr_warn_once!("CPU {} online callback not on its CPU: no timer there\n", cpu);
+            kernel::pr_warn_once!(
+                "CPU {} online callback not on its CPU: no timer there\n",
+                cpu
+            );
             return;
         }
         let timer = Arc::pin_init(
@@ -167,7 +179,12 @@ impl<T: Tick> CpuHotplug for TimerSet<T> {
 
     /// Stops `cpu`'s timer and waits for a running callback.
     fn offline(&self, cpu: u32) {
-        let handle = self.slots.lock().timers.get_mut(cpu as usize).and_then(Option::take);
+        let handle = self
+            .slots
+            .lock()
+            .timers
+            .get_mut(cpu as usize)
+            .and_then(Option::take);
         // Cancelled here, without the lock.
         drop(handle);
     }
@@ -178,7 +195,11 @@ impl<T: Tick> CpuTimers<T> {
     /// Errors: `EINVAL` outside [`TIMER_HZ_RANGE`] (logged with `what`, the parameter's name).
     pub(crate) fn new(hz: u32, what: &str, state_name: &'static CStr) -> Result<Self> {
         check_hz(hz, what)?;
-        Ok(CpuTimers { period: Delta::from_nanos(i64::from(1_000_000_000u32 / hz)), state_name, running: None })
+        Ok(CpuTimers {
+            period: Delta::from_nanos(i64::from(1_000_000_000u32 / hz)),
+            state_name,
+            running: None,
+        })
     }
 
     /// Whether the timers run.
@@ -232,7 +253,9 @@ pub(crate) struct TimerModel {
 impl TimerModel {
     /// A model sampling at `hz` per CPU. Errors: `EINVAL` outside [`TIMER_HZ_RANGE`].
     pub(crate) fn new(hz: u32) -> Result<Self> {
-        Ok(TimerModel { timers: CpuTimers::new(hz, "timer_hz", c"oprofile/timer:online")? })
+        Ok(TimerModel {
+            timers: CpuTimers::new(hz, "timer_hz", c"oprofile/timer:online")?,
+        })
     }
 }
 

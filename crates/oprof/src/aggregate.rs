@@ -97,7 +97,10 @@ impl<'a> Key<'a> {
 
 impl Counts {
     fn new(word_bytes: usize) -> Counts {
-        Counts { stride: if word_bytes == 4 { 1 } else { 2 }, ..Counts::default() }
+        Counts {
+            stride: if word_bytes == 4 { 1 } else { 2 },
+            ..Counts::default()
+        }
     }
 
     /// Decodes a key of [`Counts::keys`].
@@ -197,7 +200,13 @@ fn variable_record_words(w: &[u64], esc: u64, word_bytes: usize) -> Option<usize
 const STEP_WORDS: usize = 1 << 14;
 
 impl<'a> Segment<'a> {
-    fn new(counts: &'a mut Counts, opts: Options, word_bytes: usize, pos: usize, state: State) -> Self {
+    fn new(
+        counts: &'a mut Counts,
+        opts: Options,
+        word_bytes: usize,
+        pos: usize,
+        state: State,
+    ) -> Self {
         Segment {
             counts,
             opts,
@@ -221,10 +230,15 @@ impl<'a> Segment<'a> {
             }
             let mut words = std::mem::take(&mut self.buf);
             match self.word_bytes {
-                4 => words.extend(step.chunks_exact(4).map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))),
-                _ => words.extend(step.chunks_exact(8).map(|c| {
-                    u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-                })),
+                4 => words.extend(
+                    step.chunks_exact(4)
+                        .map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+                ),
+                _ => {
+                    words.extend(step.chunks_exact(8).map(|c| {
+                        u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+                    }))
+                }
             }
             let done = self.decode(&words);
             words.drain(..done);
@@ -253,7 +267,8 @@ impl<'a> Segment<'a> {
             }
             // An escape: decoded by the legacy decoder (the window holds any fixed-size record;
             // a USER_MAPS/USER_STACK record, normally unwound before, needs its whole length).
-            let window = variable_record_words(&w[i..], esc, self.word_bytes).unwrap_or(MAX_RECORD_WORDS);
+            let window =
+                variable_record_words(&w[i..], esc, self.word_bytes).unwrap_or(MAX_RECORD_WORDS);
             match Decoder::new(&w[i..n.min(i.saturating_add(window))], self.word_bytes).next() {
                 Some(Ok((_, rec))) => {
                     self.record(&rec);
@@ -285,11 +300,13 @@ impl<'a> Segment<'a> {
                     }
                     let app = self.state.ctx.app_cookie.filter(|_| self.opts.app);
                     let task = self.opts.task;
-                    let flags = u64::from(traced) | u64::from(app.is_some()) << 1 | u64::from(task) << 2;
+                    let flags =
+                        u64::from(traced) | u64::from(app.is_some()) << 1 | u64::from(task) << 2;
                     self.key.extend([event, flags, app.unwrap_or(0)]);
                     if task {
                         let c = &self.state.ctx;
-                        self.key.extend([c.cpu, c.tgid, c.pid].map(|v| v.unwrap_or(u64::MAX)));
+                        self.key
+                            .extend([c.cpu, c.tgid, c.pid].map(|v| v.unwrap_or(u64::MAX)));
                     }
                     self.push_entry(pc);
                 }
@@ -323,7 +340,11 @@ impl<'a> Segment<'a> {
     #[cold]
     fn current_space(&mut self) -> u32 {
         let sp = Space::of_sample(&self.state.ctx);
-        let id = match self.recent.iter().position(|r| matches!(r, Some((s, _)) if *s == sp)) {
+        let id = match self
+            .recent
+            .iter()
+            .position(|r| matches!(r, Some((s, _)) if *s == sp))
+        {
             Some(i) => {
                 let hit = self.recent[i];
                 self.recent.copy_within(..i, 1);
@@ -373,15 +394,26 @@ impl<'a> Segment<'a> {
             },
             _ => None,
         };
-        SegmentEnd { state: self.state, end: self.pos, stop: self.stop, pending }
+        SegmentEnd {
+            state: self.state,
+            end: self.pos,
+            stop: self.stop,
+            pending,
+        }
     }
 }
 
 /// Moves a decode error's word index by `by`.
 fn shift(e: DecodeError, by: usize) -> DecodeError {
     match e {
-        DecodeError::Truncated { word, need } => DecodeError::Truncated { word: word + by, need },
-        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode { word: word + by, code },
+        DecodeError::Truncated { word, need } => DecodeError::Truncated {
+            word: word + by,
+            need,
+        },
+        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode {
+            word: word + by,
+            code,
+        },
         DecodeError::BadCtxSwitch { word } => DecodeError::BadCtxSwitch { word: word + by },
     }
 }
@@ -442,9 +474,18 @@ pub struct Tuning {
 impl Default for Tuning {
     /// One thread per CPU (at most 8), or `OPROF_THREADS` if set to a number (1: sequential).
     fn default() -> Tuning {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        let threads = std::env::var("OPROF_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(cpus).max(1);
-        Tuning { threads, block_bytes: 4 << 20 }
+        let cpus = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let threads = std::env::var("OPROF_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cpus)
+            .max(1);
+        Tuning {
+            threads,
+            block_bytes: 4 << 20,
+        }
     }
 }
 
@@ -494,7 +535,12 @@ fn read_block(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
 /// I/O errors are returned as they are; a stream of a partial number of words or with a
 /// decode error fails with the message of [`stream::check_size`] / [`stream::describe`] (the
 /// first error in stream order, as the sequential decoder finds it).
-pub fn read<R: Read + std::io::Seek>(mut r: R, word_bytes: usize, opts: Options, tuning: Tuning) -> Result<Aggregated> {
+pub fn read<R: Read + std::io::Seek>(
+    mut r: R,
+    word_bytes: usize,
+    opts: Options,
+    tuning: Tuning,
+) -> Result<Aggregated> {
     stream::check_size(0, word_bytes)?;
     let block = (tuning.block_bytes / word_bytes).max(MAX_RECORD_WORDS) * word_bytes;
     if tuning.threads > 1 {
@@ -502,12 +548,20 @@ pub fn read<R: Read + std::io::Seek>(mut r: R, word_bytes: usize, opts: Options,
             return Ok(a);
         }
         r.rewind()?;
-        return sequential(&mut r, word_bytes, opts, block).map(|a| Aggregated { fell_back: true, ..a });
+        return sequential(&mut r, word_bytes, opts, block).map(|a| Aggregated {
+            fell_back: true,
+            ..a
+        });
     }
     sequential(&mut r, word_bytes, opts, block)
 }
 
-fn sequential(r: &mut impl Read, word_bytes: usize, opts: Options, block: usize) -> Result<Aggregated> {
+fn sequential(
+    r: &mut impl Read,
+    word_bytes: usize,
+    opts: Options,
+    block: usize,
+) -> Result<Aggregated> {
     let mut counts = Counts::new(word_bytes);
     let mut seg = Segment::new(&mut counts, opts, word_bytes, 0, State::default());
     let mut total = 0u64;
@@ -522,16 +576,30 @@ fn sequential(r: &mut impl Read, word_bytes: usize, opts: Options, block: usize)
     let end = seg.finish();
     stream::check_size(total, word_bytes)?;
     if let Some(e) = end.stop.or(end.pending) {
-        return Err(anyhow!(stream::describe(e, word_bytes, (total / word_bytes as u64) as usize)));
+        return Err(anyhow!(stream::describe(
+            e,
+            word_bytes,
+            (total / word_bytes as u64) as usize
+        )));
     }
-    Ok(Aggregated { parts: vec![counts], segments: 1, fell_back: false })
+    Ok(Aggregated {
+        parts: vec![counts],
+        segments: 1,
+        fell_back: false,
+    })
 }
 
 /// Decodes segments in `threads` threads; `None` if a segment's assumed start state turned
 /// out wrong (decode again sequentially). A segment longer than [`MAX_JOB_BLOCKS`] blocks (no
 /// resync point found) is decoded by the reading thread itself as it reads, so memory stays
 /// bounded by the blocks in flight.
-fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize, block: usize) -> Result<Option<Aggregated>> {
+fn parallel(
+    r: &mut impl Read,
+    word_bytes: usize,
+    opts: Options,
+    threads: usize,
+    block: usize,
+) -> Result<Option<Aggregated>> {
     let (tx, rx) = mpsc::sync_channel::<Job>(threads);
     let rx = Mutex::new(rx);
     let mut own = Counts::new(word_bytes);
@@ -549,18 +617,29 @@ fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize,
                             Err(_) => break,
                         };
                         let Ok(job) = job else { break };
-                        let mut seg = Segment::new(&mut counts, opts, word_bytes, job.start, job.assumed);
+                        let mut seg =
+                            Segment::new(&mut counts, opts, word_bytes, job.start, job.assumed);
                         for (b, range) in &job.parts {
                             seg.feed(&b[range.clone()]);
                         }
-                        ends.push(JobEnd { index: job.index, start: job.start, assumed: job.assumed, end: seg.finish() });
+                        ends.push(JobEnd {
+                            index: job.index,
+                            start: job.start,
+                            assumed: job.assumed,
+                            end: seg.finish(),
+                        });
                     }
                     (counts, ends)
                 })
             })
             .collect();
         let read = (|| -> Result<u64> {
-            let mut job = Job { index: 0, start: 0, assumed: State::default(), parts: Vec::new() };
+            let mut job = Job {
+                index: 0,
+                start: 0,
+                assumed: State::default(),
+                parts: Vec::new(),
+            };
             // The current job, when it grew too long to queue: decoded here as it is read.
             let mut inline: Option<Segment<'_>> = None;
             let own = &mut own;
@@ -575,7 +654,10 @@ fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize,
                 let split = if job.parts.is_empty() && inline.is_none() {
                     None
                 } else {
-                    find_split(&to_words(&b[..whole.min(SPLIT_WINDOW_WORDS * word_bytes)], word_bytes), word_bytes)
+                    find_split(
+                        &to_words(&b[..whole.min(SPLIT_WINDOW_WORDS * word_bytes)], word_bytes),
+                        word_bytes,
+                    )
                 };
                 let head = split.map_or(whole, |(p, _)| p * word_bytes);
                 let b = Arc::new(b);
@@ -584,10 +666,20 @@ fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize,
                     None => job.parts.push((b.clone(), 0..head)),
                 }
                 if let Some((p, state)) = split {
-                    let next = Job { index: job.index + 1, start: words + p, assumed: state, parts: Vec::new() };
+                    let next = Job {
+                        index: job.index + 1,
+                        start: words + p,
+                        assumed: state,
+                        parts: Vec::new(),
+                    };
                     let done = std::mem::replace(&mut job, next);
                     match inline.take() {
-                        Some(seg) => own_ends.push(JobEnd { index: done.index, start: done.start, assumed: done.assumed, end: seg.finish() }),
+                        Some(seg) => own_ends.push(JobEnd {
+                            index: done.index,
+                            start: done.start,
+                            assumed: done.assumed,
+                            end: seg.finish(),
+                        }),
                         None => {
                             if tx.send(done).is_err() {
                                 break;
@@ -605,7 +697,12 @@ fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize,
                 words += whole / word_bytes;
             }
             match inline.take() {
-                Some(seg) => own_ends.push(JobEnd { index: job.index, start: job.start, assumed: job.assumed, end: seg.finish() }),
+                Some(seg) => own_ends.push(JobEnd {
+                    index: job.index,
+                    start: job.start,
+                    assumed: job.assumed,
+                    end: seg.finish(),
+                }),
                 None => {
                     let _ = tx.send(job);
                 }
@@ -613,7 +710,10 @@ fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize,
             Ok(total)
         })();
         drop(tx);
-        let results = workers.into_iter().map(|w| w.join().expect("decoding thread panicked")).collect();
+        let results = workers
+            .into_iter()
+            .map(|w| w.join().expect("decoding thread panicked"))
+            .collect();
         Ok((read?, results))
     })?;
     results.push((own, own_ends));
@@ -642,7 +742,11 @@ fn parallel(r: &mut impl Read, word_bytes: usize, opts: Options, threads: usize,
         return Err(anyhow!(stream::describe(err, word_bytes, words)));
     }
     let segments = ends.len();
-    Ok(Some(Aggregated { parts: results.into_iter().map(|(c, _)| c).collect(), segments, fell_back: false }))
+    Ok(Some(Aggregated {
+        parts: results.into_iter().map(|(c, _)| c).collect(),
+        segments,
+        fell_back: false,
+    }))
 }
 
 /// Little-endian words of `word_bytes` bytes, widened.
@@ -661,18 +765,32 @@ fn to_words(bytes: &[u8], word_bytes: usize) -> Vec<u64> {
 #[cfg(test)]
 pub fn from_words(words: &[u64], word_bytes: usize, opts: Options) -> Result<Aggregated> {
     stream::check_size(0, word_bytes)?;
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()[..word_bytes].to_vec()).collect();
-    read(std::io::Cursor::new(bytes), word_bytes, opts, Tuning { threads: 1, block_bytes: 4 << 20 })
+    let bytes: Vec<u8> = words
+        .iter()
+        .flat_map(|w| w.to_le_bytes()[..word_bytes].to_vec())
+        .collect();
+    read(
+        std::io::Cursor::new(bytes),
+        word_bytes,
+        opts,
+        Tuning {
+            threads: 1,
+            block_bytes: 4 << 20,
+        },
+    )
 }
 
 /// Opens the stream file `path` for [`read`], checking the word size and (for a regular file)
 /// that it holds whole words, with the errors of [`crate::stream::Stream::read`].
 pub fn open(path: &Path, word_bytes: usize) -> Result<std::fs::File> {
     let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let meta = f.metadata().with_context(|| format!("reading {}", path.display()))?;
+    let meta = f
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?;
     stream::check_size(0, word_bytes).with_context(|| format!("in {}", path.display()))?;
     if meta.is_file() {
-        stream::check_size(meta.len(), word_bytes).with_context(|| format!("in {}", path.display()))?;
+        stream::check_size(meta.len(), word_bytes)
+            .with_context(|| format!("in {}", path.display()))?;
     }
     Ok(f)
 }

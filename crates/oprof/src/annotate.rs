@@ -11,6 +11,7 @@
 use crate::disasm::{self, Insn};
 use crate::elf::{ElfImage, Isa, SourceLine};
 use crate::inputs::Profile;
+use crate::percent::percent;
 use crate::report::Counter;
 use crate::resolve::{Resolver, Space, SymId};
 use anyhow::{bail, Result};
@@ -18,7 +19,6 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use crate::percent::percent;
 
 /// Most code bytes disassembled for one symbol.
 const MAX_CODE: u64 = 256 * 1024;
@@ -142,7 +142,10 @@ fn image_matches(name: &str, want: &str) -> bool {
 
 /// Up to three of `names` close to `want`, for "did you mean" in errors.
 fn close_matches<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> String {
-    let mut scored: Vec<(f64, &str)> = names.map(|n| (strsim::jaro_winkler(want, n), n)).filter(|s| s.0 > 0.7).collect();
+    let mut scored: Vec<(f64, &str)> = names
+        .map(|n| (strsim::jaro_winkler(want, n), n))
+        .filter(|s| s.0 > 0.7)
+        .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored.dedup_by_key(|s| s.1);
     let v: Vec<&str> = scored.iter().take(3).map(|s| s.1).collect();
@@ -163,7 +166,9 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
     for counts in &p.counts.parts {
         for (k, &n) in &counts.keys {
             let key = counts.key(k);
-            let Some((space, word)) = key.entries().next() else { continue };
+            let Some((space, word)) = key.entries().next() else {
+                continue;
+            };
             let space = counts.spaces[space as usize];
             total += n;
             let l = res.resolve(space, word, false);
@@ -186,24 +191,40 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
         })
         .collect();
     if picked.is_empty() {
-        let sampled = || res.symbols.iter().map(|(i, n)| (res.images[*i].name.as_str(), n.as_str()));
+        let sampled = || {
+            res.symbols
+                .iter()
+                .map(|(i, n)| (res.images[*i].name.as_str(), n.as_str()))
+        };
         match (&opts.symbol, &opts.image) {
             (Some(s), _) => bail!(
                 "no sampled symbol `{s}`{}{}",
-                opts.image.as_ref().map_or(String::new(), |i| format!(" in {i}")),
-                close_matches(s, sampled().filter(|(_, n)| !placeholder(n)).map(|(_, n)| n))
+                opts.image
+                    .as_ref()
+                    .map_or(String::new(), |i| format!(" in {i}")),
+                close_matches(
+                    s,
+                    sampled().filter(|(_, n)| !placeholder(n)).map(|(_, n)| n)
+                )
             ),
             (None, Some(i)) => {
                 if sampled().any(|(img, _)| image_matches(img, i)) {
                     bail!("{i}: its samples have no symbols (stripped, or not found on this host)")
                 }
-                bail!("no samples in image `{i}`{}", close_matches(i, sampled().map(|(img, _)| img)))
+                bail!(
+                    "no samples in image `{i}`{}",
+                    close_matches(i, sampled().map(|(img, _)| img))
+                )
             }
             (None, None) => {}
         }
     }
     picked.retain(|(_, s)| percent(s.total(), total) >= opts.threshold);
-    picked.sort_by(|a, b| b.1.total().cmp(&a.1.total()).then_with(|| name_of(res, a.0).cmp(&name_of(res, b.0))));
+    picked.sort_by(|a, b| {
+        b.1.total()
+            .cmp(&a.1.total())
+            .then_with(|| name_of(res, a.0).cmp(&name_of(res, b.0)))
+    });
     if opts.limit > 0 {
         picked.truncate(opts.limit);
     }
@@ -230,12 +251,26 @@ pub fn build(p: &mut Profile, opts: &Options) -> Result<Annotated> {
     let counters = p.counters.clone();
     // Missing line tables are noted per annotated symbol; the resolver's notes of the same kind
     // name every image of the session.
-    let warnings = res.notes().into_iter().filter(|w| !w.ends_with(": no source lines")).collect();
-    Ok(Annotated { total, counters, symbols, warnings })
+    let warnings = res
+        .notes()
+        .into_iter()
+        .filter(|w| !w.ends_with(": no source lines"))
+        .collect();
+    Ok(Annotated {
+        total,
+        counters,
+        symbols,
+        warnings,
+    })
 }
 
 /// Fills the rows of `a` from its samples: addresses, instructions, lines.
-fn annotate_symbol(res: &mut Resolver, sampled: &Sampled, opts: &Options, a: &mut Annotation) -> Result<()> {
+fn annotate_symbol(
+    res: &mut Resolver,
+    sampled: &Sampled,
+    opts: &Options,
+    a: &mut Annotation,
+) -> Result<()> {
     // The symbol's samples by address in its host image.
     let mut elf: Option<Rc<ElfImage>> = None;
     let mut at: BTreeMap<u64, u64> = BTreeMap::new();
@@ -254,18 +289,28 @@ fn annotate_symbol(res: &mut Resolver, sampled: &Sampled, opts: &Options, a: &mu
     };
     a.host_path = Some(elf.path.display().to_string());
     let Some((_, range)) = at.keys().next().and_then(|&va| elf.symbols.extent(va)) else {
-        a.notes.push(format!("{}: no symbol covers the samples", elf.path.display()));
+        a.notes.push(format!(
+            "{}: no symbol covers the samples",
+            elf.path.display()
+        ));
         return Ok(());
     };
     // A size-less symbol extends to the next one or the end of its text: at most 256 KiB.
     let mut range = range;
     if range.end - range.start > MAX_CODE {
-        a.notes.push(format!("a size-less symbol: only its first {} KiB are shown", MAX_CODE / 1024));
+        a.notes.push(format!(
+            "a size-less symbol: only its first {} KiB are shown",
+            MAX_CODE / 1024
+        ));
         range.end = range.start + MAX_CODE;
     }
     (a.start, a.end) = (range.start, range.end);
     if opts.source && !opts.assembly && !elf.has_lines() {
-        bail!("{}: no debug info (DWARF) for --source{}", elf.path.display(), lines_reason(&elf));
+        bail!(
+            "{}: no debug info (DWARF) for --source{}",
+            elf.path.display(),
+            lines_reason(&elf)
+        );
     }
     let insns = match disasm::disassemble(&elf, range.clone()) {
         Ok(v) => v,
@@ -278,35 +323,56 @@ fn annotate_symbol(res: &mut Resolver, sampled: &Sampled, opts: &Options, a: &mu
     let mut per_insn = vec![0u64; insns.len()];
     let mut outside = 0u64;
     for (&va, &n) in &at {
-        match insns.partition_point(|i| i.addr <= va).checked_sub(1).filter(|&i| va < insns[i].end()) {
+        match insns
+            .partition_point(|i| i.addr <= va)
+            .checked_sub(1)
+            .filter(|&i| va < insns[i].end())
+        {
             Some(i) => per_insn[i] += n,
             None => outside += n,
         }
     }
     if outside > 0 && !insns.is_empty() {
-        a.notes.push(format!("{outside} samples outside the disassembled instructions"));
+        a.notes.push(format!(
+            "{outside} samples outside the disassembled instructions"
+        ));
     }
     let lines: Vec<Option<SourceLine>> = insns.iter().map(|i| elf.source(i.addr)).collect();
     if !elf.has_lines() {
-        a.notes.push(format!("{}: no debug info (DWARF): no source lines{}", elf.path.display(), lines_reason(&elf)));
+        a.notes.push(format!(
+            "{}: no debug info (DWARF): no source lines{}",
+            elf.path.display(),
+            lines_reason(&elf)
+        ));
     }
     let mut sources = Sources::new(&opts.source_dirs);
     if opts.assembly {
         for (i, insn) in insns.iter().enumerate() {
             let src = lines[i].as_ref();
             let text = src.and_then(|s| sources.line(&s.file, s.line?));
-            a.instructions.push(insn_row(insn, per_insn[i], a.samples, opts.hot, src, text));
+            a.instructions
+                .push(insn_row(insn, per_insn[i], a.samples, opts.hot, src, text));
         }
     }
     if opts.source && elf.has_lines() {
         a.lines = line_rows(&per_insn, &lines, a.samples, opts.hot, &mut sources);
     }
     a.no_line_samples = if elf.has_lines() {
-        per_insn.iter().zip(&lines).filter(|(_, l)| l.as_ref().is_none_or(|l| l.line.is_none())).map(|(n, _)| n).sum()
+        per_insn
+            .iter()
+            .zip(&lines)
+            .filter(|(_, l)| l.as_ref().is_none_or(|l| l.line.is_none()))
+            .map(|(n, _)| n)
+            .sum()
     } else {
         0
     };
-    a.notes.extend(sources.missing.into_iter().map(|f| format!("{f}: source file not found (try --source-dir)")));
+    a.notes.extend(
+        sources
+            .missing
+            .into_iter()
+            .map(|f| format!("{f}: source file not found (try --source-dir)")),
+    );
     Ok(())
 }
 
@@ -318,7 +384,14 @@ fn lines_reason(elf: &ElfImage) -> String {
     }
 }
 
-fn insn_row(insn: &Insn, n: u64, of: u64, hot: f64, src: Option<&SourceLine>, line_text: Option<String>) -> InsnRow {
+fn insn_row(
+    insn: &Insn,
+    n: u64,
+    of: u64,
+    hot: f64,
+    src: Option<&SourceLine>,
+    line_text: Option<String>,
+) -> InsnRow {
     let percent = percent(n, of);
     InsnRow {
         addr: insn.addr,
@@ -342,7 +415,12 @@ fn encoding(insn: &Insn) -> String {
     };
     insn.bytes
         .chunks(unit)
-        .map(|c| c.iter().rev().map(|b| format!("{b:02x}")).collect::<String>())
+        .map(|c| {
+            c.iter()
+                .rev()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -359,7 +437,13 @@ fn line_rows(
     // file → line → samples (lines without samples included: they bound the listing).
     let mut files: Vec<(String, BTreeMap<u32, u64>)> = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        let Some(SourceLine { file, line: Some(line) }) = l else { continue };
+        let Some(SourceLine {
+            file,
+            line: Some(line),
+        }) = l
+        else {
+            continue;
+        };
         let idx = match files.iter().position(|(f, _)| f == file) {
             Some(x) => x,
             None => {
@@ -371,20 +455,38 @@ fn line_rows(
     }
     if files.len() > 1 {
         let first = files.remove(0);
-        files.sort_by(|a, b| b.1.values().sum::<u64>().cmp(&a.1.values().sum::<u64>()).then(a.0.cmp(&b.0)));
+        files.sort_by(|a, b| {
+            b.1.values()
+                .sum::<u64>()
+                .cmp(&a.1.values().sum::<u64>())
+                .then(a.0.cmp(&b.0))
+        });
         files.insert(0, first);
     }
     let mut rows = Vec::new();
     for (file, counts) in files {
-        let (Some(&lo), Some(&hi)) = (counts.keys().next(), counts.keys().next_back()) else { continue };
+        let (Some(&lo), Some(&hi)) = (counts.keys().next(), counts.keys().next_back()) else {
+            continue;
+        };
         // A function's lines are close together; inlined code from far away in a file shows
         // its own lines only.
-        let listed: Vec<u32> = if hi - lo <= 200 { (lo..=hi).collect() } else { counts.keys().copied().collect() };
+        let listed: Vec<u32> = if hi - lo <= 200 {
+            (lo..=hi).collect()
+        } else {
+            counts.keys().copied().collect()
+        };
         for line in listed {
             let n = counts.get(&line).copied().unwrap_or(0);
             let percent = percent(n, of);
             let t = sources.line(&file, line);
-            rows.push(LineRow { file: file.clone(), line, samples: n, percent, text: t, hot: n > 0 && percent >= hot });
+            rows.push(LineRow {
+                file: file.clone(),
+                line,
+                samples: n,
+                percent,
+                text: t,
+                hot: n > 0 && percent >= hot,
+            });
         }
     }
     rows
@@ -399,7 +501,11 @@ struct Sources<'a> {
 
 impl<'a> Sources<'a> {
     fn new(dirs: &'a [PathBuf]) -> Sources<'a> {
-        Sources { dirs, files: HashMap::new(), missing: vec![] }
+        Sources {
+            dirs,
+            files: HashMap::new(),
+            missing: vec![],
+        }
     }
 
     /// The lines of `file` (a DWARF path), if found.
@@ -408,12 +514,25 @@ impl<'a> Sources<'a> {
             let p = Path::new(file);
             let base = p.file_name().map(PathBuf::from);
             let candidates = std::iter::once(p.to_path_buf())
-                .chain(self.dirs.iter().map(|d| d.join(file.trim_start_matches('/'))))
-                .chain(self.dirs.iter().filter_map(|d| Some(d.join(base.as_ref()?))));
+                .chain(
+                    self.dirs
+                        .iter()
+                        .map(|d| d.join(file.trim_start_matches('/'))),
+                )
+                .chain(
+                    self.dirs
+                        .iter()
+                        .filter_map(|d| Some(d.join(base.as_ref()?))),
+                );
             let text = candidates
                 .filter(|c| c.is_file())
                 .find_map(|c| std::fs::read(c).ok())
-                .map(|b| String::from_utf8_lossy(&b).lines().map(|l| l.replace('\t', "    ")).collect::<Vec<_>>());
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .lines()
+                        .map(|l| l.replace('\t', "    "))
+                        .collect::<Vec<_>>()
+                });
             if text.is_none() {
                 self.missing.push(file.to_string());
             }
@@ -444,7 +563,10 @@ fn counts(n: u64, percent: f64, hot: bool) -> String {
 pub fn render(a: &Annotated, opts: &Options) -> String {
     let mut out = String::new();
     if a.symbols.is_empty() {
-        out.push_str(&format!("no symbol with at least {:.2}% of the {} samples\n", opts.threshold, a.total));
+        out.push_str(&format!(
+            "no symbol with at least {:.2}% of the {} samples\n",
+            opts.threshold, a.total
+        ));
     }
     for s in &a.symbols {
         out.push_str(&format!(
@@ -454,7 +576,11 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
             s.samples,
             s.percent,
             a.total,
-            if s.end > s.start { format!(", {:#x}..{:#x}", s.start, s.end) } else { String::new() }
+            if s.end > s.start {
+                format!(", {:#x}..{:#x}", s.start, s.end)
+            } else {
+                String::new()
+            }
         ));
         if let Some(h) = &s.host_path {
             out.push_str(&format!("   code from {h}\n"));
@@ -463,11 +589,14 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
             out.push_str(&format!("   note: {n}\n"));
         }
         if !s.lines.is_empty() {
-            out.push_str(&format!("-- source{}\n", if s.no_line_samples > 0 {
-                format!(" ({} samples without line info)", s.no_line_samples)
-            } else {
-                String::new()
-            }));
+            out.push_str(&format!(
+                "-- source{}\n",
+                if s.no_line_samples > 0 {
+                    format!(" ({} samples without line info)", s.no_line_samples)
+                } else {
+                    String::new()
+                }
+            ));
             out.push_str(&format!("{:>9} {:>7}   {:>5}\n", "samples", "%", "line"));
             let mut file = "";
             for l in &s.lines {
@@ -475,7 +604,12 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
                     file = &l.file;
                     out.push_str(&format!("{:>21}{file}\n", ""));
                 }
-                out.push_str(&format!("{} {:>5}  {}\n", counts(l.samples, l.percent, l.hot), l.line, l.text.as_deref().unwrap_or("")));
+                out.push_str(&format!(
+                    "{} {:>5}  {}\n",
+                    counts(l.samples, l.percent, l.hot),
+                    l.line,
+                    l.text.as_deref().unwrap_or("")
+                ));
             }
         }
         if !s.instructions.is_empty() {
@@ -491,11 +625,21 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
             for i in &s.instructions {
                 if let Some(src) = i.source.as_deref() {
                     if last != Some(src) {
-                        out.push_str(&format!("{:>21}{src}  {}\n", "", i.line_text.as_deref().unwrap_or("").trim()));
+                        out.push_str(&format!(
+                            "{:>21}{src}  {}\n",
+                            "",
+                            i.line_text.as_deref().unwrap_or("").trim()
+                        ));
                         last = Some(src);
                     }
                 }
-                out.push_str(&format!("{} {:>8x}:  {:<20} {}\n", counts(i.samples, i.percent, i.hot), i.addr, i.bytes, i.text));
+                out.push_str(&format!(
+                    "{} {:>8x}:  {:<20} {}\n",
+                    counts(i.samples, i.percent, i.hot),
+                    i.addr,
+                    i.bytes,
+                    i.text
+                ));
             }
         }
         out.push('\n');

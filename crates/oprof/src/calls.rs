@@ -26,9 +26,9 @@
 //!   have to be a `noreturn` call as that section's very last instruction.
 
 use crate::elf::Isa;
-use oprofile_common::{aarch64, arm};
 use crate::symbols::Symbol;
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind, SymbolSection};
+use oprofile_common::{aarch64, arm};
 use std::collections::{HashMap, HashSet};
 
 /// Instruction-set marks of each executable section: (runtime address, state), sorted.
@@ -89,25 +89,40 @@ pub fn arm_family(file: &object::File<'_>) -> Option<bool> {
 /// runtime addresses (`base`: each section's address; `relocatable`: symbol values are section
 /// offsets, `ET_REL`): per section its mapping symbols, or when it has none the state of its
 /// function symbols (ARM: their Thumb bit; AArch64: A64). Empty for other machines.
-pub fn arm_marks(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, exec: &HashSet<SectionIndex>, relocatable: bool) -> ArmMarks {
-    let Some(a64) = arm_family(file) else { return ArmMarks::new() };
+pub fn arm_marks(
+    file: &object::File<'_>,
+    base: &HashMap<SectionIndex, u64>,
+    exec: &HashSet<SectionIndex>,
+    relocatable: bool,
+) -> ArmMarks {
+    let Some(a64) = arm_family(file) else {
+        return ArmMarks::new();
+    };
     // Bit 0 of an ARM symbol is the Thumb bit; A64 code has none.
     let mask = if a64 { !0 } else { !1 };
     // Per section: (mapping symbols, function symbols), each as (address, state).
     type Marks = (Vec<(u64, Isa)>, Vec<(u64, Isa)>);
     let mut marks: HashMap<SectionIndex, Marks> = HashMap::new();
     for s in file.symbols().chain(file.dynamic_symbols()) {
-        let SymbolSection::Section(i) = s.section() else { continue };
+        let SymbolSection::Section(i) = s.section() else {
+            continue;
+        };
         if !exec.contains(&i) {
             continue;
         }
         let Some(&b) = base.get(&i) else { continue };
-        let value = if relocatable { b.checked_add(s.address() & mask) } else { Some(s.address() & mask) };
+        let value = if relocatable {
+            b.checked_add(s.address() & mask)
+        } else {
+            Some(s.address() & mask)
+        };
         let Some(addr) = value else { continue };
         let entry = marks.entry(i).or_default();
         match s.name().ok().and_then(|n| mapping_state(n, a64)) {
             Some(st) => entry.0.push((addr, st)),
-            None if s.kind() == SymbolKind::Text => entry.1.push((addr, function_state(s.address(), a64))),
+            None if s.kind() == SymbolKind::Text => {
+                entry.1.push((addr, function_state(s.address(), a64)))
+            }
             None => {}
         }
     }
@@ -133,20 +148,31 @@ fn function_state(value: u64, a64: bool) -> Isa {
 /// The symbol starts of `syms` (runtime addresses) that an ARM or AArch64 `file` reaches without a call
 /// (see the module docs). `base`: each section's runtime address; `marks`: its sections'
 /// instruction-set marks ([`arm_marks`]).
-pub fn entered_without_call(file: &object::File<'_>, base: &HashMap<SectionIndex, u64>, marks: &ArmMarks, syms: &[Symbol]) -> Vec<u64> {
+pub fn entered_without_call(
+    file: &object::File<'_>,
+    base: &HashMap<SectionIndex, u64>,
+    marks: &ArmMarks,
+    syms: &[Symbol],
+) -> Vec<u64> {
     if arm_family(file).is_none() {
         return Vec::new();
     }
     let mut out = Vec::new();
     for sec in file.sections() {
         let i = sec.index();
-        let (Some(&b), Some(list)) = (base.get(&i), marks.get(&i)) else { continue };
+        let (Some(&b), Some(list)) = (base.get(&i), marks.get(&i)) else {
+            continue;
+        };
         let Ok(data) = sec.data() else { continue };
         let end = b.saturating_add(data.len() as u64);
         for s in syms.iter().filter(|s| s.addr > b && s.addr < end) {
             let last = s.addr - 1;
-            let Some(k) = list.partition_point(|m| m.0 <= last).checked_sub(1) else { continue };
-            let Ok(off) = usize::try_from(s.addr - b) else { continue };
+            let Some(k) = list.partition_point(|m| m.0 <= last).checked_sub(1) else {
+                continue;
+            };
+            let Ok(off) = usize::try_from(s.addr - b) else {
+                continue;
+            };
             if ends_in_call(&data[..off], list[k].1) == Some(false) {
                 out.push(s.addr);
             }
@@ -167,31 +193,70 @@ mod tests {
     #[test]
     fn decodes_calls() {
         // ARM: bl, blx imm, blx r3, bx r0 (cpu_v7_reset's last), ldr pc after mov lr, pc.
-        for (w, call) in [(0xEB00_0010u32, true), (0xFA00_0001, true), (0xE12F_FF33, true), (0xE12F_FF10, false), (0x1B00_0000, true)] {
-            assert_eq!(ends_in_call(&w.to_le_bytes(), Isa::Arm), Some(call), "{w:#x}");
+        for (w, call) in [
+            (0xEB00_0010u32, true),
+            (0xFA00_0001, true),
+            (0xE12F_FF33, true),
+            (0xE12F_FF10, false),
+            (0x1B00_0000, true),
+        ] {
+            assert_eq!(
+                ends_in_call(&w.to_le_bytes(), Isa::Arm),
+                Some(call),
+                "{w:#x}"
+            );
         }
-        let old_call: Vec<u8> = [0xE1A0_E00Fu32, 0xE593_F000].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let old_call: Vec<u8> = [0xE1A0_E00Fu32, 0xE593_F000]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         assert_eq!(ends_in_call(&old_call, Isa::Arm), Some(true));
         // Thumb: bl (f000 f800), blx r3 (4798), bx lr (4770), b.w (f000 b800).
         let t = |hs: &[u16]| hs.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
         assert_eq!(ends_in_call(&t(&[0xF000, 0xF800]), Isa::Thumb), Some(true));
-        assert_eq!(ends_in_call(&t(&[0xF000, 0xE800]), Isa::Thumb), Some(true), "blx imm");
+        assert_eq!(
+            ends_in_call(&t(&[0xF000, 0xE800]), Isa::Thumb),
+            Some(true),
+            "blx imm"
+        );
         assert_eq!(ends_in_call(&t(&[0x4798]), Isa::Thumb), Some(true));
         assert_eq!(ends_in_call(&t(&[0xBF00, 0x4770]), Isa::Thumb), Some(false));
-        assert_eq!(ends_in_call(&t(&[0xF000, 0xB800]), Isa::Thumb), Some(false), "b.w");
+        assert_eq!(
+            ends_in_call(&t(&[0xF000, 0xB800]), Isa::Thumb),
+            Some(false),
+            "b.w"
+        );
         assert_eq!(ends_in_call(&[0; 2], Isa::Arm), None, "too short");
         assert_eq!(ends_in_call(&[], Isa::Data), Some(false));
         assert_eq!(mapping_state("$t.12", false), Some(Isa::Thumb));
         assert_eq!(mapping_state("$x", false), None);
         assert_eq!(mapping_state("$x.7", true), Some(Isa::Arm64));
         assert_eq!(mapping_state("$d", true), Some(Isa::Data));
-        assert_eq!(mapping_state("$a", true), None, "no ARM state in an AArch64 object");
+        assert_eq!(
+            mapping_state("$a", true),
+            None,
+            "no ARM state in an AArch64 object"
+        );
         // A64: bl, blr x8, blraaz x8 are calls; ret, b, br x16 (a PLT's tail) are not.
-        for (w, call) in [(0x9400_0010u32, true), (0xD63F_0100, true), (0xD63F_091F, true), (0xD65F_03C0, false), (0x1400_0004, false), (0xD61F_0220, false)] {
-            assert_eq!(ends_in_call(&w.to_le_bytes(), Isa::Arm64), Some(call), "{w:#x}");
+        for (w, call) in [
+            (0x9400_0010u32, true),
+            (0xD63F_0100, true),
+            (0xD63F_091F, true),
+            (0xD65F_03C0, false),
+            (0x1400_0004, false),
+            (0xD61F_0220, false),
+        ] {
+            assert_eq!(
+                ends_in_call(&w.to_le_bytes(), Isa::Arm64),
+                Some(call),
+                "{w:#x}"
+            );
         }
         assert_eq!(ends_in_call(&[0; 3], Isa::Arm64), None, "too short");
-        assert!(is_text_section_marker("__entry_text_start") && is_text_section_marker("__idmap_text_end"));
+        assert!(
+            is_text_section_marker("__entry_text_start")
+                && is_text_section_marker("__idmap_text_end")
+        );
         assert!(!is_text_section_marker("_stext") && !is_text_section_marker("ret_fast_syscall"));
     }
 }

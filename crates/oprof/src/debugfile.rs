@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 const MAX_MINIDEBUGINFO: usize = 256 << 20;
 
 /// Where the names (symbols and line tables) of an image came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// The image's own `.symtab` (not stripped).
@@ -91,7 +93,12 @@ pub struct Ids {
 impl Ids {
     /// The ids of a parsed ELF file (unreadable notes or sections count as absent).
     pub fn of(file: &object::File<'_>) -> Ids {
-        let build_id = file.build_id().ok().flatten().filter(|b| !b.is_empty()).map(hex);
+        let build_id = file
+            .build_id()
+            .ok()
+            .flatten()
+            .filter(|b| !b.is_empty())
+            .map(hex);
         let link = file.gnu_debuglink().ok().flatten();
         Ids {
             build_id,
@@ -125,12 +132,21 @@ pub fn build_id_path(dir: &Path, id: &str) -> Option<PathBuf> {
         return None;
     }
     let (head, rest) = id.split_at(2);
-    Some(dir.join(".build-id").join(head).join(format!("{rest}.debug")))
+    Some(
+        dir.join(".build-id")
+            .join(head)
+            .join(format!("{rest}.debug")),
+    )
 }
 
 /// The debuglink candidates of `name` for an image at `host` (target path `target`), in
 /// gdb's order: beside the image, its `.debug/`, then each `DEBUGDIR/TDIR/`.
-pub fn debuglink_paths(name: &str, host: &Path, target: Option<&str>, dirs: &[PathBuf]) -> Vec<PathBuf> {
+pub fn debuglink_paths(
+    name: &str,
+    host: &Path,
+    target: Option<&str>,
+    dirs: &[PathBuf],
+) -> Vec<PathBuf> {
     let mut out = Vec::new();
     // A name with a directory in it would leave the places searched.
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
@@ -139,7 +155,9 @@ pub fn debuglink_paths(name: &str, host: &Path, target: Option<&str>, dirs: &[Pa
     let host_dir = host.parent().unwrap_or(Path::new(""));
     out.push(host_dir.join(name));
     out.push(host_dir.join(".debug").join(name));
-    let tdir = target.map(|t| Path::new(t).parent().unwrap_or(Path::new("/"))).unwrap_or(host_dir);
+    let tdir = target
+        .map(|t| Path::new(t).parent().unwrap_or(Path::new("/")))
+        .unwrap_or(host_dir);
     let rel = tdir.strip_prefix("/").unwrap_or(tdir);
     out.extend(dirs.iter().map(|d| d.join(rel).join(name)));
     out
@@ -178,7 +196,13 @@ impl Search {
     /// target, for `DEBUGDIR/TDIR/NAME`; `recorded`: the ids `oprof record --archive` read on
     /// the target, used where the host copy has none). Never fails: unusable candidates become
     /// notes.
-    pub fn find(&self, file: &object::File<'_>, host: &Path, target: Option<&str>, recorded: Option<&Ids>) -> Lookup {
+    pub fn find(
+        &self,
+        file: &object::File<'_>,
+        host: &Path,
+        target: Option<&str>,
+        recorded: Option<&Ids>,
+    ) -> Lookup {
         let mut ids = Ids::of(file);
         if let Some(r) = recorded {
             if ids.build_id.is_none() {
@@ -191,16 +215,28 @@ impl Search {
         let mut lk = Lookup::default();
         if let Some(id) = &ids.build_id {
             for p in self.dirs.iter().filter_map(|d| build_id_path(d, id)) {
-                if let Some(data) = self.accept(&p, file, host, &ids, Expect::BuildId, &mut lk.notes) {
-                    lk.found = Some(Found { path: p, method: Method::BuildId, data });
+                if let Some(data) =
+                    self.accept(&p, file, host, &ids, Expect::BuildId, &mut lk.notes)
+                {
+                    lk.found = Some(Found {
+                        path: p,
+                        method: Method::BuildId,
+                        data,
+                    });
                     return lk;
                 }
             }
         }
         if let (Some(name), Some(crc)) = (&ids.debuglink, ids.debuglink_crc) {
             for p in debuglink_paths(name, host, target, &self.dirs) {
-                if let Some(data) = self.accept(&p, file, host, &ids, Expect::Crc(crc), &mut lk.notes) {
-                    lk.found = Some(Found { path: p, method: Method::Debuglink, data });
+                if let Some(data) =
+                    self.accept(&p, file, host, &ids, Expect::Crc(crc), &mut lk.notes)
+                {
+                    lk.found = Some(Found {
+                        path: p,
+                        method: Method::Debuglink,
+                        data,
+                    });
                     return lk;
                 }
             }
@@ -222,7 +258,8 @@ impl Search {
         if !p.is_file() || same_file(p, host) {
             return None;
         }
-        let refuse = |why: String| format!("{}: {why}: not used for {}", p.display(), host.display());
+        let refuse =
+            |why: String| format!("{}: {why}: not used for {}", p.display(), host.display());
         let data = match std::fs::read(p) {
             Ok(d) => d,
             Err(e) => {
@@ -253,13 +290,25 @@ impl Search {
 
 /// Why the debug file `d` does not belong to the image `file` (ids `ids`), if it does not;
 /// `need_id`: `d` must have the image's build-id (a debuglink CRC proves it otherwise).
-fn mismatch(d: &object::File<'_>, file: &object::File<'_>, ids: &Ids, need_id: bool) -> Option<String> {
+fn mismatch(
+    d: &object::File<'_>,
+    file: &object::File<'_>,
+    ids: &Ids,
+    need_id: bool,
+) -> Option<String> {
     if d.format() != object::BinaryFormat::Elf || d.architecture() != file.architecture() {
-        return Some(format!("an {:?} {:?} file, the image is {:?}", d.format(), d.architecture(), file.architecture()));
+        return Some(format!(
+            "an {:?} {:?} file, the image is {:?}",
+            d.format(),
+            d.architecture(),
+            file.architecture()
+        ));
     }
     let theirs = Ids::of(d).build_id;
     match (&ids.build_id, theirs) {
-        (Some(ours), Some(theirs)) if *ours != theirs => Some(format!("build-id {theirs} differs from the image's {ours}")),
+        (Some(ours), Some(theirs)) if *ours != theirs => {
+            Some(format!("build-id {theirs} differs from the image's {ours}"))
+        }
         (Some(ours), None) if need_id => Some(format!("no build-id, the image's is {ours}")),
         _ => None,
     }
@@ -282,7 +331,10 @@ struct Limited {
 impl Write for Limited {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         if self.buf.len().saturating_add(data.len()) > self.limit {
-            return Err(std::io::Error::other(format!("larger than {} MiB", self.limit >> 20)));
+            return Err(std::io::Error::other(format!(
+                "larger than {} MiB",
+                self.limit >> 20
+            )));
         }
         self.buf.extend_from_slice(data);
         Ok(data.len())
@@ -296,8 +348,12 @@ impl Write for Limited {
 /// Decompresses `xz` data of at most `limit` bytes. Errors: corrupt input, unsupported xz
 /// features (BCJ filters, SHA-256 checks), or output over `limit`.
 pub fn xz_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
-    let mut out = Limited { buf: Vec::new(), limit };
-    lzma_rs::xz_decompress(&mut std::io::BufReader::new(data), &mut out).map_err(|e| e.to_string())?;
+    let mut out = Limited {
+        buf: Vec::new(),
+        limit,
+    };
+    lzma_rs::xz_decompress(&mut std::io::BufReader::new(data), &mut out)
+        .map_err(|e| e.to_string())?;
     Ok(out.buf)
 }
 
@@ -305,7 +361,12 @@ pub fn xz_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
 /// to an ELF file of its machine.
 fn minidebuginfo(file: &object::File<'_>, host: &Path, notes: &mut Vec<String>) -> Option<Found> {
     let sec = file.section_by_name(".gnu_debugdata")?;
-    let note = |why: String| format!("{}: .gnu_debugdata (MiniDebugInfo) {why}: not used", host.display());
+    let note = |why: String| {
+        format!(
+            "{}: .gnu_debugdata (MiniDebugInfo) {why}: not used",
+            host.display()
+        )
+    };
     let packed = match sec.data() {
         Ok(d) => d,
         Err(e) => {
@@ -322,14 +383,20 @@ fn minidebuginfo(file: &object::File<'_>, host: &Path, notes: &mut Vec<String>) 
     };
     let why = match object::File::parse(&*data) {
         Err(e) => Some(format!("is not an ELF file ({e})")),
-        Ok(d) if d.architecture() != file.architecture() => Some(format!("is for {:?}", d.architecture())),
+        Ok(d) if d.architecture() != file.architecture() => {
+            Some(format!("is for {:?}", d.architecture()))
+        }
         Ok(_) => None,
     };
     if let Some(why) = why {
         notes.push(note(why));
         return None;
     }
-    Some(Found { path: host.to_path_buf(), method: Method::MiniDebugInfo, data })
+    Some(Found {
+        path: host.to_path_buf(),
+        method: Method::MiniDebugInfo,
+        data,
+    })
 }
 
 #[cfg(test)]
@@ -345,13 +412,31 @@ mod tests {
         );
         assert!(build_id_path(d, "ab").is_none() && build_id_path(d, "zz1234").is_none());
         let dirs = [PathBuf::from("/dbg")];
-        let p = debuglink_paths("app.debug", Path::new("/sys/bin/app"), Some("/bin/app"), &dirs);
-        let want: Vec<PathBuf> =
-            ["/sys/bin/app.debug", "/sys/bin/.debug/app.debug", "/dbg/bin/app.debug"].iter().map(PathBuf::from).collect();
+        let p = debuglink_paths(
+            "app.debug",
+            Path::new("/sys/bin/app"),
+            Some("/bin/app"),
+            &dirs,
+        );
+        let want: Vec<PathBuf> = [
+            "/sys/bin/app.debug",
+            "/sys/bin/.debug/app.debug",
+            "/dbg/bin/app.debug",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
         assert_eq!(p, want);
         assert!(debuglink_paths("../etc/passwd", Path::new("/a/b"), None, &dirs).is_empty());
         let s = Search::new(&dirs, &[PathBuf::from("/root1"), PathBuf::from("/")]);
-        assert_eq!(s.dirs, [PathBuf::from("/dbg"), PathBuf::from("/root1/usr/lib/debug"), PathBuf::from("/usr/lib/debug")]);
+        assert_eq!(
+            s.dirs,
+            [
+                PathBuf::from("/dbg"),
+                PathBuf::from("/root1/usr/lib/debug"),
+                PathBuf::from("/usr/lib/debug")
+            ]
+        );
     }
 
     #[test]
@@ -359,7 +444,9 @@ mod tests {
         let mut packed = Vec::new();
         lzma_rs::xz_compress(&mut &[7u8; 5000][..], &mut packed).unwrap();
         assert_eq!(xz_decompress(&packed, 5000).unwrap(), vec![7u8; 5000]);
-        assert!(xz_decompress(&packed, 4999).unwrap_err().contains("larger than"));
+        assert!(xz_decompress(&packed, 4999)
+            .unwrap_err()
+            .contains("larger than"));
         assert!(xz_decompress(&packed[..packed.len() / 2], 1 << 20).is_err());
         assert!(xz_decompress(b"junk", 1 << 20).is_err());
     }

@@ -7,11 +7,11 @@
 //! they should. Both sessions must have counted the same thing: the same `cpu_type` and the same
 //! events (timer mode compares with timer mode).
 
+use crate::percent::percent;
 use crate::report::{Counter, Report};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use crate::percent::percent;
 
 /// One side of the comparison.
 #[derive(Debug, Serialize)]
@@ -57,7 +57,13 @@ fn events(counters: &[Counter]) -> Vec<String> {
 
 /// Compares report `a` with report `b` (both built without source lines). `a_side`/`b_side`:
 /// path and cpu_type of each. Errors: different `cpu_type`s or events.
-pub fn build(a: &Report, b: &Report, a_side: (String, Option<String>), b_side: (String, Option<String>), symbols: bool) -> Result<Diff> {
+pub fn build(
+    a: &Report,
+    b: &Report,
+    a_side: (String, Option<String>),
+    b_side: (String, Option<String>),
+    symbols: bool,
+) -> Result<Diff> {
     let side = |r: &Report, (path, cpu_type): (String, Option<String>)| Side {
         path,
         total: r.total,
@@ -87,10 +93,14 @@ pub fn build(a: &Report, b: &Report, a_side: (String, Option<String>), b_side: (
     let mut m: BTreeMap<(String, Option<String>), (u64, u64)> = BTreeMap::new();
     if symbols {
         for r in &a.rows {
-            m.entry((r.image.clone(), Some(r.symbol.clone()))).or_default().0 += r.samples;
+            m.entry((r.image.clone(), Some(r.symbol.clone())))
+                .or_default()
+                .0 += r.samples;
         }
         for r in &b.rows {
-            m.entry((r.image.clone(), Some(r.symbol.clone()))).or_default().1 += r.samples;
+            m.entry((r.image.clone(), Some(r.symbol.clone())))
+                .or_default()
+                .1 += r.samples;
         }
     } else {
         for r in &a.images {
@@ -104,7 +114,15 @@ pub fn build(a: &Report, b: &Report, a_side: (String, Option<String>), b_side: (
         .into_iter()
         .map(|((image, symbol), (na, nb))| {
             let (pa, pb) = (percent(na, a_s.total), percent(nb, b_s.total));
-            DiffRow { image, symbol, a_samples: na, a_percent: pa, b_samples: nb, b_percent: pb, delta: pb - pa }
+            DiffRow {
+                image,
+                symbol,
+                a_samples: na,
+                a_percent: pa,
+                b_samples: nb,
+                b_percent: pb,
+                delta: pb - pa,
+            }
         })
         .collect();
     rows.sort_by(|x, y| {
@@ -114,7 +132,11 @@ pub fn build(a: &Report, b: &Report, a_side: (String, Option<String>), b_side: (
             .then((y.a_samples + y.b_samples).cmp(&(x.a_samples + x.b_samples)))
             .then_with(|| (&x.image, &x.symbol).cmp(&(&y.image, &y.symbol)))
     });
-    Ok(Diff { a: a_s, b: b_s, rows })
+    Ok(Diff {
+        a: a_s,
+        b: b_s,
+        rows,
+    })
 }
 
 /// The text view: at most `limit` rows (0: all).
@@ -137,7 +159,11 @@ pub fn render(d: &Diff, limit: usize) -> String {
         "delta",
         if with_sym { "symbol  image" } else { "image" }
     ));
-    let n = if limit == 0 { d.rows.len() } else { limit.min(d.rows.len()) };
+    let n = if limit == 0 {
+        d.rows.len()
+    } else {
+        limit.min(d.rows.len())
+    };
     for r in &d.rows[..n] {
         let name = match &r.symbol {
             Some(s) => format!("{s}  {}", r.image),

@@ -52,7 +52,10 @@ fn unit(isa: Isa) -> usize {
 
 /// `.word 0x…` / `.inst 0x…` of little-endian `bytes` (1, 2 or 4 of them).
 fn raw(directive: &str, bytes: &[u8]) -> String {
-    let v = bytes.iter().rev().fold(0u32, |v, &b| (v << 8) | u32::from(b));
+    let v = bytes
+        .iter()
+        .rev()
+        .fold(0u32, |v, &b| (v << 8) | u32::from(b));
     format!("{directive} {v:#0w$x}", w = 2 + 2 * bytes.len())
 }
 
@@ -63,14 +66,21 @@ fn region(isa: Isa, code: &[u8], addr: u64, out: &mut Vec<Insn>) -> Result<()> {
     while off < code.len() {
         let at = addr.saturating_add(off as u64);
         if let Some(cs) = &cs {
-            let insns = cs.disasm_all(&code[off..], at).map_err(|e| anyhow!("capstone: {e}"))?;
+            let insns = cs
+                .disasm_all(&code[off..], at)
+                .map_err(|e| anyhow!("capstone: {e}"))?;
             for i in insns.iter() {
                 let text = match (i.mnemonic(), i.op_str()) {
                     (Some(m), Some(o)) if !o.is_empty() => format!("{m} {o}"),
                     (Some(m), _) => m.to_string(),
                     (None, _) => "?".to_string(),
                 };
-                out.push(Insn { addr: i.address(), bytes: i.bytes().to_vec(), text, isa });
+                out.push(Insn {
+                    addr: i.address(),
+                    bytes: i.bytes().to_vec(),
+                    text,
+                    isa,
+                });
                 off += i.len();
             }
             if off >= code.len() {
@@ -80,7 +90,12 @@ fn region(isa: Isa, code: &[u8], addr: u64, out: &mut Vec<Insn>) -> Result<()> {
         let n = unit(isa).min(code.len() - off);
         let directive = if isa == Isa::Data { ".word" } else { ".inst" };
         let b = &code[off..off + n];
-        out.push(Insn { addr: addr.saturating_add(off as u64), bytes: b.to_vec(), text: raw(directive, b), isa });
+        out.push(Insn {
+            addr: addr.saturating_add(off as u64),
+            bytes: b.to_vec(),
+            text: raw(directive, b),
+            isa,
+        });
         off += n;
     }
     Ok(())
@@ -98,9 +113,13 @@ pub fn disassemble(elf: &ElfImage, range: Range<u64>) -> Result<Vec<Insn>> {
     let mut out = Vec::new();
     let mut start = range.start;
     for cut in cuts {
-        let isa = elf
-            .isa_at(start)
-            .ok_or_else(|| anyhow!("{}: disassembly of {:?} code is not supported", elf.path.display(), elf.arch))?;
+        let isa = elf.isa_at(start).ok_or_else(|| {
+            anyhow!(
+                "{}: disassembly of {:?} code is not supported",
+                elf.path.display(),
+                elf.arch
+            )
+        })?;
         let (a, b) = ((start - range.start) as usize, (cut - range.start) as usize);
         region(isa, &bytes[a..b], start, &mut out)?;
         start = cut;

@@ -12,8 +12,8 @@ use crate::symbols::{Binding, Symbol, SymbolTable};
 use anyhow::{anyhow, bail, Context, Result};
 use gimli::{EndianRcSlice, RelocateReader, RunTimeEndian};
 use object::{
-    Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationKind, RelocationTarget, SectionFlags,
-    SectionIndex, SymbolKind, SymbolSection,
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationKind, RelocationTarget,
+    SectionFlags, SectionIndex, SymbolKind, SymbolSection,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
@@ -104,7 +104,8 @@ impl gimli::Relocate for Relocs {
     }
 
     fn relocate_offset(&self, offset: usize, value: usize) -> gimli::Result<usize> {
-        usize::try_from(self.apply(offset, value as u64)).map_err(|_| gimli::Error::OffsetOutOfBounds)
+        usize::try_from(self.apply(offset, value as u64))
+            .map_err(|_| gimli::Error::OffsetOutOfBounds)
     }
 }
 
@@ -183,7 +184,11 @@ struct Layout {
 
 impl Layout {
     fn of(file: &object::File<'_>, placement: Option<&BTreeMap<String, u64>>) -> Layout {
-        let mut lay = Layout { base: HashMap::new(), exec: HashMap::new(), code: Vec::new() };
+        let mut lay = Layout {
+            base: HashMap::new(),
+            exec: HashMap::new(),
+            code: Vec::new(),
+        };
         for s in file.sections() {
             let flags = elf_flags(&s);
             let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
@@ -199,7 +204,11 @@ impl Layout {
             if alloc && flags & u64::from(object::elf::SHF_EXECINSTR) != 0 {
                 lay.exec.insert(s.index(), b..b.saturating_add(s.size()));
                 if let Some((file_offset, size)) = s.file_range() {
-                    lay.code.push(CodeSection { addr: b, size, file_offset });
+                    lay.code.push(CodeSection {
+                        addr: b,
+                        size,
+                        file_offset,
+                    });
                 }
             }
         }
@@ -233,9 +242,15 @@ fn collect_symbols(
             return None;
         }
         // Thumb function symbols have bit 0 set.
-        let value = if is_arm { s.address() & !1 } else { s.address() };
+        let value = if is_arm {
+            s.address() & !1
+        } else {
+            s.address()
+        };
         let addr = if relocatable {
-            let SymbolSection::Section(i) = s.section() else { return None };
+            let SymbolSection::Section(i) = s.section() else {
+                return None;
+            };
             lay.base.get(&i)?.checked_add(value)?
         } else {
             value
@@ -247,7 +262,12 @@ fn collect_symbols(
         } else {
             Binding::Local
         };
-        Some(Symbol { addr, size: s.size(), name: name.to_string(), binding })
+        Some(Symbol {
+            addr,
+            size: s.size(),
+            name: name.to_string(),
+            binding,
+        })
     })
     .collect()
 }
@@ -257,7 +277,12 @@ fn loads_of(file: &object::File<'_>) -> Vec<Load> {
     file.segments()
         .filter_map(|g| {
             let (offset, filesz) = g.file_range();
-            Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
+            Some(Load {
+                offset,
+                filesz,
+                vaddr: g.address(),
+            })
+            .filter(|_| filesz > 0)
         })
         .collect()
 }
@@ -265,7 +290,12 @@ fn loads_of(file: &object::File<'_>) -> Vec<Load> {
 /// The executable ranges of `file`: its executable sections, or without section headers its
 /// executable `PT_LOAD`s.
 fn text_of(file: &object::File<'_>, lay: &Layout, relocatable: bool) -> Vec<Range<u64>> {
-    let mut text: Vec<Range<u64>> = lay.exec.values().filter(|r| r.start < r.end).cloned().collect();
+    let mut text: Vec<Range<u64>> = lay
+        .exec
+        .values()
+        .filter(|r| r.start < r.end)
+        .cloned()
+        .collect();
     if text.is_empty() && !relocatable {
         for g in file.segments() {
             if let object::SegmentFlags::Elf { p_flags } = g.flags() {
@@ -282,12 +312,17 @@ fn text_of(file: &object::File<'_>, lay: &Layout, relocatable: bool) -> Vec<Rang
 
 /// Whether `file` has DWARF (a non-empty `.debug_info`).
 fn has_dwarf(file: &object::File<'_>) -> bool {
-    file.section_by_name(".debug_info").is_some_and(|s| s.size() != 0)
+    file.section_by_name(".debug_info")
+        .is_some_and(|s| s.size() != 0)
 }
 
 /// The ARM marks of `(file, its layout)` on the image's executable sections (`image`): moved
 /// by address when `file` is a debug file (the section indexes of the two need not agree).
-fn arm_marks_onto((file, lay): (&object::File<'_>, &Layout), image: &Layout, relocatable: bool) -> ArmMarks {
+fn arm_marks_onto(
+    (file, lay): (&object::File<'_>, &Layout),
+    image: &Layout,
+    relocatable: bool,
+) -> ArmMarks {
     let marks = crate::calls::arm_marks(file, &lay.base, &lay.exec_set(), relocatable);
     if std::ptr::eq(lay, image) {
         return marks;
@@ -297,7 +332,12 @@ fn arm_marks_onto((file, lay): (&object::File<'_>, &Layout), image: &Layout, rel
     image
         .exec
         .iter()
-        .map(|(&i, r)| (i, all.iter().copied().filter(|m| r.contains(&m.0)).collect()))
+        .map(|(&i, r)| {
+            (
+                i,
+                all.iter().copied().filter(|m| r.contains(&m.0)).collect(),
+            )
+        })
         .collect()
 }
 
@@ -313,14 +353,33 @@ impl ElfImage {
     /// Like [`ElfImage::load`]; with `debug`, a stripped image's symbols (no `.symtab`) and
     /// line tables (none in the image, with `want_lines`) come from its separate debug file
     /// ([`crate::debugfile`]). Errors as [`ElfImage::load`]'s; a debug file never makes one.
-    pub fn load_with_debug(path: &Path, want_lines: bool, debug: Option<DebugLookup<'_>>) -> Result<ElfImage> {
-        ElfImage::load_placed(path, None, Symbols::Functions, want_lines, debug, |_| Ok(())).map(|(image, ())| image)
+    pub fn load_with_debug(
+        path: &Path,
+        want_lines: bool,
+        debug: Option<DebugLookup<'_>>,
+    ) -> Result<ElfImage> {
+        ElfImage::load_placed(
+            path,
+            None,
+            Symbols::Functions,
+            want_lines,
+            debug,
+            |_| Ok(()),
+        )
+        .map(|(image, ())| image)
     }
 
     /// Loads a vmlinux like [`ElfImage::load_with_debug`], with its code labels too (see
     /// [`Symbols::WithLabels`]), so that it names addresses as the kernel's kallsyms does.
-    pub fn load_kernel(path: &Path, want_lines: bool, debug: Option<DebugLookup<'_>>) -> Result<ElfImage> {
-        ElfImage::load_placed(path, None, Symbols::WithLabels, want_lines, debug, |_| Ok(())).map(|(image, ())| image)
+    pub fn load_kernel(
+        path: &Path,
+        want_lines: bool,
+        debug: Option<DebugLookup<'_>>,
+    ) -> Result<ElfImage> {
+        ElfImage::load_placed(path, None, Symbols::WithLabels, want_lines, debug, |_| {
+            Ok(())
+        })
+        .map(|(image, ())| image)
     }
 
     /// Like [`ElfImage::load_kernel`] (no debug file), also returning what `inspect` finds in
@@ -343,8 +402,15 @@ impl ElfImage {
         want_lines: bool,
         debug: Option<DebugLookup<'_>>,
     ) -> Result<ElfImage> {
-        ElfImage::load_placed(path, Some(placement), Symbols::Functions, want_lines, debug, |_| Ok(()))
-            .map(|(image, ())| image)
+        ElfImage::load_placed(
+            path,
+            Some(placement),
+            Symbols::Functions,
+            want_lines,
+            debug,
+            |_| Ok(()),
+        )
+        .map(|(image, ())| image)
     }
 
     fn load_placed<T>(
@@ -383,24 +449,41 @@ impl ElfImage {
         let lay = Layout::of(&file, placement);
         let text = text_of(&file, &lay, relocatable);
         let loads = loads_of(&file);
-        let collect = |f: &object::File<'_>, l: &Layout| collect_symbols(f.symbols(), l, which, is_arm, relocatable);
+        let collect = |f: &object::File<'_>, l: &Layout| {
+            collect_symbols(f.symbols(), l, which, is_arm, relocatable)
+        };
         let mut syms = collect(&file, &lay);
         let own_symtab = !syms.is_empty();
         let own_dwarf = has_dwarf(&file);
         // The debug file: looked for when the image lacks what is wanted.
         let lookup = match debug {
-            Some(d) if !own_symtab || (want_lines && !own_dwarf) => d.search.find(&file, path, d.target, d.recorded),
+            Some(d) if !own_symtab || (want_lines && !own_dwarf) => {
+                d.search.find(&file, path, d.target, d.recorded)
+            }
             _ => Default::default(),
         };
         let separate = lookup.found.as_ref().and_then(|f| {
             let d = object::File::parse(&*f.data).ok()?;
             let l = Layout::of(&d, placement);
-            Some((d, l, DebugSource { file: f.path.clone(), method: f.method }))
+            Some((
+                d,
+                l,
+                DebugSource {
+                    file: f.path.clone(),
+                    method: f.method,
+                },
+            ))
         });
-        let mut source = own_symtab.then(|| DebugSource { file: path.to_path_buf(), method: Method::Image });
+        let mut source = own_symtab.then(|| DebugSource {
+            file: path.to_path_buf(),
+            method: Method::Image,
+        });
         // Symbols and ARM marks from the debug file when the image has no .symtab, else from
         // the image (its .dynsym as the last resort).
-        let theirs = separate.as_ref().filter(|_| !own_symtab).map(|(d, l, src)| (d, l, src, collect(d, l)));
+        let theirs = separate
+            .as_ref()
+            .filter(|_| !own_symtab)
+            .map(|(d, l, src)| (d, l, src, collect(d, l)));
         let marks_from = match theirs {
             Some((d, l, src, ds)) if !ds.is_empty() => {
                 (syms, source) = (ds, Some(src.clone()));
@@ -411,7 +494,10 @@ impl ElfImage {
         if syms.is_empty() {
             syms = collect_symbols(file.dynamic_symbols(), &lay, which, is_arm, relocatable);
             if !syms.is_empty() {
-                source = Some(DebugSource { file: path.to_path_buf(), method: Method::Dynsym });
+                source = Some(DebugSource {
+                    file: path.to_path_buf(),
+                    method: Method::Dynsym,
+                });
             }
         }
         // ARM and AArch64 (mapping symbols); empty for other machines.
@@ -496,7 +582,11 @@ impl ElfImage {
 
     /// The addresses inside `range` (exclusive of its start) where the instruction set changes.
     pub fn isa_changes(&self, range: &Range<u64>) -> Vec<u64> {
-        self.isa_marks.iter().map(|&(a, _)| a).filter(|a| range.start < *a && *a < range.end).collect()
+        self.isa_marks
+            .iter()
+            .map(|&(a, _)| a)
+            .filter(|a| range.start < *a && *a < range.end)
+            .collect()
     }
 
     /// The file bytes of the code at `range` (within one executable section). Errors say why
@@ -510,11 +600,16 @@ impl ElfImage {
             .ok_or_else(|| anyhow!("{}: no code at {:#x}", self.path.display(), range.start))?;
         let skip = range.start - sec.addr;
         let len = (range.end.saturating_sub(range.start)).min(sec.size - skip);
-        let mut f = std::fs::File::open(&self.path).with_context(|| format!("opening {}", self.path.display()))?;
+        let mut f = std::fs::File::open(&self.path)
+            .with_context(|| format!("opening {}", self.path.display()))?;
         let mut buf = vec![0; usize::try_from(len)?];
-        f.seek(SeekFrom::Start(sec.file_offset.checked_add(skip).context("file offset overflow")?))
-            .and_then(|_| f.read_exact(&mut buf))
-            .with_context(|| format!("reading code of {}", self.path.display()))?;
+        f.seek(SeekFrom::Start(
+            sec.file_offset
+                .checked_add(skip)
+                .context("file offset overflow")?,
+        ))
+        .and_then(|_| f.read_exact(&mut buf))
+        .with_context(|| format!("reading code of {}", self.path.display()))?;
         Ok(buf)
     }
 
@@ -531,7 +626,10 @@ impl ElfImage {
     /// The source line of `addr` (innermost inlined position), if the line tables have one.
     pub fn source(&self, addr: u64) -> Option<SourceLine> {
         let loc = self.lines.as_ref()?.find_location(addr).ok()??;
-        Some(SourceLine { file: loc.file?.to_string(), line: loc.line })
+        Some(SourceLine {
+            file: loc.file?.to_string(),
+            line: loc.line,
+        })
     }
 }
 
@@ -544,17 +642,31 @@ fn load_dwarf(
     if !has_dwarf(file) {
         return Ok(None);
     }
-    let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
-    let empty = || RelocateReader::new(EndianRcSlice::new(Rc::from(&[][..]), endian), Relocs::default());
+    let endian = if file.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let empty = || {
+        RelocateReader::new(
+            EndianRcSlice::new(Rc::from(&[][..]), endian),
+            Relocs::default(),
+        )
+    };
     let load = |id: gimli::SectionId| -> Result<Reader> {
         // Location lists are not needed for lines (and are large in a kernel's DWARF).
-        if matches!(id, gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists) {
+        if matches!(
+            id,
+            gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
+        ) {
             return Ok(empty());
         }
         let Some(sec) = file.section_by_name(id.name()) else {
             return Ok(empty());
         };
-        let data = sec.uncompressed_data().with_context(|| format!("section {}", id.name()))?;
+        let data = sec
+            .uncompressed_data()
+            .with_context(|| format!("section {}", id.name()))?;
         let mut relocs = HashMap::new();
         if let Some(bases) = bases {
             for (off, r) in sec.relocations() {
@@ -563,7 +675,9 @@ fn load_dwarf(
                 }
                 let s = match r.target() {
                     RelocationTarget::Symbol(i) => {
-                        let Ok(sym) = file.symbol_by_index(i) else { continue };
+                        let Ok(sym) = file.symbol_by_index(i) else {
+                            continue;
+                        };
                         let b = match sym.section() {
                             SymbolSection::Section(si) => bases.get(&si).copied().unwrap_or(0),
                             _ => 0,
@@ -573,15 +687,22 @@ fn load_dwarf(
                     RelocationTarget::Section(si) => bases.get(&si).copied().unwrap_or(0),
                     _ => continue,
                 };
-                let Ok(off) = usize::try_from(off) else { continue };
+                let Ok(off) = usize::try_from(off) else {
+                    continue;
+                };
                 let addend = (!r.has_implicit_addend()).then_some(r.addend());
                 relocs.insert(off, (s, addend));
             }
         }
-        Ok(RelocateReader::new(EndianRcSlice::new(Rc::from(&*data), endian), Relocs(Rc::new(relocs))))
+        Ok(RelocateReader::new(
+            EndianRcSlice::new(Rc::from(&*data), endian),
+            Relocs(Rc::new(relocs)),
+        ))
     };
     let dwarf = gimli::Dwarf::load(load)?;
-    Ok(Some(addr2line::Context::from_dwarf(dwarf).map_err(|e| anyhow!("{e}"))?))
+    Ok(Some(
+        addr2line::Context::from_dwarf(dwarf).map_err(|e| anyhow!("{e}"))?,
+    ))
 }
 
 #[cfg(test)]
@@ -592,8 +713,16 @@ mod tests {
     fn file_offset_to_vaddr() {
         // A typical ARM executable: text at file offset 0 → 0x10000, data at 0x1f00 → 0x21f00.
         let loads = [
-            Load { offset: 0, filesz: 0x1e00, vaddr: 0x1_0000 },
-            Load { offset: 0x1f00, filesz: 0x200, vaddr: 0x2_1f00 },
+            Load {
+                offset: 0,
+                filesz: 0x1e00,
+                vaddr: 0x1_0000,
+            },
+            Load {
+                offset: 0x1f00,
+                filesz: 0x200,
+                vaddr: 0x2_1f00,
+            },
         ];
         assert_eq!(offset_to_vaddr(&loads, 0x0), Some(0x1_0000));
         assert_eq!(offset_to_vaddr(&loads, 0x4a8), Some(0x1_04a8));
@@ -602,11 +731,19 @@ mod tests {
         assert_eq!(offset_to_vaddr(&loads, 0x1f10), Some(0x2_1f10));
         assert_eq!(offset_to_vaddr(&loads, 0x2100), None);
         // A shared object whose text is not at offset = vaddr.
-        let so = [Load { offset: 0x1000, filesz: 0x5000, vaddr: 0x11000 }];
+        let so = [Load {
+            offset: 0x1000,
+            filesz: 0x5000,
+            vaddr: 0x11000,
+        }];
         assert_eq!(offset_to_vaddr(&so, 0x1234), Some(0x11234));
         assert_eq!(offset_to_vaddr(&so, 0x234), None);
         // No overflow from file values.
-        let big = [Load { offset: 0, filesz: u64::MAX, vaddr: u64::MAX }];
+        let big = [Load {
+            offset: 0,
+            filesz: u64::MAX,
+            vaddr: u64::MAX,
+        }];
         assert_eq!(offset_to_vaddr(&big, 1), None);
     }
 
@@ -617,8 +754,12 @@ mod tests {
         std::fs::write(&p, b"\x7fELF\x01\x01\x01junk").unwrap();
         let e = format!("{:#}", ElfImage::load(&p, true).unwrap_err());
         assert!(e.contains("not an ELF file"), "{e}");
-        assert!(format!("{:#}", ElfImage::load(&p, true).unwrap_err()).starts_with(&p.display().to_string()));
+        assert!(format!("{:#}", ElfImage::load(&p, true).unwrap_err())
+            .starts_with(&p.display().to_string()));
         let e = ElfImage::load(&dir.path().join("none"), false).unwrap_err();
-        assert!(e.root_cause().to_string().starts_with("cannot read: "), "{e:#}");
+        assert!(
+            e.root_cause().to_string().starts_with("cannot read: "),
+            "{e:#}"
+        );
     }
 }

@@ -14,13 +14,20 @@ pub struct Folded {
 
 /// Makes a frame label safe for the folded format (`;` separates frames, a line is one stack).
 pub fn sanitize(label: &str) -> String {
-    let s: String = label.chars().map(|c| match c {
-        ';' => ',',
-        '\n' | '\r' | '\t' => ' ',
-        c => c,
-    }).collect();
+    let s: String = label
+        .chars()
+        .map(|c| match c {
+            ';' => ',',
+            '\n' | '\r' | '\t' => ' ',
+            c => c,
+        })
+        .collect();
     let s = s.trim();
-    if s.is_empty() { "?".to_string() } else { s.to_string() }
+    if s.is_empty() {
+        "?".to_string()
+    } else {
+        s.to_string()
+    }
 }
 
 impl Folded {
@@ -32,13 +39,21 @@ impl Folded {
 
     /// Adds `n` samples with the same stack.
     pub fn add_n<S: AsRef<str>>(&mut self, frames: &[S], n: u64) {
-        let key = frames.iter().map(|f| sanitize(f.as_ref())).collect::<Vec<_>>().join(";");
+        let key = frames
+            .iter()
+            .map(|f| sanitize(f.as_ref()))
+            .collect::<Vec<_>>()
+            .join(";");
         *self.stacks.entry(key).or_default() += n;
     }
 
     /// Folded lines `a;b;c N`, sorted.
     pub fn lines(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.stacks.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let mut v: Vec<String> = self
+            .stacks
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
         v.sort();
         v
     }
@@ -68,10 +83,13 @@ impl Folded {
 
     /// Writes the flame graph SVG to `path`.
     pub fn write_svg_file(&self, title: &str, path: &Path) -> Result<()> {
-        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
         let mut w = std::io::BufWriter::new(f);
-        self.write_svg(title, &mut w).with_context(|| format!("writing {}", path.display()))?;
-        w.flush().with_context(|| format!("writing {}", path.display()))
+        self.write_svg(title, &mut w)
+            .with_context(|| format!("writing {}", path.display()))?;
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -85,11 +103,18 @@ mod tests {
         f.add(&["app", "main", "work", "leaf"]);
         f.add(&["app", "main", "work", "leaf"]);
         f.add(&["[kernel]", "kthread_fn; x"]);
-        assert_eq!(f.lines(), ["[kernel];kthread_fn, x 1", "app;main;work;leaf 2"]);
+        assert_eq!(
+            f.lines(),
+            ["[kernel];kthread_fn, x 1", "app;main;work;leaf 2"]
+        );
         let mut svg = Vec::new();
         f.write_svg("test", &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
-        assert!(svg.starts_with("<?xml") && svg.contains("<svg"), "{}", &svg[..100.min(svg.len())]);
+        assert!(
+            svg.starts_with("<?xml") && svg.contains("<svg"),
+            "{}",
+            &svg[..100.min(svg.len())]
+        );
         for name in ["main", "work", "leaf", "kthread_fn, x", "[kernel]", "app"] {
             assert!(svg.contains(name), "{name} missing in SVG");
         }

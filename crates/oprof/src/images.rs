@@ -15,7 +15,8 @@ pub struct ImageMap {
 impl ImageMap {
     /// Reads an images file (`ID PATH` per line).
     pub fn read(path: &Path) -> Result<ImageMap> {
-        let text = std::fs::read(path).with_context(|| format!("reading images file {}", path.display()))?;
+        let text = std::fs::read(path)
+            .with_context(|| format!("reading images file {}", path.display()))?;
         ImageMap::parse(&text, &path.display().to_string())
     }
 
@@ -77,7 +78,10 @@ pub struct ModuleSnapshot {
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
-    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    let h = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
     u64::from_str_radix(h, 16).ok()
 }
 
@@ -86,11 +90,13 @@ impl ModuleSnapshot {
     pub fn read(proc_modules: Option<&Path>, sections: Option<&Path>) -> Result<ModuleSnapshot> {
         let mut m = ModuleSnapshot::default();
         if let Some(p) = proc_modules {
-            let t = std::fs::read_to_string(p).with_context(|| format!("reading proc_modules file {}", p.display()))?;
+            let t = std::fs::read_to_string(p)
+                .with_context(|| format!("reading proc_modules file {}", p.display()))?;
             m.add_proc_modules(&t, &p.display().to_string())?;
         }
         if let Some(p) = sections {
-            let t = std::fs::read_to_string(p).with_context(|| format!("reading module_sections file {}", p.display()))?;
+            let t = std::fs::read_to_string(p)
+                .with_context(|| format!("reading module_sections file {}", p.display()))?;
             m.add_sections(&t, &p.display().to_string())?;
         }
         Ok(m)
@@ -99,7 +105,10 @@ impl ModuleSnapshot {
     fn entry(&mut self, name: &str) -> &mut ModuleInfo {
         self.modules
             .entry(name.to_string())
-            .or_insert_with(|| ModuleInfo { name: name.to_string(), ..Default::default() })
+            .or_insert_with(|| ModuleInfo {
+                name: name.to_string(),
+                ..Default::default()
+            })
     }
 
     /// Adds `/proc/modules` lines: `name size refcount deps state 0xaddr [taints]`.
@@ -111,10 +120,16 @@ impl ModuleSnapshot {
             }
             let at = || format!("{file}:{}", i + 1);
             if f.len() < 6 {
-                bail!("{}: expected `name size refcount deps state 0xaddr`, got {line:?}", at());
+                bail!(
+                    "{}: expected `name size refcount deps state 0xaddr`, got {line:?}",
+                    at()
+                );
             }
-            let size: u64 = f[1].parse().map_err(|_| anyhow!("{}: bad module size {:?}", at(), f[1]))?;
-            let addr = parse_hex(f[5]).ok_or_else(|| anyhow!("{}: bad module address {:?}", at(), f[5]))?;
+            let size: u64 = f[1]
+                .parse()
+                .map_err(|_| anyhow!("{}: bad module size {:?}", at(), f[1]))?;
+            let addr = parse_hex(f[5])
+                .ok_or_else(|| anyhow!("{}: bad module address {:?}", at(), f[5]))?;
             let core = (addr != 0 && size != 0).then_some((addr, size));
             self.entry(f[0]).core = core;
         }
@@ -132,7 +147,8 @@ impl ModuleSnapshot {
             if f.len() != 3 {
                 bail!("{}: expected `NAME SECTION 0xADDR`, got {line:?}", at());
             }
-            let addr = parse_hex(f[2]).ok_or_else(|| anyhow!("{}: bad section address {:?}", at(), f[2]))?;
+            let addr = parse_hex(f[2])
+                .ok_or_else(|| anyhow!("{}: bad section address {:?}", at(), f[2]))?;
             if addr != 0 {
                 self.entry(f[0]).sections.insert(f[1].to_string(), addr);
             }
@@ -147,7 +163,11 @@ mod tests {
 
     #[test]
     fn images_file_unescapes_and_rejects() {
-        let m = ImageMap::parse(b"1 /bin/busybox\n2 /tmp/a\\012b\\134c d\n\n3 /lib/libc.so.6 (deleted)\n", "imgs").unwrap();
+        let m = ImageMap::parse(
+            b"1 /bin/busybox\n2 /tmp/a\\012b\\134c d\n\n3 /lib/libc.so.6 (deleted)\n",
+            "imgs",
+        )
+        .unwrap();
         assert_eq!(m.path(1), Some("/bin/busybox"));
         assert_eq!(m.path(2), Some("/tmp/a\nb\\c d"));
         assert_eq!(m.path(3), Some("/lib/libc.so.6 (deleted)"));
@@ -178,18 +198,32 @@ mod tests {
             "pm",
         )
         .unwrap();
-        m.add_sections("oprofile .text 0xbf000000\noprofile .init.text 0xbf080000\nother .text 0xbf100000\n", "ms")
-            .unwrap();
+        m.add_sections(
+            "oprofile .text 0xbf000000\noprofile .init.text 0xbf080000\nother .text 0xbf100000\n",
+            "ms",
+        )
+        .unwrap();
         let o = &m.modules["oprofile"];
         assert_eq!(o.core, Some((0xbf00_0000, 65536)));
         assert_eq!(o.sections[".init.text"], 0xbf08_0000);
         assert_eq!(m.modules["hidden"].core, None);
         assert_eq!(m.modules["other"].sections[".text"], 0xbf10_0000);
-        let e = format!("{:#}", m.add_proc_modules("x 12 0 - Live\n", "pm").unwrap_err());
+        let e = format!(
+            "{:#}",
+            m.add_proc_modules("x 12 0 - Live\n", "pm").unwrap_err()
+        );
         assert!(e.starts_with("pm:1: expected"), "{e}");
-        let e = format!("{:#}", m.add_proc_modules("a 1 0 - Live 0xbf\nx y 0 - Live 0xbf\n", "pm").unwrap_err());
+        let e = format!(
+            "{:#}",
+            m.add_proc_modules("a 1 0 - Live 0xbf\nx y 0 - Live 0xbf\n", "pm")
+                .unwrap_err()
+        );
         assert!(e.starts_with("pm:2: bad module size"), "{e}");
-        let e = format!("{:#}", m.add_sections("a .text 0xbf\na .data zz\n", "ms").unwrap_err());
+        let e = format!(
+            "{:#}",
+            m.add_sections("a .text 0xbf\na .data zz\n", "ms")
+                .unwrap_err()
+        );
         assert!(e.starts_with("ms:2: bad section address"), "{e}");
     }
 }

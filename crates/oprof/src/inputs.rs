@@ -104,27 +104,50 @@ pub struct Profile {
 impl Inputs {
     /// Reads and counts the stream, and sets up the resolver. Errors name the file at fault.
     pub fn load(&self, want: Want) -> Result<Profile> {
-        let path = self.buffer.clone().unwrap_or_else(|| PathBuf::from(session::DEFAULT_DIR));
-        let ses = if path.is_dir() { Some(Session::open(&path)?) } else { None };
-        let from_session = |given: &Option<PathBuf>, name: &str| given.clone().or_else(|| ses.as_ref()?.file(name));
+        let path = self
+            .buffer
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(session::DEFAULT_DIR));
+        let ses = if path.is_dir() {
+            Some(Session::open(&path)?)
+        } else {
+            None
+        };
+        let from_session = |given: &Option<PathBuf>, name: &str| {
+            given.clone().or_else(|| ses.as_ref()?.file(name))
+        };
         let buffer = match &ses {
             Some(s) => s
                 .file(session::SAMPLES)
                 .with_context(|| format!("{}: no {} file", path.display(), session::SAMPLES))?,
             None => path.clone(),
         };
-        let word_size = self.word_size.or(ses.as_ref().map(|s| s.info.pointer_size)).unwrap_or(4);
-        let cpu_type =
-            self.cpu_type.clone().or_else(|| ses.as_ref().map(|s| s.info.cpu_type.clone()).filter(|t| t != "timer"));
+        let word_size = self
+            .word_size
+            .or(ses.as_ref().map(|s| s.info.pointer_size))
+            .unwrap_or(4);
+        let cpu_type = self.cpu_type.clone().or_else(|| {
+            ses.as_ref()
+                .map(|s| s.info.cpu_type.clone())
+                .filter(|t| t != "timer")
+        });
         let model = match &cpu_type {
             Some(t) => events::model(Some(t))?,
             None => None,
         };
-        let mut counters = self.counters.iter().map(|c| Counter::parse(c, model)).collect::<Result<Vec<_>>>()?;
+        let mut counters = self
+            .counters
+            .iter()
+            .map(|c| Counter::parse(c, model))
+            .collect::<Result<Vec<_>>>()?;
         if let (true, Some(s)) = (counters.is_empty(), &ses) {
             counters = s.info.counters.iter().map(Counter::from_session).collect();
             if s.info.counters.is_empty() {
-                counters.push(Counter { counter: 0, event: "timer".into(), count: None });
+                counters.push(Counter {
+                    counter: 0,
+                    event: "timer".into(),
+                    count: None,
+                });
             }
         }
         let (checked, size_note) = self.check_stream(&buffer, ses.as_ref(), word_size, model)?;
@@ -139,8 +162,12 @@ impl Inputs {
             lines: want.lines,
             ..Default::default()
         };
-        let here = ses.as_ref().is_some_and(|s| s.recorded_here(&target::uname()));
-        ropts.sysroots.extend(ses.as_ref().and_then(Session::archive_root));
+        let here = ses
+            .as_ref()
+            .is_some_and(|s| s.recorded_here(&target::uname()));
+        ropts
+            .sysroots
+            .extend(ses.as_ref().and_then(Session::archive_root));
         ropts.sysroots.extend(self.sysroot.clone());
         if here {
             ropts.sysroots.push(PathBuf::from("/"));
@@ -154,14 +181,18 @@ impl Inputs {
         if let Some(s) = &ses {
             ropts.recorded_ids = s.info.debug_ids.clone();
             for (name, ko) in &s.info.modules {
-                let archived = s.archive_root().map(|r| r.join(ko.trim_start_matches('/'))).filter(|p| p.is_file());
+                let archived = s
+                    .archive_root()
+                    .map(|r| r.join(ko.trim_start_matches('/')))
+                    .filter(|p| p.is_file());
                 let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
                 if let Some(p) = archived.or(local) {
                     ropts.module_files.insert(name.clone(), p);
                 }
             }
             if let Some(k) = s.file(session::KALLSYMS) {
-                let text = std::fs::read_to_string(&k).with_context(|| format!("reading {}", k.display()))?;
+                let text = std::fs::read_to_string(&k)
+                    .with_context(|| format!("reading {}", k.display()))?;
                 let ks = Kallsyms::parse(&text, &k.display().to_string())?;
                 ropts.module_symbols = ks.module_tables(&snapshot);
                 if vm.is_none() {
@@ -189,9 +220,13 @@ impl Inputs {
         res.warnings.extend(size_note);
         let skip_note = checked.skipped().map(|s| s.note(&buffer));
         res.warnings.extend(skip_note);
-        let depth = self.backtrace_depth.or(ses.as_ref().map(|s| s.info.settings.backtrace_depth));
+        let depth = self
+            .backtrace_depth
+            .or(ses.as_ref().map(|s| s.info.settings.backtrace_depth));
         // A session says whether it took snapshots; a raw stream is scanned.
-        let snapshots = ses.as_ref().is_none_or(|s| s.info.settings.user_stack_size > 0);
+        let snapshots = ses
+            .as_ref()
+            .is_none_or(|s| s.info.settings.user_stack_size > 0);
         let expanded = if snapshots {
             unwound(&buffer, &checked, word_size, depth, &mut res)?
         } else {
@@ -275,12 +310,19 @@ fn unwound(
             words
         }
     };
-    let depth = depth.and_then(|d| usize::try_from(d).ok()).filter(|&d| d > 0);
-    let (out, stats) = unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
+    let depth = depth
+        .and_then(|d| usize::try_from(d).ok())
+        .filter(|&d| d > 0);
+    let (out, stats) =
+        unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
     res.warnings.insert(stats.note());
     res.warnings.extend(stats.fp.note());
-    Ok(Some(out.iter().flat_map(|&w| w.to_le_bytes()[..word_size].to_vec()).collect()))
+    Ok(Some(
+        out.iter()
+            .flat_map(|&w| w.to_le_bytes()[..word_size].to_vec())
+            .collect(),
+    ))
 }
 
 /// Counts the samples of the checked stream `buffer`, or of `expanded` (its snapshots unwound).
@@ -319,9 +361,10 @@ fn scan_for_snapshots(r: &mut impl std::io::Read, word_size: usize) -> std::io::
             }
         }
         // A block is whole words but the last, which `aggregate::open` checked already.
-        let mut words = crate::stream::Stream::from_bytes(&block[..n / word_size * word_size], word_size)
-            .map_err(|e| std::io::Error::other(e.to_string()))?
-            .words;
+        let mut words =
+            crate::stream::Stream::from_bytes(&block[..n / word_size * word_size], word_size)
+                .map_err(|e| std::io::Error::other(e.to_string()))?
+                .words;
         if let Some(last) = carry {
             words.insert(0, last);
         }
@@ -339,11 +382,21 @@ fn scan_for_snapshots(r: &mut impl std::io::Read, word_size: usize) -> std::io::
 /// no function symbols from either.
 fn load_vmlinux(p: &std::path::Path, lines: bool, ropts: &resolve::Options) -> Result<ElfImage> {
     let search = crate::debugfile::Search::new(&ropts.debug_dirs, &ropts.sysroots);
-    let lookup = crate::elf::DebugLookup { search: &search, target: None, recorded: None };
+    let lookup = crate::elf::DebugLookup {
+        search: &search,
+        target: None,
+        recorded: None,
+    };
     let e = ElfImage::load_kernel(p, lines, Some(lookup)).context("--vmlinux")?;
     if e.symbols.is_empty() {
-        let why = e.debug_notes.first().map_or(String::new(), |n| format!("; {n}"));
-        anyhow::bail!("{}: no function symbols (stripped, and no debug file found{why})", p.display());
+        let why = e
+            .debug_notes
+            .first()
+            .map_or(String::new(), |n| format!("; {n}"));
+        anyhow::bail!(
+            "{}: no function symbols (stripped, and no debug file found{why})",
+            p.display()
+        );
     }
     Ok(e)
 }
@@ -360,7 +413,11 @@ mod tests {
         let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
         assert!(scan_for_snapshots(&mut std::io::Cursor::new(&bytes), 4).unwrap());
         // The same words with another escape code, and a stream shorter than a block.
-        let other: Vec<u8> = bytes.iter().enumerate().map(|(i, &b)| if i == 262144 * 4 { 8 } else { b }).collect();
+        let other: Vec<u8> = bytes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| if i == 262144 * 4 { 8 } else { b })
+            .collect();
         assert!(!scan_for_snapshots(&mut std::io::Cursor::new(&other), 4).unwrap());
         let short: Vec<u8> = [!0u32, 33].iter().flat_map(|x| x.to_le_bytes()).collect();
         assert!(scan_for_snapshots(&mut std::io::Cursor::new(&short), 4).unwrap());

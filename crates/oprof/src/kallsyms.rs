@@ -43,7 +43,10 @@ impl Kallsyms {
     /// Parses `text`, read from `name` (named with the 1-based line in errors: a line that is
     /// not `ADDR TYPE NAME [\t[MODULE]]` with a hexadecimal ADDR).
     pub fn parse(text: &str, name: &str) -> Result<Kallsyms> {
-        let mut k = Kallsyms { hidden: true, ..Kallsyms::default() };
+        let mut k = Kallsyms {
+            hidden: true,
+            ..Kallsyms::default()
+        };
         let (mut stext, mut etext) = (None, None);
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -53,7 +56,10 @@ impl Kallsyms {
                 Some((s, m)) => {
                     let m = m.trim();
                     let Some(m) = m.strip_prefix('[').and_then(|m| m.strip_suffix(']')) else {
-                        bail!("{name}:{}: expected `[MODULE]` after the tab, got {m:?}", i + 1);
+                        bail!(
+                            "{name}:{}: expected `[MODULE]` after the tab, got {m:?}",
+                            i + 1
+                        );
                     };
                     (s, Some(m))
                 }
@@ -84,7 +90,12 @@ impl Kallsyms {
                 "t" => Binding::Local,
                 _ => Binding::Weak,
             };
-            let s = Symbol { addr: text_address(addr), size: 0, name: sname.to_string(), binding };
+            let s = Symbol {
+                addr: text_address(addr),
+                size: 0,
+                name: sname.to_string(),
+                binding,
+            };
             match module {
                 Some(m) => k.modules.entry(m.to_string()).or_default().push(s),
                 None => k.kernel.push(s),
@@ -110,7 +121,10 @@ impl Kallsyms {
         let mut t = SymbolTable::new(self.kernel.clone(), vec![text]);
         // No code to decode: linker text-section markers stand in (crate::calls).
         t.set_entered_without_call(
-            self.kernel.iter().filter(|s| crate::calls::is_text_section_marker(&s.name)).map(|s| s.addr),
+            self.kernel
+                .iter()
+                .filter(|s| crate::calls::is_text_section_marker(&s.name))
+                .map(|s| s.addr),
         );
         Some(t)
     }
@@ -122,7 +136,10 @@ impl Kallsyms {
             .filter_map(|(m, syms)| {
                 let (base, size) = snapshot.modules.get(m)?.core?;
                 let end = base.checked_add(size)?;
-                Some((m.clone(), SymbolTable::new(syms.clone(), std::iter::once(base..end).collect())))
+                Some((
+                    m.clone(),
+                    SymbolTable::new(syms.clone(), std::iter::once(base..end).collect()),
+                ))
             })
             .collect()
     }
@@ -154,12 +171,22 @@ mod tests {
         assert_eq!(t.lookup(0xc010_01fc).unwrap().name, "arm_clear_user");
         assert_eq!(t.lookup(0xc010_0300).unwrap().name, "weak_fn");
         assert!(t.lookup(0xc020_0000).is_none(), "past _etext");
-        assert!(k.kernel.iter().all(|s| s.name != "some_data" && s.name != "$a"));
+        assert!(k
+            .kernel
+            .iter()
+            .all(|s| s.name != "some_data" && s.name != "$a"));
         let mut snap = ModuleSnapshot::default();
-        snap.add_proc_modules("oprofile 8192 0 - Live 0xbf000000 (O)\n", "pm").unwrap();
+        snap.add_proc_modules("oprofile 8192 0 - Live 0xbf000000 (O)\n", "pm")
+            .unwrap();
         let m = k.module_tables(&snap);
-        assert_eq!(m["oprofile"].lookup(0xbf00_0010).unwrap().name, "sample_handler");
-        assert_eq!(m["oprofile"].lookup(0xbf00_1ffc).unwrap().name, "oprofile_init");
+        assert_eq!(
+            m["oprofile"].lookup(0xbf00_0010).unwrap().name,
+            "sample_handler"
+        );
+        assert_eq!(
+            m["oprofile"].lookup(0xbf00_1ffc).unwrap().name,
+            "oprofile_init"
+        );
         assert!(m["oprofile"].lookup(0xbf00_2000).is_none());
         assert_eq!(k.modules["oprofile"].len(), 2);
     }
@@ -178,21 +205,39 @@ mod tests {
         assert_eq!(k.text, Some(0xffff_8000_8001_0000..0xffff_8000_8100_0000));
         let t = k.kernel_table().unwrap();
         assert_eq!(t.lookup(0xffff_8000_8001_0044).unwrap().name, "el0t_64_irq");
-        assert_eq!(t.lookup(0xffff_8000_80fa_0100).unwrap().name, "do_idle", "no Thumb bit on arm64");
+        assert_eq!(
+            t.lookup(0xffff_8000_80fa_0100).unwrap().name,
+            "do_idle",
+            "no Thumb bit on arm64"
+        );
         assert_eq!(t.lookup(0xffff_8000_80fa_0101).unwrap().name, "odd_label");
         assert!(k.kernel.iter().all(|s| s.name != "$x"));
         let mut snap = ModuleSnapshot::default();
-        snap.add_proc_modules("oprofile 8192 0 - Live 0xffff80007a000000 (O)\n", "pm").unwrap();
-        assert_eq!(k.module_tables(&snap)["oprofile"].lookup(0xffff_8000_7a00_0010).unwrap().name, "sample_handler");
+        snap.add_proc_modules("oprofile 8192 0 - Live 0xffff80007a000000 (O)\n", "pm")
+            .unwrap();
+        assert_eq!(
+            k.module_tables(&snap)["oprofile"]
+                .lookup(0xffff_8000_7a00_0010)
+                .unwrap()
+                .name,
+            "sample_handler"
+        );
     }
 
     #[test]
     fn hidden_and_bad_files() {
-        let k = Kallsyms::parse("00000000 T _stext\n00000000 t read_zero\n00000000 T _etext\n", "ks").unwrap();
+        let k = Kallsyms::parse(
+            "00000000 T _stext\n00000000 t read_zero\n00000000 T _etext\n",
+            "ks",
+        )
+        .unwrap();
         assert!(k.hidden && k.kernel_table().is_none());
         let e = |t: &str| format!("{:#}", Kallsyms::parse(t, "ks").unwrap_err());
         assert_eq!(e("c0008000 T _stext\nzz T x\n"), "ks:2: bad address \"zz\"");
-        assert_eq!(e("c0008000 T\n"), "ks:1: expected `ADDR TYPE NAME`, got \"c0008000 T\"");
+        assert_eq!(
+            e("c0008000 T\n"),
+            "ks:1: expected `ADDR TYPE NAME`, got \"c0008000 T\""
+        );
         assert!(e("bf000000 t f\toprofile\n").starts_with("ks:1: expected `[MODULE]`"));
     }
 }

@@ -35,14 +35,17 @@
 //! `(no symbol)`, `percent` of total ticks).
 
 use crate::elf::ElfImage;
+use crate::percent::percent;
 use crate::symbols::{demangle, SymbolTable};
 use anyhow::{anyhow, bail, Context, Result};
 use object::{Object, ObjectSymbol};
-use oprofile_common::kprof::{check_granularity, infer_granularity, Kpdata, KpdataError, HEADER_WORDS, MAX_GRANULARITY, WORD_BYTES};
+use oprofile_common::kprof::{
+    check_granularity, infer_granularity, Kpdata, KpdataError, HEADER_WORDS, MAX_GRANULARITY,
+    WORD_BYTES,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use crate::percent::percent;
 
 /// Row name of slots no function symbol covers.
 pub const NO_SYMBOL: &str = "(no symbol)";
@@ -64,14 +67,26 @@ impl Kernel {
     pub fn load(path: &Path) -> Result<Kernel> {
         let name = path.display().to_string();
         let (image, (base, end)) = ElfImage::load_kernel_with(path, false, text_bounds)?;
-        anyhow::ensure!(!image.symbols.is_empty(), "{name}: no function symbols (stripped?)");
-        Ok(Kernel { name, base, end, symbols: image.symbols })
+        anyhow::ensure!(
+            !image.symbols.is_empty(),
+            "{name}: no function symbols (stripped?)"
+        );
+        Ok(Kernel {
+            name,
+            base,
+            end,
+            symbols: image.symbols,
+        })
     }
 }
 
 /// `(_stext, _etext)` of an ELF (bit 0 cleared on ARM, as for function symbols).
 fn text_bounds(file: &object::File<'_>) -> Result<(u64, u64)> {
-    let mask = if file.architecture() == object::Architecture::Arm { !1 } else { !0 };
+    let mask = if file.architecture() == object::Architecture::Arm {
+        !1
+    } else {
+        !0
+    };
     let find = |want: &str| {
         file.symbols()
             .find(|s| s.name() == Ok(want) && !s.is_undefined())
@@ -89,15 +104,25 @@ fn text_bounds(file: &object::File<'_>) -> Result<(u64, u64)> {
 pub fn decode<'a>(name: &str, bytes: &'a [u8]) -> Result<Kpdata<'a>> {
     Kpdata::new(bytes).map_err(|e| match e {
         KpdataError::Short(n) => {
-            anyhow!("{name}: {n} bytes, shorter than the {}-byte header", HEADER_WORDS * WORD_BYTES)
+            anyhow!(
+                "{name}: {n} bytes, shorter than the {}-byte header",
+                HEADER_WORDS * WORD_BYTES
+            )
         }
-        KpdataError::Ragged(n) => anyhow!("{name}: {n} bytes, not a whole number of {WORD_BYTES}-byte words"),
+        KpdataError::Ragged(n) => {
+            anyhow!("{name}: {n} bytes, not a whole number of {WORD_BYTES}-byte words")
+        }
     })
 }
 
 /// The granularity of `kp` (read from `kp_name`) over `kernel`'s text: `given` if its slot
 /// count matches, else the inferred one; errors say why neither fits.
-pub fn granularity(kernel: &Kernel, kp_name: &str, kp: &Kpdata<'_>, given: Option<u32>) -> Result<u32> {
+pub fn granularity(
+    kernel: &Kernel,
+    kp_name: &str,
+    kp: &Kpdata<'_>,
+    given: Option<u32>,
+) -> Result<u32> {
     let len = kernel.end - kernel.base;
     let slots = kp.slots();
     let range = format!("{:#x}..{:#x}", kernel.base, kernel.end);
@@ -169,19 +194,39 @@ pub fn build(kernel: &Kernel, kp: &Kpdata<'_>, g: u32) -> Profile {
     let mut text = 0u64;
     for (slot, n) in kp.nonzero() {
         text += u64::from(n);
-        let addr = kernel.base.wrapping_add((slot as u64).wrapping_mul(u64::from(g)));
-        let key = kernel.symbols.lookup(addr).map(|s| (s.addr, s.name.as_str()));
+        let addr = kernel
+            .base
+            .wrapping_add((slot as u64).wrapping_mul(u64::from(g)));
+        let key = kernel
+            .symbols
+            .lookup(addr)
+            .map(|s| (s.addr, s.name.as_str()));
         *per.entry(key).or_default() += u64::from(n);
     }
     let pct = |n: u64| percent(n, total);
     let mut symbols: Vec<SymbolRow> = per
         .into_iter()
         .map(|(key, ticks)| match key {
-            Some((addr, name)) => SymbolRow { name: demangle(name), ticks, percent: pct(ticks), address: Some(addr) },
-            None => SymbolRow { name: NO_SYMBOL.to_string(), ticks, percent: pct(ticks), address: None },
+            Some((addr, name)) => SymbolRow {
+                name: demangle(name),
+                ticks,
+                percent: pct(ticks),
+                address: Some(addr),
+            },
+            None => SymbolRow {
+                name: NO_SYMBOL.to_string(),
+                ticks,
+                percent: pct(ticks),
+                address: None,
+            },
         })
         .collect();
-    symbols.sort_by(|a, b| b.ticks.cmp(&a.ticks).then_with(|| a.name.cmp(&b.name)).then(a.address.cmp(&b.address)));
+    symbols.sort_by(|a, b| {
+        b.ticks
+            .cmp(&a.ticks)
+            .then_with(|| a.name.cmp(&b.name))
+            .then(a.address.cmp(&b.address))
+    });
     Profile {
         total,
         kernel: kernel_ticks,
@@ -198,15 +243,43 @@ pub fn build(kernel: &Kernel, kp: &Kpdata<'_>, g: u32) -> Profile {
 pub fn render(p: &Profile, limit: usize) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "Total ticks: {} (kprof clock ticks, all CPUs; not ms)", p.total);
-    let _ = writeln!(out, "Kernel ticks: {} ({:.1}% of total)", p.kernel, percent(p.kernel, p.total));
+    let _ = writeln!(
+        out,
+        "Total ticks: {} (kprof clock ticks, all CPUs; not ms)",
+        p.total
+    );
+    let _ = writeln!(
+        out,
+        "Kernel ticks: {} ({:.1}% of total)",
+        p.kernel,
+        percent(p.kernel, p.total)
+    );
     let _ = writeln!(out, "In kernel text: {}", p.text);
-    let _ = writeln!(out, "Kernel, outside kernel text: {} (e.g. modules)", p.outside_text);
-    let _ = writeln!(out, "Text: {:#x}..{:#x} (_stext.._etext), {} bytes per slot", p.base, p.end, p.granularity);
-    let n = if limit == 0 { p.symbols.len() } else { limit.min(p.symbols.len()) };
+    let _ = writeln!(
+        out,
+        "Kernel, outside kernel text: {} (e.g. modules)",
+        p.outside_text
+    );
+    let _ = writeln!(
+        out,
+        "Text: {:#x}..{:#x} (_stext.._etext), {} bytes per slot",
+        p.base, p.end, p.granularity
+    );
+    let n = if limit == 0 {
+        p.symbols.len()
+    } else {
+        limit.min(p.symbols.len())
+    };
     let _ = writeln!(out, "{:<9} {:>6} {:>6}  symbol name", "ticks", "%", "%text");
     for r in &p.symbols[..n] {
-        let _ = writeln!(out, "{:<9} {:>6.1} {:>6.1}  {}", r.ticks, r.percent, percent(r.ticks, p.text), r.name);
+        let _ = writeln!(
+            out,
+            "{:<9} {:>6.1} {:>6.1}  {}",
+            r.ticks,
+            r.percent,
+            percent(r.ticks, p.text),
+            r.name
+        );
     }
     if n < p.symbols.len() {
         let rest: u64 = p.symbols[n..].iter().map(|r| r.ticks).sum();
@@ -233,8 +306,21 @@ mod tests {
 
     /// A kernel with text `[base, end)` and function symbols `(addr, size, name)`.
     fn kernel(base: u64, end: u64, syms: &[(u64, u64, &str)]) -> Kernel {
-        let syms = syms.iter().map(|&(addr, size, name)| Symbol { addr, size, name: name.into(), binding: Binding::Global }).collect();
-        Kernel { name: "vmlinux".into(), base, end, symbols: SymbolTable::new(syms, std::iter::once(base..end).collect()) }
+        let syms = syms
+            .iter()
+            .map(|&(addr, size, name)| Symbol {
+                addr,
+                size,
+                name: name.into(),
+                binding: Binding::Global,
+            })
+            .collect();
+        Kernel {
+            name: "vmlinux".into(),
+            base,
+            end,
+            symbols: SymbolTable::new(syms, std::iter::once(base..end).collect()),
+        }
     }
 
     fn words(w: &[u32]) -> Vec<u8> {
@@ -249,7 +335,11 @@ mod tests {
             &[
                 (0xc000_0000, 0x10, "a"),
                 (0xc000_0020, 0, "asm"),
-                (0xc000_0030, 0x10, "_ZN6kernel4task5sched17h0123456789abcdefE"),
+                (
+                    0xc000_0030,
+                    0x10,
+                    "_ZN6kernel4task5sched17h0123456789abcdefE",
+                ),
             ],
         )
     }
@@ -263,9 +353,19 @@ mod tests {
         let g = granularity(&k, "kpdata", &kp, None).unwrap();
         assert_eq!(g, 4);
         let p = build(&k, &kp, g);
-        assert_eq!((p.total, p.kernel, p.text, p.outside_text), (100, 60, 25, 35));
-        assert_eq!((p.base, p.end, p.granularity), (0xc000_0000, 0xc000_0040, 4));
-        let rows: Vec<_> = p.symbols.iter().map(|r| (r.name.as_str(), r.ticks, r.address)).collect();
+        assert_eq!(
+            (p.total, p.kernel, p.text, p.outside_text),
+            (100, 60, 25, 35)
+        );
+        assert_eq!(
+            (p.base, p.end, p.granularity),
+            (0xc000_0000, 0xc000_0040, 4)
+        );
+        let rows: Vec<_> = p
+            .symbols
+            .iter()
+            .map(|r| (r.name.as_str(), r.ticks, r.address))
+            .collect();
         assert_eq!(
             rows,
             [
@@ -277,14 +377,40 @@ mod tests {
         );
         assert!((p.symbols[0].percent - 10.0).abs() < 1e-9);
         let text = render(&p, 0);
-        assert!(text.contains("Total ticks: 100 ") && text.contains("Kernel ticks: 60 (60.0% of total)"), "{text}");
-        assert!(text.contains("In kernel text: 25") && text.contains("outside kernel text: 35"), "{text}");
-        assert!(text.contains("0xc0000000..0xc0000040") && text.contains("4 bytes per slot"), "{text}");
-        assert!(text.lines().any(|l| l.starts_with("10 ") && l.contains(" 10.0 ") && l.contains(" 40.0 ")), "{text}");
+        assert!(
+            text.contains("Total ticks: 100 ")
+                && text.contains("Kernel ticks: 60 (60.0% of total)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("In kernel text: 25") && text.contains("outside kernel text: 35"),
+            "{text}"
+        );
+        assert!(
+            text.contains("0xc0000000..0xc0000040") && text.contains("4 bytes per slot"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("10 ") && l.contains(" 10.0 ") && l.contains(" 40.0 ")),
+            "{text}"
+        );
         let text = render(&p, 1);
-        assert!(text.contains("(3 more rows, 15 ticks)") && !text.contains("asm"), "{text}");
+        assert!(
+            text.contains("(3 more rows, 15 ticks)") && !text.contains("asm"),
+            "{text}"
+        );
         let j = serde_json::to_value(&p).unwrap();
-        for f in ["total", "kernel", "text", "outside_text", "base", "end", "granularity", "symbols"] {
+        for f in [
+            "total",
+            "kernel",
+            "text",
+            "outside_text",
+            "base",
+            "end",
+            "granularity",
+            "symbols",
+        ] {
             assert!(j.get(f).is_some(), "JSON lacks {f}");
         }
         assert_eq!(j["symbols"][2]["name"], "a");
@@ -296,17 +422,28 @@ mod tests {
 
     #[test]
     fn coarse_slots_straddle_and_ties_sort_by_name() {
-        let k = kernel(0x1000, 0x1010, &[(0x1000, 6, "zeta"), (0x1006, 10, "alpha")]);
+        let k = kernel(
+            0x1000,
+            0x1010,
+            &[(0x1000, 6, "zeta"), (0x1006, 10, "alpha")],
+        );
         // 2 slots of 8 bytes: slot 0 starts in zeta (covering alpha's first bytes), slot 1 in alpha.
         let bytes = words(&[9, 9, 4, 4]);
         let kp = decode("kpdata", &bytes).unwrap();
         let p = build(&k, &kp, granularity(&k, "kpdata", &kp, Some(8)).unwrap());
-        let rows: Vec<_> = p.symbols.iter().map(|r| (r.name.as_str(), r.ticks)).collect();
+        let rows: Vec<_> = p
+            .symbols
+            .iter()
+            .map(|r| (r.name.as_str(), r.ticks))
+            .collect();
         assert_eq!(rows, [("alpha", 4), ("zeta", 4)]);
         assert_eq!(p.outside_text, 1);
         // Kernel ticks below the text sum (counts read while running) saturate at 0.
         let bytes = words(&[9, 3, 4, 4]);
-        assert_eq!(build(&k, &decode("kpdata", &bytes).unwrap(), 8).outside_text, 0);
+        assert_eq!(
+            build(&k, &decode("kpdata", &bytes).unwrap(), 8).outside_text,
+            0
+        );
         // Nothing counted: a header and no rows.
         let bytes = words(&[0, 0, 0, 0]);
         let p = build(&k, &decode("kpdata", &bytes).unwrap(), 8);
@@ -320,15 +457,23 @@ mod tests {
         let bytes = words(&[1, 1, 0, 0, 0, 0, 0]); // 5 slots: no granularity gives 5 over 64 bytes
         let kp = decode("kp", &bytes).unwrap();
         let e = granularity(&k, "kp", &kp, None).unwrap_err().to_string();
-        assert!(e.contains("kp has 5 slots") && e.contains("vmlinux's text") && e.contains("64 bytes"), "{e}");
+        assert!(
+            e.contains("kp has 5 slots") && e.contains("vmlinux's text") && e.contains("64 bytes"),
+            "{e}"
+        );
         assert!(e.contains("different kernel build"), "{e}");
         let bytes = words(&[1, 1, 0, 0, 0, 0]); // 4 slots: 16-byte granularity
         let kp = decode("kp", &bytes).unwrap();
         assert_eq!(granularity(&k, "kp", &kp, None).unwrap(), 16);
         assert_eq!(granularity(&k, "kp", &kp, Some(16)).unwrap(), 16);
         let e = granularity(&k, "kp", &kp, Some(4)).unwrap_err().to_string();
-        assert!(e.contains("kp has 4 slots") && e.contains("16 slots of 4 bytes"), "{e}");
-        let e = granularity(&k, "kp", &kp, Some(12)).unwrap_err().to_string();
+        assert!(
+            e.contains("kp has 4 slots") && e.contains("16 slots of 4 bytes"),
+            "{e}"
+        );
+        let e = granularity(&k, "kp", &kp, Some(12))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--granularity 12: not a power of two"), "{e}");
         assert!(granularity(&k, "kp", &kp, Some(0)).is_err());
         assert!(granularity(&k, "kp", &kp, Some(MAX_GRANULARITY * 2)).is_err());
@@ -341,7 +486,10 @@ mod tests {
         let e = decode("KP", &[0; 10]).unwrap_err().to_string();
         assert_eq!(e, "KP: 10 bytes, not a whole number of 4-byte words");
         let dir = tempfile::tempdir().unwrap();
-        let e = format!("{:#}", run(&dir.path().join("vm"), &dir.path().join("none"), None).unwrap_err());
+        let e = format!(
+            "{:#}",
+            run(&dir.path().join("vm"), &dir.path().join("none"), None).unwrap_err()
+        );
         assert!(e.contains("reading") && e.contains("none"), "{e}");
         let kp = dir.path().join("kp");
         std::fs::write(&kp, words(&[1, 1, 0])).unwrap();
@@ -374,8 +522,15 @@ mod tests {
         assert!(st.success());
         let k = Kernel::load(&exe).unwrap();
         let hot = k.symbols.lookup(k.base).unwrap().clone();
-        assert_eq!((hot.name.as_str(), hot.addr), ("hot", k.base), "_stext lost its Thumb bit");
-        let cold = (k.base..k.end).step_by(2).find_map(|a| k.symbols.lookup(a).filter(|s| s.name == "cold")).unwrap();
+        assert_eq!(
+            (hot.name.as_str(), hot.addr),
+            ("hot", k.base),
+            "_stext lost its Thumb bit"
+        );
+        let cold = (k.base..k.end)
+            .step_by(2)
+            .find_map(|a| k.symbols.lookup(a).filter(|s| s.name == "cold"))
+            .unwrap();
         let cold = cold.addr;
         let slots = (k.end - k.base).div_ceil(2) as usize;
         let mut w = vec![0u32; HEADER_WORDS + slots];
@@ -387,13 +542,26 @@ mod tests {
         std::fs::write(&kp, words(&w)).unwrap();
         let p = run(&exe, &kp, None).unwrap();
         assert_eq!(p.granularity, 2);
-        let rows: Vec<_> = p.symbols.iter().map(|r| (r.name.as_str(), r.ticks)).collect();
+        let rows: Vec<_> = p
+            .symbols
+            .iter()
+            .map(|r| (r.name.as_str(), r.ticks))
+            .collect();
         assert_eq!(rows, [("hot", 7), ("cold", 3)]);
         assert_eq!((p.text, p.outside_text), (10, 10));
-        assert!(run(&exe, &kp, Some(4)).unwrap_err().to_string().contains("different kernel build"));
+        assert!(run(&exe, &kp, Some(4))
+            .unwrap_err()
+            .to_string()
+            .contains("different kernel build"));
         // An ELF without _stext is refused by name.
         let plain = dir.path().join("plain");
-        let st = Command::new(CC).args(["-O1", "-no-pie"]).arg(&src).arg("-o").arg(&plain).status().unwrap();
+        let st = Command::new(CC)
+            .args(["-O1", "-no-pie"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&plain)
+            .status()
+            .unwrap();
         assert!(st.success());
         let e = format!("{:#}", run(&plain, &kp, None).unwrap_err());
         assert!(e.contains("plain") && e.contains("no _stext symbol"), "{e}");

@@ -47,8 +47,6 @@ mod target;
 mod validate;
 // The host unwinder of `--call-graph dwarf`-style samples (issue 21); the stream that will carry
 // the kernel's register + stack snapshots to it is not there yet.
-#[cfg_attr(not(test), allow(dead_code))]
-mod unwind;
 #[cfg(test)]
 mod tests_annotate;
 #[cfg(test)]
@@ -63,13 +61,19 @@ mod tests_frames;
 mod tests_pprof;
 #[cfg(test)]
 mod tests_stream;
+#[cfg_attr(not(test), allow(dead_code))]
+mod unwind;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "oprof", version, about = "oprofile-rs tool: record on the target, report anywhere")]
+#[command(
+    name = "oprof",
+    version,
+    about = "oprofile-rs tool: record on the target, report anywhere"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -381,7 +385,9 @@ fn write_man_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
     for (name, page) in pages {
         let path = dir.join(format!("{name}.1"));
         let mut out = Vec::new();
-        clap_mangen::Man::new(page).render(&mut out).with_context(|| format!("rendering {name}.1"))?;
+        clap_mangen::Man::new(page)
+            .render(&mut out)
+            .with_context(|| format!("rendering {name}.1"))?;
         std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -398,7 +404,9 @@ fn emit(s: &str) -> Result<()> {
 }
 
 fn main() {
-    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let code = match run(Cli::parse(), &argv) {
         Ok(code) => code,
         Err(e) => {
@@ -417,18 +425,30 @@ fn main() {
 fn run(cli: Cli, argv: &[String]) -> Result<i32> {
     match cli.cmd {
         Cmd::Record(args) => return record::run(&args, argv),
-        Cmd::Generate { what: Generate::Man { dir } } => {
+        Cmd::Generate {
+            what: Generate::Man { dir },
+        } => {
             use clap::CommandFactory;
             write_man_pages(&Cli::command(), &dir)?;
         }
-        Cmd::Generate { what: Generate::Completions { shell } } => {
+        Cmd::Generate {
+            what: Generate::Completions { shell },
+        } => {
             use clap::CommandFactory;
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "oprof", &mut out);
             emit(&String::from_utf8_lossy(&out))?;
         }
-        Cmd::Decode { buffer, word_size, cpu_type, force } => {
-            let model = cpu_type.as_deref().map(|t| events::model(Some(t))).transpose()?;
+        Cmd::Decode {
+            buffer,
+            word_size,
+            cpu_type,
+            force,
+        } => {
+            let model = cpu_type
+                .as_deref()
+                .map(|t| events::model(Some(t)))
+                .transpose()?;
             let limits = validate::Limits::bare(word_size, model);
             let (text, note) = stream::listing(&buffer, &limits, force)?;
             if let Some(n) = note {
@@ -436,11 +456,34 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             }
             emit(&text)?;
         }
-        Cmd::Synth { source, out, samples, chains, word_size } => {
-            let w = synth::run(&source, &out, samples, synth::parse_chains(&chains)?, word_size)?;
-            emit(&format!("{}: {} samples, {} frames, {} words\n", out.display(), w.samples, w.frames, w.words))?;
+        Cmd::Synth {
+            source,
+            out,
+            samples,
+            chains,
+            word_size,
+        } => {
+            let w = synth::run(
+                &source,
+                &out,
+                samples,
+                synth::parse_chains(&chains)?,
+                word_size,
+            )?;
+            emit(&format!(
+                "{}: {} samples, {} frames, {} words\n",
+                out.display(),
+                w.samples,
+                w.frames,
+                w.words
+            ))?;
         }
-        Cmd::Setup { cpu_type, events: spec, dir, report_args } => {
+        Cmd::Setup {
+            cpu_type,
+            events: spec,
+            dir,
+            report_args,
+        } => {
             let Some(model) = events::model(cpu_type.as_deref())? else {
                 anyhow::bail!("cpu_type timer has no counters to set up");
             };
@@ -455,14 +498,23 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 emit(&events::setup_script(model, &placed, &dir))?;
             }
         }
-        Cmd::Events { cpu_type, list_types } => {
+        Cmd::Events {
+            cpu_type,
+            list_types,
+        } => {
             if list_types {
                 emit(&events::list_types())?;
             } else {
                 emit(&events::render(events::model(cpu_type.as_deref())?))?;
             }
         }
-        Cmd::Kprof { vmlinux, kpdata, granularity, json, limit } => {
+        Cmd::Kprof {
+            vmlinux,
+            kpdata,
+            granularity,
+            json,
+            limit,
+        } => {
             let p = kprof::run(&vmlinux, &kpdata, granularity)?;
             if json {
                 emit(&(serde_json::to_string_pretty(&p)? + "\n"))?;
@@ -503,7 +555,11 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             };
             // The vmlinux's line tables are large: loaded only when kernel code may be annotated.
             let kernel_lines = opts.image.as_deref().is_none_or(|i| i == resolve::VMLINUX);
-            let want = inputs::Want { lines: true, kernel_lines, keys: Default::default() };
+            let want = inputs::Want {
+                lines: true,
+                kernel_lines,
+                keys: Default::default(),
+            };
             let mut p = inputs.load(want)?;
             let a = annotate::build(&mut p, &opts)?;
             for w in &a.warnings {
@@ -553,12 +609,22 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             };
             let load = |i: inputs::Inputs| -> Result<(report::Report, (String, Option<String>))> {
                 let mut p = i.load(inputs::Want::default())?;
-                let r = report::build_counts(&p.counts, &mut p.res, &p.counters, report::Options::default());
+                let r = report::build_counts(
+                    &p.counts,
+                    &mut p.res,
+                    &p.counters,
+                    report::Options::default(),
+                );
                 Ok((r, (p.path.display().to_string(), p.cpu_type)))
             };
             let (ra, sa) = load(side(a, a_images, a_proc_modules, a_module_sections))?;
             let (rb, sb) = load(side(b, b_images, b_proc_modules, b_module_sections))?;
-            for w in ra.warnings.iter().chain(&rb.warnings).collect::<std::collections::BTreeSet<_>>() {
+            for w in ra
+                .warnings
+                .iter()
+                .chain(&rb.warnings)
+                .collect::<std::collections::BTreeSet<_>>()
+            {
                 eprintln!("oprof: note: {w}");
             }
             let d = diff::build(&ra, &rb, sa, sb, symbols)?;
@@ -568,16 +634,41 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 emit(&diff::render(&d, limit))?;
             }
         }
-        Cmd::Report { inputs, symbols, debug_info, callgraph, flame, folded, pprof, json, verbose, limit } => {
-            let opts = report::Options { lines: debug_info, flame: flame.is_some() || folded };
+        Cmd::Report {
+            inputs,
+            symbols,
+            debug_info,
+            callgraph,
+            flame,
+            folded,
+            pprof,
+            json,
+            verbose,
+            limit,
+        } => {
+            let opts = report::Options {
+                lines: debug_info,
+                flame: flame.is_some() || folded,
+            };
             // pprof locations carry source lines wherever the images have DWARF.
             let want = inputs::Want {
                 lines: debug_info || pprof.is_some(),
                 kernel_lines: debug_info,
-                keys: aggregate::Options { app: opts.flame, task: pprof.is_some() },
+                keys: aggregate::Options {
+                    app: opts.flame,
+                    task: pprof.is_some(),
+                },
             };
             let p = inputs.load(want)?;
-            let inputs::Profile { path, session: ses, counters, counts, mut res, skipped, .. } = p;
+            let inputs::Profile {
+                path,
+                session: ses,
+                counters,
+                counts,
+                mut res,
+                skipped,
+                ..
+            } = p;
             let mut r = report::build_counts(&counts, &mut res, &counters, opts);
             r.skipped = skipped;
             for w in &r.warnings {
@@ -585,7 +676,11 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
             }
             if let Some(out) = &pprof {
                 let meta = pprof::Meta {
-                    comment: ses.as_ref().map(|s| report::render_session(&path, &s.info).trim_end().to_string()),
+                    comment: ses.as_ref().map(|s| {
+                        report::render_session(&path, &s.info)
+                            .trim_end()
+                            .to_string()
+                    }),
                     duration_ns: ses.as_ref().map_or(0, |s| s.info.duration_ns),
                 };
                 pprof::write_file(&pprof::build(&counts, &mut res, &counters, &meta), out)?;
@@ -598,7 +693,11 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 if let Some(s) = &ses {
                     emit(&report::render_session(&path, &s.info))?;
                 }
-                let view = if symbols || debug_info || callgraph { report::View::Symbols } else { report::View::Images };
+                let view = if symbols || debug_info || callgraph {
+                    report::View::Symbols
+                } else {
+                    report::View::Images
+                };
                 let mut out = report::render(&r, view, limit);
                 if verbose {
                     out.push('\n');
@@ -611,7 +710,10 @@ fn run(cli: Cli, argv: &[String]) -> Result<i32> {
                 emit(&out)?;
             }
             if let Some(out) = &flame {
-                let title = format!("oprof: {}", path.file_name().unwrap_or_default().to_string_lossy());
+                let title = format!(
+                    "oprof: {}",
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                );
                 r.folded.write_svg_file(&title, out)?;
             }
         }
@@ -631,15 +733,31 @@ mod cli_tests {
         write_man_pages(&Cli::command(), dir.path()).unwrap();
         for page in ["oprof", "oprof-record", "oprof-report", "oprof-kprof"] {
             let text = std::fs::read_to_string(dir.path().join(format!("{page}.1"))).unwrap();
-            assert!(text.contains(".TH") && text.contains(page), "{page}.1: {text:.200}");
+            assert!(
+                text.contains(".TH") && text.contains(page),
+                "{page}.1: {text:.200}"
+            );
         }
-        assert!(!dir.path().join("oprof-generate.1").exists(), "hidden subcommand has no page");
+        assert!(
+            !dir.path().join("oprof-generate.1").exists(),
+            "hidden subcommand has no page"
+        );
         let record = std::fs::read_to_string(dir.path().join("oprof-record.1")).unwrap();
-        assert!(record.contains("callgraph") && record.contains("archive"), "{record:.400}");
+        assert!(
+            record.contains("callgraph") && record.contains("archive"),
+            "{record:.400}"
+        );
         let mut out = Vec::new();
-        clap_complete::generate(clap_complete::Shell::Bash, &mut Cli::command(), "oprof", &mut out);
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut Cli::command(),
+            "oprof",
+            &mut out,
+        );
         let bash = String::from_utf8(out).unwrap();
-        assert!(bash.contains("_oprof()") && bash.contains("record") && bash.contains("--callgraph"));
+        assert!(
+            bash.contains("_oprof()") && bash.contains("record") && bash.contains("--callgraph")
+        );
     }
 
     fn report(args: &[&str]) -> Result<()> {
@@ -654,33 +772,63 @@ mod cli_tests {
         let p = |n: &str| dir.path().join(n).display().to_string();
         let st = stream::tests::stream(&[
             Record::CpuSwitch { cpu: 0 },
-            Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 },
+            Record::CtxSwitch {
+                pid: 1,
+                tgid: 1,
+                app_cookie: 1,
+            },
             Record::KernelExit,
             Record::CookieSwitch { cookie: 1 },
             Record::Sample { pc: 0x10, event: 0 },
         ]);
-        let bytes: Vec<u8> = st.words.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+        let bytes: Vec<u8> = st
+            .words
+            .iter()
+            .flat_map(|&w| (w as u32).to_le_bytes())
+            .collect();
         std::fs::write(p("buf"), bytes).unwrap();
         std::fs::write(p("images"), "1 /bin/app\nbogus\n").unwrap();
         std::fs::write(p("good-images"), "1 /bin/app\n").unwrap();
         std::fs::write(p("pm"), "m 10 0 - Live\n").unwrap();
         let err = |args: &[&str]| format!("{:#}", report(args).unwrap_err());
         let e = err(&[&p("buf"), "--images", &p("nope")]);
-        assert!(e.contains(&format!("reading images file {}", p("nope"))), "{e}");
+        assert!(
+            e.contains(&format!("reading images file {}", p("nope"))),
+            "{e}"
+        );
         let e = err(&[&p("buf"), "--images", &p("images")]);
-        assert!(e.contains(&format!("{}:2: expected `ID PATH`", p("images"))), "{e}");
+        assert!(
+            e.contains(&format!("{}:2: expected `ID PATH`", p("images"))),
+            "{e}"
+        );
         let e = err(&[&p("buf"), "--vmlinux", &p("nope")]);
         assert!(e.contains(&p("nope")) && e.contains("cannot read"), "{e}");
         let e = err(&[&p("buf"), "--vmlinux", &p("good-images")]);
-        assert!(e.contains(&p("good-images")) && e.contains("not an ELF file"), "{e}");
+        assert!(
+            e.contains(&p("good-images")) && e.contains("not an ELF file"),
+            "{e}"
+        );
         let e = err(&[&p("buf"), "--proc-modules", &p("pm")]);
         assert!(e.contains(&format!("{}:1: expected", p("pm"))), "{e}");
         let e = err(&[&p("buf"), "--image-path", &p("nodir")]);
         assert!(e.contains("not a directory"), "{e}");
         // A report with every view and a flame graph runs; a missing image is a row, not an error.
-        report(&[&p("buf"), "--images", &p("good-images"), "-l", "-g", "-c", "--flame", &p("f.svg")]).unwrap();
+        report(&[
+            &p("buf"),
+            "--images",
+            &p("good-images"),
+            "-l",
+            "-g",
+            "-c",
+            "--flame",
+            &p("f.svg"),
+        ])
+        .unwrap();
         let svg = std::fs::read_to_string(p("f.svg")).unwrap();
-        assert!(svg.contains("app") && svg.contains("(image not found)"), "flame graph frames");
+        assert!(
+            svg.contains("app") && svg.contains("(image not found)"),
+            "flame graph frames"
+        );
         report(&[&p("buf"), "--json", "-n", "1"]).unwrap();
     }
 }

@@ -104,14 +104,23 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Point>> {
         last = n;
         match state {
             State::Header if t.trim() == HEADER.trim() => state = State::Rule,
-            State::Header => bail!("{name}:{n}: expected the column header after the title, found {t:?}"),
+            State::Header => {
+                bail!("{name}:{n}: expected the column header after the title, found {t:?}")
+            }
             State::Rule if t.trim() == RULE => state = State::Rows,
-            State::Rule => bail!("{name}:{n}: expected the rule line after the column header, found {t:?}"),
+            State::Rule => {
+                bail!("{name}:{n}: expected the rule line after the column header, found {t:?}")
+            }
             State::Rows if t.trim() == RULE => state = State::Done,
             State::Rows => {
-                let row = parse_row(t).map_err(|e| anyhow::anyhow!("{name}:{n}: bad row ({}): {t:?}", row_error(e)))?;
+                let row = parse_row(t).map_err(|e| {
+                    anyhow::anyhow!("{name}:{n}: bad row ({}): {t:?}", row_error(e))
+                })?;
                 if let Some(first) = seen.insert(row.name.to_string(), n) {
-                    bail!("{name}:{n}: point {} listed twice (first on line {first})", row.name);
+                    bail!(
+                        "{name}:{n}: point {} listed twice (first on line {first})",
+                        row.name
+                    );
                 }
                 points.push(Point {
                     name: row.name.to_string(),
@@ -139,7 +148,11 @@ pub fn read(path: &Path) -> Result<Vec<Point>> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).with_context(|| format!("reading {name}"))?;
     let mut points = parse(&name, &String::from_utf8_lossy(&bytes))?;
-    points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.name.cmp(&b.name)));
+    points.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     Ok(points)
 }
 
@@ -153,7 +166,11 @@ pub fn render(points: &[Point]) -> String {
     let rule = format!("{RULE}  ------");
     let _ = writeln!(out, "{rule}");
     for p in points {
-        let pct = if sum == 0 { 0.0 } else { p.total_ns as f64 * 100.0 / sum as f64 };
+        let pct = if sum == 0 {
+            0.0
+        } else {
+            p.total_ns as f64 * 100.0 / sum as f64
+        };
         let _ = writeln!(
             out,
             "{:>7}  {:>20}  {:>6}.{:09}  {:>16}  {:>16}  {:>6.1}",
@@ -176,9 +193,24 @@ mod tests {
     use oprofile_common::profile_point::{write_row, Row, MAX_ROW};
 
     const ROWS: [Row<'static>; 3] = [
-        Row { enabled: true, name: "sample_handler", total_ns: 153_470, nr: 55 },
-        Row { enabled: false, name: "sync_pass", total_ns: 2_000_000_001, nr: 3 },
-        Row { enabled: true, name: "buffer_read", total_ns: 0, nr: 0 },
+        Row {
+            enabled: true,
+            name: "sample_handler",
+            total_ns: 153_470,
+            nr: 55,
+        },
+        Row {
+            enabled: false,
+            name: "sync_pass",
+            total_ns: 2_000_000_001,
+            nr: 3,
+        },
+        Row {
+            enabled: true,
+            name: "buffer_read",
+            total_ns: 0,
+            nr: 0,
+        },
     ];
 
     /// The table as the module writes it.
@@ -201,7 +233,13 @@ mod tests {
         let pts = parse("pp", &table(&ROWS)).unwrap();
         let want: Vec<Point> = ROWS
             .iter()
-            .map(|r| Point { name: r.name.into(), enabled: r.enabled, total_ns: r.total_ns, nr: r.nr, avg_ns: r.avg_ns() })
+            .map(|r| Point {
+                name: r.name.into(),
+                enabled: r.enabled,
+                total_ns: r.total_ns,
+                nr: r.nr,
+                avg_ns: r.avg_ns(),
+            })
             .collect();
         assert_eq!(pts, want);
         assert_eq!(pts[0].avg_ns, 2791);
@@ -222,8 +260,15 @@ mod tests {
         );
         let text = render(&sorted);
         let sync = text.lines().find(|l| l.contains("sync_pass")).unwrap();
-        assert!(sync.contains("2.000000001") && sync.ends_with("  100.0"), "{text}");
-        assert!(text.lines().any(|l| l.contains("buffer_read") && l.ends_with("    0.0")), "{text}");
+        assert!(
+            sync.contains("2.000000001") && sync.ends_with("  100.0"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.contains("buffer_read") && l.ends_with("    0.0")),
+            "{text}"
+        );
         let e = format!("{:#}", read(&dir.path().join("none")).unwrap_err());
         assert!(e.contains("reading") && e.contains("none"), "{e}");
     }
@@ -239,7 +284,10 @@ mod tests {
             }
         }
         log.push_str("[   13.000000] oprofile: unloaded (timer mode)\n");
-        assert_eq!(parse("dmesg", &log).unwrap(), parse("pp", &table(&ROWS)).unwrap());
+        assert_eq!(
+            parse("dmesg", &log).unwrap(),
+            parse("pp", &table(&ROWS)).unwrap()
+        );
         // Without timestamps, with a syslog level, and an earlier table: the last one counts.
         let mut log = format!("<6>oprofile: {TITLE}\n<6>oprofile: {HEADER}\n");
         for l in table(&ROWS[..1]).lines() {
@@ -248,7 +296,11 @@ mod tests {
         assert_eq!(parse("dmesg", &log).unwrap().len(), 1);
         // A truncated logged table is still an error.
         let cut: String = log.lines().take(6).map(|l| format!("{l}\n")).collect();
-        assert!(err(&cut).contains("without the closing rule"), "{}", err(&cut));
+        assert!(
+            err(&cut).contains("without the closing rule"),
+            "{}",
+            err(&cut)
+        );
     }
 
     #[test]
@@ -260,17 +312,29 @@ mod tests {
         let e = err(&t.replacen(&format!("{RULE}\n"), "", 1));
         assert!(e.starts_with("pp:3: expected the rule line"), "{e}");
         let e = err(&t.replace("2791", "2792"));
-        assert!(e.starts_with("pp:4: bad row (avg.ns disagrees with total / nr)"), "{e}");
+        assert!(
+            e.starts_with("pp:4: bad row (avg.ns disagrees with total / nr)"),
+            "{e}"
+        );
         let e = err(&t.replace("sync_pass", "sample_handler"));
-        assert!(e.starts_with("pp:5: point sample_handler listed twice (first on line 4)"), "{e}");
+        assert!(
+            e.starts_with("pp:5: point sample_handler listed twice (first on line 4)"),
+            "{e}"
+        );
         let e = err(&t.replace("   off", " maybe"));
         assert!(e.starts_with("pp:5: bad row (status"), "{e}");
         let e = err(&t[..t.len() - RULE.len() - 1]);
-        assert!(e.starts_with("pp:6: the table ends here without the closing rule"), "{e}");
+        assert!(
+            e.starts_with("pp:6: the table ends here without the closing rule"),
+            "{e}"
+        );
         let e = err(&format!("junk\n{t}"));
         assert!(e.starts_with("pp:1: unexpected line before"), "{e}");
         let e = err(&format!("{t}junk\n"));
-        assert!(e.starts_with("pp:8: unexpected line after the table"), "{e}");
+        assert!(
+            e.starts_with("pp:8: unexpected line after the table"),
+            "{e}"
+        );
         assert!(parse("pp", &format!("\n{t}\n")).is_ok());
     }
 }

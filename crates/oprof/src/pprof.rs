@@ -178,7 +178,11 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
     let mut st = Strings::default();
     st.id("");
     // Counters that sampled, and each one's first value column.
-    let events: BTreeSet<u64> = agg.parts.iter().flat_map(|c| c.keys.keys().map(|k| c.key(k).event)).collect();
+    let events: BTreeSet<u64> = agg
+        .parts
+        .iter()
+        .flat_map(|c| c.keys.keys().map(|k| c.key(k).event))
+        .collect();
     let mut sample_type = Vec::new();
     let mut column: HashMap<u64, (usize, Option<u64>)> = HashMap::new();
     for &e in &events {
@@ -186,9 +190,15 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
         let name = c.map_or_else(|| format!("counter{e}"), |c| c.event.replace(' ', "_"));
         let period = c.and_then(|c| c.count).filter(|&n| n > 0);
         column.insert(e, (sample_type.len(), period));
-        sample_type.push(ValueType { r#type: st.id(&format!("{name}_samples")), unit: st.id("count") });
+        sample_type.push(ValueType {
+            r#type: st.id(&format!("{name}_samples")),
+            unit: st.id("count"),
+        });
         if period.is_some() {
-            sample_type.push(ValueType { r#type: st.id(&name), unit: st.id("events") });
+            sample_type.push(ValueType {
+                r#type: st.id(&name),
+                unit: st.id("events"),
+            });
         }
     }
     let (period_type, period) = match events.iter().next().and_then(|e| column.get(e)) {
@@ -228,13 +238,22 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
                         let (sym, source) = (res.locs[l].sym, res.locs[l].source.clone());
                         let image = res.symbols[sym].0;
                         let address = match space {
-                            Space::User { cookie: Some(c), .. } if c != 0 => res.user_vaddr(c, word).unwrap_or(word),
+                            Space::User {
+                                cookie: Some(c), ..
+                            } if c != 0 => res.user_vaddr(c, word).unwrap_or(word),
                             _ => word,
                         };
                         let mi = *mappings.entry(image).or_insert_with(|| {
                             let info = &res.images[image];
-                            let file = info.host_path.as_ref().map_or(info.name.clone(), |h| h.display().to_string());
-                            let bid = info.host_path.as_deref().and_then(build_id).unwrap_or_default();
+                            let file = info
+                                .host_path
+                                .as_ref()
+                                .map_or(info.name.clone(), |h| h.display().to_string());
+                            let bid = info
+                                .host_path
+                                .as_deref()
+                                .and_then(build_id)
+                                .unwrap_or_default();
                             p.mapping.push(Mapping {
                                 id: p.mapping.len() as u64 + 1,
                                 memory_start: u64::MAX,
@@ -250,7 +269,10 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
                         let m = &mut p.mapping[mi];
                         if address < m.memory_start {
                             m.memory_start = address;
-                            if let Space::User { cookie: Some(c), .. } = space {
+                            if let Space::User {
+                                cookie: Some(c), ..
+                            } = space
+                            {
                                 m.file_offset = if c != 0 { word } else { 0 };
                             }
                         }
@@ -272,7 +294,12 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
                                 st.id(sname)
                             };
                             let filename = line.as_ref().map_or(0, |l| st.id(&l.file));
-                            p.function.push(Function { id: p.function.len() as u64 + 1, name, system_name: name, filename });
+                            p.function.push(Function {
+                                id: p.function.len() as u64 + 1,
+                                name,
+                                system_name: name,
+                                filename,
+                            });
                             p.function.len() as u64
                         });
                         let id = p.location.len() as u64 + 1;
@@ -280,7 +307,10 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
                             id,
                             mapping_id: mi as u64 + 1,
                             address,
-                            line: vec![Line { function_id: fid, line: line.and_then(|l| l.line).map_or(0, i64::from) }],
+                            line: vec![Line {
+                                function_id: fid,
+                                line: line.and_then(|l| l.line).map_or(0, i64::from),
+                            }],
                         });
                         locations.insert((space, word, ret), id);
                         id
@@ -288,7 +318,9 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
                 };
                 ids.push(id);
             }
-            let values = samples.entry((ids, key.task)).or_insert_with(|| vec![0; ncols]);
+            let values = samples
+                .entry((ids, key.task))
+                .or_insert_with(|| vec![0; ncols]);
             if let Some(&(i, period)) = column.get(&key.event) {
                 values[i] += n as i64;
                 if let Some(per) = period {
@@ -307,11 +339,19 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
                 // String labels: pprof drops a numeric label of 0 without a unit (cpu 0), and
                 // Pyroscope keeps string labels only.
                 if let Some(v) = v {
-                    label.push(Label { key, str: st.id(&v.to_string()), ..Label::default() });
+                    label.push(Label {
+                        key,
+                        str: st.id(&v.to_string()),
+                        ..Label::default()
+                    });
                 }
             }
         }
-        p.sample.push(Sample { location_id, value, label });
+        p.sample.push(Sample {
+            location_id,
+            value,
+            label,
+        });
     }
     for m in &mut p.mapping {
         if m.memory_start == u64::MAX {
@@ -326,6 +366,9 @@ pub fn build(agg: &Aggregated, res: &mut Resolver, counters: &[Counter], meta: &
 pub fn write_file(p: &Profile, path: &Path) -> Result<()> {
     use prost::Message;
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::default());
-    gz.write_all(&p.encode_to_vec()).and_then(|()| gz.finish()?.flush()).with_context(|| format!("writing {}", path.display()))
+    let mut gz =
+        flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::default());
+    gz.write_all(&p.encode_to_vec())
+        .and_then(|()| gz.finish()?.flush())
+        .with_context(|| format!("writing {}", path.display()))
 }

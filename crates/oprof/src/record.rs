@@ -119,7 +119,8 @@ impl std::error::Error for Failed {}
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 fn is_executable(p: &Path) -> bool {
-    p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Finds `cmd` as a shell would: a name with a `/` as is, else in each `PATH` directory.
@@ -132,15 +133,25 @@ pub fn find_command(cmd: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf> {
     } else if cmd.is_empty() {
         vec![]
     } else {
-        std::env::split_paths(path_var.unwrap_or(OsStr::new(DEFAULT_PATH))).map(|d| d.join(p)).collect()
+        std::env::split_paths(path_var.unwrap_or(OsStr::new(DEFAULT_PATH)))
+            .map(|d| d.join(p))
+            .collect()
     };
     if let Some(c) = candidates.iter().find(|c| is_executable(c)) {
         return Ok(c.clone());
     }
     if candidates.iter().any(|c| c.is_file()) {
-        return Err(Failed { code: 126, msg: format!("{shown}: permission denied (not executable)") }.into());
+        return Err(Failed {
+            code: 126,
+            msg: format!("{shown}: permission denied (not executable)"),
+        }
+        .into());
     }
-    Err(Failed { code: 127, msg: format!("{shown}: command not found") }.into())
+    Err(Failed {
+        code: 127,
+        msg: format!("{shown}: command not found"),
+    }
+    .into())
 }
 
 /// Checks `duration` (seconds): positive and finite.
@@ -191,7 +202,10 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
         if !dir.is_dir() {
             bail!("{shown} exists and is not a directory");
         }
-        let empty = std::fs::read_dir(dir).with_context(|| format!("reading {shown}"))?.next().is_none();
+        let empty = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {shown}"))?
+            .next()
+            .is_none();
         if !empty {
             if !session::Session::is_session(dir) {
                 bail!("{shown} exists and is not an oprof session directory; not overwriting it");
@@ -199,15 +213,23 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
             if !force {
                 bail!("{shown} holds a session already; use --force to overwrite it, or -o another directory");
             }
-            std::fs::remove_dir_all(dir).with_context(|| format!("removing the old session {shown}"))?;
+            std::fs::remove_dir_all(dir)
+                .with_context(|| format!("removing the old session {shown}"))?;
         }
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the session directory {shown}"))?;
-    let out = OutputDir { path: dir.to_path_buf(), existed, armed: true };
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the session directory {shown}"))?;
+    let out = OutputDir {
+        path: dir.to_path_buf(),
+        existed,
+        armed: true,
+    };
     // Root passes permission bits; a read-only filesystem still fails here.
     let probe = dir.join(".oprof-probe");
-    File::create(&probe).with_context(|| format!("cannot write in the session directory {shown}"))?;
-    std::fs::remove_file(&probe).with_context(|| format!("cannot write in the session directory {shown}"))?;
+    File::create(&probe)
+        .with_context(|| format!("cannot write in the session directory {shown}"))?;
+    std::fs::remove_file(&probe)
+        .with_context(|| format!("cannot write in the session directory {shown}"))?;
     Ok(out)
 }
 
@@ -229,7 +251,8 @@ fn drain(mut buffer: File, mut out: File, chunk: usize, stop: &AtomicBool) -> Re
         match buffer.read(&mut buf) {
             Ok(0) => {}
             Ok(n) => {
-                out.write_all(&buf[..n]).context("writing the samples file")?;
+                out.write_all(&buf[..n])
+                    .context("writing the samples file")?;
                 t.bytes += n as u64;
                 t.reads += 1;
             }
@@ -271,8 +294,13 @@ fn open_buffer(fs: &Fs) -> Result<File> {
     File::open(&p).map_err(|e| {
         let why = match e.raw_os_error() {
             Some(libc::EPERM) | Some(libc::EACCES) => " (needs root: CAP_SYS_ADMIN)".to_string(),
-            Some(libc::EBUSY) => " (another profiler has it open: oprof record, oprofiled or optool capture)".to_string(),
-            Some(libc::EINVAL) => match target::last_kernel_message("oprofile: ").filter(|m| Some(m) != logged_before.as_ref()) {
+            Some(libc::EBUSY) => {
+                " (another profiler has it open: oprof record, oprofiled or optool capture)"
+                    .to_string()
+            }
+            Some(libc::EINVAL) => match target::last_kernel_message("oprofile: ")
+                .filter(|m| Some(m) != logged_before.as_ref())
+            {
                 Some(m) => format!(" (kernel log: {m})"),
                 None => " (settings rejected, see dmesg)".to_string(),
             },
@@ -300,13 +328,20 @@ impl Capture {
         let (tx, done) = mpsc::channel::<()>();
         let st = stop.clone();
         let handle = with_signals_blocked(|| {
-            std::thread::Builder::new().name("oprof-reader".into()).spawn(move || {
-                let _done = tx; // dropped when the reader ends: wakes `finish`
-                drain(buffer, out, chunk, &st)
-            })
+            std::thread::Builder::new()
+                .name("oprof-reader".into())
+                .spawn(move || {
+                    let _done = tx; // dropped when the reader ends: wakes `finish`
+                    drain(buffer, out, chunk, &st)
+                })
         })
         .context("starting the reader thread")?;
-        let cap = Capture { fs: fs.dir.clone(), stop, done, handle: Some(handle) };
+        let cap = Capture {
+            fs: fs.dir.clone(),
+            stop,
+            done,
+            handle: Some(handle),
+        };
         Fs::new(&cap.fs).write("enable", "1")?;
         Ok(cap)
     }
@@ -378,17 +413,29 @@ fn exit_code(st: std::process::ExitStatus) -> i32 {
 /// `NAME SECTION 0xADDR` lines of every module's `/sys/module/NAME/sections/*`.
 fn module_sections() -> String {
     let mut out = String::new();
-    let Ok(rd) = std::fs::read_dir("/sys/module") else { return out };
+    let Ok(rd) = std::fs::read_dir("/sys/module") else {
+        return out;
+    };
     let mut mods: Vec<PathBuf> = rd.filter_map(|e| Some(e.ok()?.path())).collect();
     mods.sort();
     for m in mods {
-        let Ok(secs) = std::fs::read_dir(m.join("sections")) else { continue };
-        let name = m.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let Ok(secs) = std::fs::read_dir(m.join("sections")) else {
+            continue;
+        };
+        let name = m
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let mut files: Vec<PathBuf> = secs.filter_map(|e| Some(e.ok()?.path())).collect();
         files.sort();
         for f in files {
             if let Ok(v) = std::fs::read_to_string(&f) {
-                let sec = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                let sec = f
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
                 out.push_str(&format!("{name} {sec} {}\n", v.trim()));
             }
         }
@@ -401,14 +448,20 @@ fn find_kos(dir: &Path) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
     let mut stack = vec![(dir.to_path_buf(), 0)];
     while let Some((d, depth)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             let Ok(ft) = e.file_type() else { continue };
             if ft.is_dir() && depth < 8 {
                 stack.push((p, depth + 1));
             } else if ft.is_file() {
-                if let Some(stem) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".ko")) {
+                if let Some(stem) = p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_suffix(".ko"))
+                {
                     out.entry(stem.replace('-', "_")).or_insert(p);
                 }
             }
@@ -422,16 +475,22 @@ fn archive_file(root: &Path, path: &Path) -> Result<PathBuf> {
     let rel = path.strip_prefix("/").unwrap_or(path);
     let dest = root.join(rel);
     if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
     }
-    std::fs::copy(path, &dest).with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
+    std::fs::copy(path, &dest)
+        .with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
     Ok(dest)
 }
 
 /// Copies the target file `path` under `root` ([`archive_file`]) and records its build-id and
 /// `.gnu_debuglink` (read from the copy; nothing for a file with neither, or no ELF file) in
 /// `ids` by target path: what a host needs to find the debug file later. Errors: the copy's.
-pub fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, crate::debugfile::Ids>) -> Result<()> {
+pub fn archive_image(
+    root: &Path,
+    path: &Path,
+    ids: &mut BTreeMap<String, crate::debugfile::Ids>,
+) -> Result<()> {
     let dest = archive_file(root, path)?;
     if let Some(found) = crate::debugfile::Ids::read(&dest).filter(|i| !i.is_empty()) {
         ids.insert(path.display().to_string(), found);
@@ -444,7 +503,9 @@ fn dir_bytes(dir: &Path) -> u64 {
     let mut n = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             match e.metadata() {
                 Ok(m) if m.is_dir() => stack.push(e.path()),
@@ -469,7 +530,10 @@ struct StreamFacts {
 fn stream_facts(bytes: &[u8], word: usize) -> Result<StreamFacts> {
     let st = Stream::from_bytes(bytes, word)?;
     let d = stream::decode(&st)?;
-    let mut f = StreamFacts { samples: d.samples.len() as u64, ..Default::default() };
+    let mut f = StreamFacts {
+        samples: d.samples.len() as u64,
+        ..Default::default()
+    };
     for s in &d.samples {
         f.images.extend(s.ctx.app_cookie.filter(|&c| c != 0));
         match s.ctx.in_kernel {
@@ -500,7 +564,8 @@ fn install_signal_handlers() -> Result<()> {
     });
     if fresh {
         for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register_usize(s, flag.clone(), s as usize).context("installing signal handlers")?;
+            signal_hook::flag::register_usize(s, flag.clone(), s as usize)
+                .context("installing signal handlers")?;
         }
     }
     flag.store(0, Ordering::SeqCst);
@@ -515,7 +580,11 @@ fn signal_received() -> usize {
 /// Runs `oprof record`; returns the exit status (CMD's, or 0).
 pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
     let cmd = match args.command.split_first() {
-        Some((c, rest)) => Some((c.clone(), find_command(c, std::env::var_os("PATH").as_deref())?, rest.to_vec())),
+        Some((c, rest)) => Some((
+            c.clone(),
+            find_command(c, std::env::var_os("PATH").as_deref())?,
+            rest.to_vec(),
+        )),
         None => None,
     };
     let limit = duration(args.duration)?;
@@ -527,7 +596,11 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
     let want = Want {
         dir: args.oprofilefs.clone(),
         module: args.module.clone(),
-        params: if args.events.is_empty() { vec!["timer=1".into()] } else { vec![] },
+        params: if args.events.is_empty() {
+            vec!["timer=1".into()]
+        } else {
+            vec![]
+        },
     };
     let mut sys = System::acquire(&want)?;
     let r = record(args, argv, &mut sys, &mut out, cmd, limit);
@@ -567,19 +640,34 @@ fn record(
     let cpu_type = fs.read("cpu_type")?;
     let pointer_size = usize::try_from(fs.read_u64("pointer_size")?).unwrap_or(0);
     if pointer_size != 4 && pointer_size != 8 {
-        bail!("{}: unexpected pointer_size {pointer_size}", fs.path("pointer_size").display());
+        bail!(
+            "{}: unexpected pointer_size {pointer_size}",
+            fs.path("pointer_size").display()
+        );
     }
     let placed = placements(args, &cpu_type)?;
     let depth = args.callgraph.unwrap_or(0);
-    let stack = if depth > 0 && fs.exists("user_stack_size") { args.user_stack.unwrap_or(DEFAULT_USER_STACK) } else { 0 };
+    let stack = if depth > 0 && fs.exists("user_stack_size") {
+        args.user_stack.unwrap_or(DEFAULT_USER_STACK)
+    } else {
+        0
+    };
     if args.user_stack.is_some_and(|s| s > 0) && !fs.exists("user_stack_size") {
         bail!("--user-stack: this oprofile.ko has no user_stack_size");
     }
-    let buffer_size = args.buffer_size.or((stack > 0).then_some(SNAPSHOT_BUFFER_SIZE));
+    let buffer_size = args
+        .buffer_size
+        .or((stack > 0).then_some(SNAPSHOT_BUFFER_SIZE));
     // The reader is woken when fewer than `buffer_watershed` words are free: with snapshots, at
     // half the buffer (the legacy 32768 words would leave room for some 60 samples).
-    let watershed = args.watershed.or((stack > 0 && args.buffer_size.is_none()).then_some(SNAPSHOT_BUFFER_SIZE / 2));
-    for (name, v) in [("buffer_size", buffer_size), ("buffer_watershed", watershed), ("cpu_buffer_size", args.cpu_buffer_size)] {
+    let watershed = args
+        .watershed
+        .or((stack > 0 && args.buffer_size.is_none()).then_some(SNAPSHOT_BUFFER_SIZE / 2));
+    for (name, v) in [
+        ("buffer_size", buffer_size),
+        ("buffer_watershed", watershed),
+        ("cpu_buffer_size", args.cpu_buffer_size),
+    ] {
         if let Some(v) = v {
             fs.set(name, v)?;
         }
@@ -608,16 +696,23 @@ fn record(
         );
     }
     if args.kprof && !fs.exists("kprof/kpctl") {
-        bail!("--kprof: {} does not exist (a module without kprof?)", fs.path("kprof/kpctl").display());
+        bail!(
+            "--kprof: {} does not exist (a module without kprof?)",
+            fs.path("kprof/kpctl").display()
+        );
     }
     let points_before = match &args.points {
         Some(names) => Some(start_points(fs, names)?),
         None => None,
     };
     let kprof_was_started = args.kprof && kpctl(fs)?.get("state").is_some_and(|s| s == "started");
-    let chunk = usize::try_from(settings.buffer_size).ok().and_then(|w| w.checked_mul(pointer_size)).context("buffer_size too large")?;
+    let chunk = usize::try_from(settings.buffer_size)
+        .ok()
+        .and_then(|w| w.checked_mul(pointer_size))
+        .context("buffer_size too large")?;
     let samples_path = dir.join(session::SAMPLES);
-    let out = File::create(&samples_path).with_context(|| format!("creating {}", samples_path.display()))?;
+    let out = File::create(&samples_path)
+        .with_context(|| format!("creating {}", samples_path.display()))?;
     let start = Time::now();
     let t0 = Instant::now();
     let mut cap = Capture::start(fs, out, chunk)?;
@@ -627,17 +722,30 @@ fn record(
     let mut child = match &cmd {
         Some((name, path, rest)) => {
             use std::os::unix::process::CommandExt;
-            let c = std::process::Command::new(path).arg0(name).args(rest).spawn();
+            let c = std::process::Command::new(path)
+                .arg0(name)
+                .args(rest)
+                .spawn();
             match c {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-                    return Err(Failed { code, msg: format!("{}: {e}", name.to_string_lossy()) }.into());
+                    let code = if e.kind() == std::io::ErrorKind::NotFound {
+                        127
+                    } else {
+                        126
+                    };
+                    return Err(Failed {
+                        code,
+                        msg: format!("{}: {e}", name.to_string_lossy()),
+                    }
+                    .into());
                 }
             }
         }
         None => {
-            let until = limit.map_or("Ctrl-C".to_string(), |d| format!("{:.1} s have passed or Ctrl-C", d.as_secs_f64()));
+            let until = limit.map_or("Ctrl-C".to_string(), |d| {
+                format!("{:.1} s have passed or Ctrl-C", d.as_secs_f64())
+            });
             eprintln!("oprof record: profiling the whole system until {until}");
             None
         }
@@ -675,7 +783,11 @@ fn record(
     };
     let stop = Time::now();
     let duration_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let kprof_stopped = if args.kprof { fs.write("kprof/kpctl", "stop") } else { Ok(()) };
+    let kprof_stopped = if args.kprof {
+        fs.write("kprof/kpctl", "stop")
+    } else {
+        Ok(())
+    };
     let read = cap.finish();
     drop(cap);
     kprof_stopped?;
@@ -689,7 +801,10 @@ fn record(
     };
     write(session::IMAGES, &fs.read_bytes("images")?)?;
     let stats = fs.stats()?;
-    write(session::STATS, (serde_json::to_string_pretty(&stats)? + "\n").as_bytes())?;
+    write(
+        session::STATS,
+        (serde_json::to_string_pretty(&stats)? + "\n").as_bytes(),
+    )?;
     let mut kprof_info = None;
     if args.kprof {
         write(session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
@@ -712,7 +827,9 @@ fn record(
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
     write(session::KALLSYMS, kallsyms.as_bytes())?;
     if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
-        let n = "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux".to_string();
+        let n =
+            "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
+                .to_string();
         eprintln!("oprof record: note: {n}");
         notes.push(n);
     }
@@ -721,7 +838,8 @@ fn record(
     snapshot.add_sections(&sections, "module sections")?;
 
     // The stream: count samples (call-chain entries are not samples) and find what was sampled.
-    let bytes = std::fs::read(&samples_path).with_context(|| format!("reading {}", samples_path.display()))?;
+    let bytes = std::fs::read(&samples_path)
+        .with_context(|| format!("reading {}", samples_path.display()))?;
     let facts = match stream_facts(&bytes, pointer_size) {
         Ok(f) => f,
         Err(e) => {
@@ -746,7 +864,11 @@ fn record(
     let mut modules = BTreeMap::new();
     let kos = find_kos(&Path::new("/lib/modules").join(&kernel.release));
     for name in snapshot.modules.keys() {
-        let found = if name == target::MODULE { sys.module_path.as_deref().and_then(absolute) } else { None };
+        let found = if name == target::MODULE {
+            sys.module_path.as_deref().and_then(absolute)
+        } else {
+            None
+        };
         if let Some(p) = found.or_else(|| kos.get(&name.replace('-', "_")).cloned()) {
             modules.insert(name.clone(), p.display().to_string());
         }
@@ -754,21 +876,27 @@ fn record(
     let mut debug_ids = BTreeMap::new();
     if args.archive {
         let root = dir.join(session::ROOT);
-        let map = crate::images::ImageMap::parse(&std::fs::read(dir.join(session::IMAGES))?, "images")?;
+        let map =
+            crate::images::ImageMap::parse(&std::fs::read(dir.join(session::IMAGES))?, "images")?;
         let mut copied = 0;
         for id in &facts.images {
             match map.path(*id) {
-                Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => match archive_image(&root, Path::new(p), &mut debug_ids) {
-                    Ok(_) => copied += 1,
-                    Err(e) => notes.push(format!("archive: {e:#}")),
-                },
+                Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => {
+                    match archive_image(&root, Path::new(p), &mut debug_ids) {
+                        Ok(_) => copied += 1,
+                        Err(e) => notes.push(format!("archive: {e:#}")),
+                    }
+                }
                 Some(p) => notes.push(format!("archive: {p}: not on the target any more")),
                 None => notes.push(format!("archive: image id {id} is not in the images file")),
             }
         }
         for (name, m) in &snapshot.modules {
             let Some((base, size)) = m.core else { continue };
-            let sampled = facts.kernel_pcs.iter().any(|&pc| pc >= base && pc - base < size);
+            let sampled = facts
+                .kernel_pcs
+                .iter()
+                .any(|&pc| pc >= base && pc - base < size);
             if let (true, Some(p)) = (sampled, modules.get(name)) {
                 match archive_image(&root, Path::new(p), &mut debug_ids) {
                     Ok(_) => copied += 1,
@@ -777,7 +905,8 @@ fn record(
             }
         }
         if copied == 0 {
-            std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+            std::fs::create_dir_all(&root)
+                .with_context(|| format!("creating {}", root.display()))?;
         }
     }
 
@@ -795,7 +924,9 @@ fn record(
         })
         .collect();
     let timer_hz = placed.is_empty().then(|| {
-        std::fs::read_to_string("/sys/module/oprofile/parameters/timer_hz").ok().and_then(|s| s.trim().parse().ok())
+        std::fs::read_to_string("/sys/module/oprofile/parameters/timer_hz")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
     });
     let info = SessionInfo {
         format: session::FORMAT,
@@ -811,7 +942,10 @@ fn record(
         stop,
         duration_ns,
         command: cmd.as_ref().map(|(n, _, rest)| {
-            std::iter::once(n).chain(rest).map(|a| a.to_string_lossy().into_owned()).collect()
+            std::iter::once(n)
+                .chain(rest)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
         }),
         exit_status,
         ended_by,
@@ -830,9 +964,16 @@ fn record(
         notes,
         debug_ids,
     };
-    write(session::SESSION, (serde_json::to_string_pretty(&info)? + "\n").as_bytes())?;
+    write(
+        session::SESSION,
+        (serde_json::to_string_pretty(&info)? + "\n").as_bytes(),
+    )?;
     let mib = dir_bytes(dir) as f64 / (1024.0 * 1024.0);
-    let not_taken = if losses.not_taken > 0 { format!(", {} not taken", losses.not_taken) } else { String::new() };
+    let not_taken = if losses.not_taken > 0 {
+        format!(", {} not taken", losses.not_taken)
+    } else {
+        String::new()
+    };
     eprintln!(
         "oprof record: {} samples ({} lost{not_taken}), {mib:.1} MiB in {}",
         facts.samples,
@@ -850,12 +991,24 @@ fn record(
 /// `profile_points` file, or a name the module has no point of (one line naming it).
 fn start_points(fs: &Fs, names: &[String]) -> Result<Vec<points::Point>> {
     if !fs.exists("profile_points") {
-        bail!("--points: {} does not exist (a module without profile points?)", fs.path("profile_points").display());
+        bail!(
+            "--points: {} does not exist (a module without profile points?)",
+            fs.path("profile_points").display()
+        );
     }
-    let before = points::parse("profile_points", &String::from_utf8_lossy(&fs.read_bytes("profile_points")?))?;
-    if let Some(bad) = names.iter().find(|n| *n != "all" && !before.iter().any(|p| &p.name == *n)) {
+    let before = points::parse(
+        "profile_points",
+        &String::from_utf8_lossy(&fs.read_bytes("profile_points")?),
+    )?;
+    if let Some(bad) = names
+        .iter()
+        .find(|n| *n != "all" && !before.iter().any(|p| &p.name == *n))
+    {
         let known: Vec<&str> = before.iter().map(|p| p.name.as_str()).collect();
-        bail!("--points: the module has no profile point {bad:?} (it has: {})", known.join(", "));
+        bail!(
+            "--points: the module has no profile point {bad:?} (it has: {})",
+            known.join(", ")
+        );
     }
     fs.write("profile_points", "reset all")?;
     fs.write("profile_points", "disable all")?;
@@ -906,8 +1059,14 @@ mod tests {
             let f = e.downcast_ref::<Failed>().unwrap();
             (f.code, f.msg.clone())
         };
-        assert_eq!(code("nope-oprof", Some(&path)), (127, "nope-oprof: command not found".into()));
-        assert_eq!(code("./nope", None), (127, "./nope: command not found".into()));
+        assert_eq!(
+            code("nope-oprof", Some(&path)),
+            (127, "nope-oprof: command not found".into())
+        );
+        assert_eq!(
+            code("./nope", None),
+            (127, "./nope: command not found".into())
+        );
         assert_eq!(code("data", Some(&path)).0, 126);
         assert_eq!(code("", Some(&path)).0, 127);
     }
@@ -920,7 +1079,10 @@ mod tests {
             let _failed = prepare_dir(&out, false).unwrap();
             assert!(out.is_dir());
         }
-        assert!(!out.exists(), "a run that fails before capturing leaves nothing");
+        assert!(
+            !out.exists(),
+            "a run that fails before capturing leaves nothing"
+        );
         let mut ok = prepare_dir(&out, false).unwrap();
         ok.keep();
         drop(ok);
@@ -938,7 +1100,9 @@ mod tests {
         assert!(other.join("notes.txt").exists());
         let file = d.path().join("file");
         std::fs::write(&file, "x").unwrap();
-        assert!(format!("{:#}", prepare_dir(&file, true).unwrap_err()).contains("is not a directory"));
+        assert!(
+            format!("{:#}", prepare_dir(&file, true).unwrap_err()).contains("is not a directory")
+        );
         let e = format!("{:#}", prepare_dir(&file.join("s"), false).unwrap_err());
         assert!(e.contains("cannot create the session directory"), "{e}");
         let empty = d.path().join("empty");
@@ -949,10 +1113,14 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(duration(Some(1.5)).unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            duration(Some(1.5)).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
         assert_eq!(duration(None).unwrap(), None);
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(format!("{:#}", duration(Some(bad)).unwrap_err()).contains("positive number of seconds"));
+            assert!(format!("{:#}", duration(Some(bad)).unwrap_err())
+                .contains("positive number of seconds"));
         }
     }
 
@@ -961,18 +1129,38 @@ mod tests {
         use oprofile_common::event::Record;
         let st = crate::stream::tests::stream(&[
             Record::CpuSwitch { cpu: 0 },
-            Record::CtxSwitch { pid: 5, tgid: 5, app_cookie: 2 },
+            Record::CtxSwitch {
+                pid: 5,
+                tgid: 5,
+                app_cookie: 2,
+            },
             Record::KernelEnter,
             Record::TraceBegin,
-            Record::Sample { pc: 0xbf00_0010, event: 0 },
-            Record::Sample { pc: 0xc000_0010, event: 0 }, // frame
+            Record::Sample {
+                pc: 0xbf00_0010,
+                event: 0,
+            },
+            Record::Sample {
+                pc: 0xc000_0010,
+                event: 0,
+            }, // frame
             Record::KernelExit,
             Record::CookieSwitch { cookie: 3 },
-            Record::Sample { pc: 0x400, event: 0 }, // frame in image 3
+            Record::Sample {
+                pc: 0x400,
+                event: 0,
+            }, // frame in image 3
             Record::TraceBegin,
-            Record::Sample { pc: 0x500, event: 0 },
+            Record::Sample {
+                pc: 0x500,
+                event: 0,
+            },
         ]);
-        let bytes: Vec<u8> = st.words.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+        let bytes: Vec<u8> = st
+            .words
+            .iter()
+            .flat_map(|&w| (w as u32).to_le_bytes())
+            .collect();
         let f = stream_facts(&bytes, 4).unwrap();
         assert_eq!(f.samples, 2);
         assert_eq!(f.images.iter().copied().collect::<Vec<_>>(), [2, 3]);

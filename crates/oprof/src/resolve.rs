@@ -73,7 +73,11 @@ pub enum Space {
     Kernel,
     /// User mode: `cookie` is the image (`Some(0)`: anonymous memory); `app`/`tgid` name
     /// anonymous memory.
-    User { cookie: Option<u64>, app: Option<u64>, tgid: Option<u64> },
+    User {
+        cookie: Option<u64>,
+        app: Option<u64>,
+        tgid: Option<u64>,
+    },
 }
 
 impl Space {
@@ -91,8 +95,16 @@ impl Space {
             None => Space::NoContext,
             Some(true) => Space::Kernel,
             // The task only matters for naming anonymous memory.
-            Some(false) if matches!(cookie, Some(c) if c != 0) => Space::User { cookie, app: None, tgid: None },
-            Some(false) => Space::User { cookie, app: ctx.app_cookie, tgid: ctx.tgid },
+            Some(false) if matches!(cookie, Some(c) if c != 0) => Space::User {
+                cookie,
+                app: None,
+                tgid: None,
+            },
+            Some(false) => Space::User {
+                cookie,
+                app: ctx.app_cookie,
+                tgid: ctx.tgid,
+            },
         }
     }
 }
@@ -253,19 +265,26 @@ impl Resolver {
                     _ => Ko::NotFound,
                 },
                 Some(p) if m.sections.is_empty() => Ko::Unplaced(p),
-                Some(p) => match ElfImage::load_module(&p, &m.sections, r.opts.lines, Some(r.lookup(None))) {
-                    Ok(e) => {
-                        r.warnings.extend(e.debug_notes.iter().cloned());
-                        Ko::Loaded(Rc::new(e))
+                Some(p) => {
+                    match ElfImage::load_module(&p, &m.sections, r.opts.lines, Some(r.lookup(None)))
+                    {
+                        Ok(e) => {
+                            r.warnings.extend(e.debug_notes.iter().cloned());
+                            Ko::Loaded(Rc::new(e))
+                        }
+                        Err(e) => {
+                            r.warnings.insert(format!("unreadable module: {e:#}"));
+                            Ko::Unreadable(p, e.root_cause().to_string())
+                        }
                     }
-                    Err(e) => {
-                        r.warnings.insert(format!("unreadable module: {e:#}"));
-                        Ko::Unreadable(p, e.root_cause().to_string())
-                    }
-                },
+                }
             };
             let core = m.core.and_then(|(a, n)| Some(a..a.checked_add(n)?));
-            r.modules.push(Module { name: m.name.clone(), core, ko });
+            r.modules.push(Module {
+                name: m.name.clone(),
+                core,
+                ko,
+            });
         }
         r
     }
@@ -273,13 +292,21 @@ impl Resolver {
     /// Where to look for the debug file of an image at target path `target`.
     fn lookup<'a>(&'a self, target: Option<&'a str>) -> DebugLookup<'a> {
         let recorded = target.and_then(|t| self.opts.recorded_ids.get(t));
-        DebugLookup { search: &self.search, target, recorded }
+        DebugLookup {
+            search: &self.search,
+            target,
+            recorded,
+        }
     }
 
     /// A note when the host copy `e` of target image `target` has another build-id than the
     /// one recorded on the target.
     fn check_recorded(&mut self, target: &str, e: &ElfImage) {
-        let recorded = self.opts.recorded_ids.get(target).and_then(|r| r.build_id.as_deref());
+        let recorded = self
+            .opts
+            .recorded_ids
+            .get(target)
+            .and_then(|r| r.build_id.as_deref());
         if let (Some(want), Some(got)) = (recorded, e.ids.build_id.as_deref()) {
             if want != got {
                 self.warnings.insert(format!(
@@ -298,9 +325,23 @@ impl Resolver {
             let list: Vec<String> = self
                 .unnamed
                 .iter()
-                .map(|(name, m)| format!("{name} ({})", if m.is_some() { "exported symbols only" } else { "no symbols" }))
+                .map(|(name, m)| {
+                    format!(
+                        "{name} ({})",
+                        if m.is_some() {
+                            "exported symbols only"
+                        } else {
+                            "no symbols"
+                        }
+                    )
+                })
                 .collect();
-            let dirs: Vec<String> = self.search.dirs.iter().map(|d| d.display().to_string()).collect();
+            let dirs: Vec<String> = self
+                .search
+                .dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
             out.push(format!(
                 "no debug file (build-id, .gnu_debuglink, .gnu_debugdata) for {} stripped image{} (searched {}; try --debug-dir): {}",
                 list.len(),
@@ -322,7 +363,8 @@ impl Resolver {
                 self.unnamed.insert(self.images[image].name.clone(), None);
             }
             Some(Method::Dynsym) => {
-                self.unnamed.insert(self.images[image].name.clone(), Some(Method::Dynsym));
+                self.unnamed
+                    .insert(self.images[image].name.clone(), Some(Method::Dynsym));
             }
             Some(_) => {}
         }
@@ -330,14 +372,29 @@ impl Resolver {
 
     /// What kallsyms names (a kernel or module image without an ELF file).
     fn kallsyms_source(&self) -> DebugSource {
-        let file = self.opts.kallsyms.clone().unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
-        DebugSource { file, method: Method::Kallsyms }
+        let file = self
+            .opts
+            .kallsyms
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
+        DebugSource {
+            file,
+            method: Method::Kallsyms,
+        }
     }
 
     fn find_ko(&self, name: &str) -> Option<PathBuf> {
-        let mut names = vec![name.to_string(), name.replace('_', "-"), name.replace('-', "_")];
+        let mut names = vec![
+            name.to_string(),
+            name.replace('_', "-"),
+            name.replace('-', "_"),
+        ];
         names.dedup();
-        if let Some(p) = names.iter().find_map(|n| self.opts.module_files.get(n)).filter(|p| p.is_file()) {
+        if let Some(p) = names
+            .iter()
+            .find_map(|n| self.opts.module_files.get(n))
+            .filter(|p| p.is_file())
+        {
             return Some(p.clone());
         }
         self.opts
@@ -357,7 +414,10 @@ impl Resolver {
         let file = object::File::parse(&*data).ok()?;
         let mut tables = crate::unwind::ImageTables::from_object(&file, &host);
         let lk = self.lookup(Some(target));
-        let found = lk.search.find(&file, &host, Some(target), lk.recorded).found;
+        let found = lk
+            .search
+            .find(&file, &host, Some(target), lk.recorded)
+            .found;
         if let Some(f) = found.filter(|f| f.method != crate::debugfile::Method::MiniDebugInfo) {
             // A debug file that cannot be read adds nothing: the image's own tables stay.
             let _ = tables.add_debug_file(&f.path);
@@ -376,7 +436,11 @@ impl Resolver {
             }
         }
         let base = Path::new(target).file_name()?;
-        self.opts.image_path.iter().map(|d| d.join(base)).find(|p| p.is_file())
+        self.opts
+            .image_path
+            .iter()
+            .map(|d| d.join(base))
+            .find(|p| p.is_file())
     }
 
     fn image(&mut self, name: &str, host_path: Option<&Path>) -> ImageId {
@@ -384,7 +448,11 @@ impl Resolver {
             return id;
         }
         let id = self.images.len();
-        self.images.push(ImageInfo { name: name.to_string(), host_path: host_path.map(Path::to_path_buf), debug: None });
+        self.images.push(ImageInfo {
+            name: name.to_string(),
+            host_path: host_path.map(Path::to_path_buf),
+            debug: None,
+        });
         self.image_ids.insert(name.to_string(), id);
         id
     }
@@ -430,22 +498,44 @@ impl Resolver {
         let l = match space {
             Space::NoContext => {
                 let i = self.image(NO_CONTEXT, None);
-                self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo))
+                self.loc(
+                    i,
+                    NO_SYMBOLS,
+                    self.opts.lines.then_some(Source::NoDebugInfo),
+                )
             }
             Space::Kernel => {
-                let pc = if ret && !self.kernel_entered_without_call(word) { word.saturating_sub(1) } else { word };
+                let pc = if ret && !self.kernel_entered_without_call(word) {
+                    word.saturating_sub(1)
+                } else {
+                    word
+                };
                 self.kernel(pc)
             }
-            Space::User { cookie: Some(c), .. } if c != 0 => self.user(c, word, ret),
+            Space::User {
+                cookie: Some(c), ..
+            } if c != 0 => self.user(c, word, ret),
             Space::User { cookie, app, tgid } => {
-                let who = match (app.filter(|&a| a != 0).and_then(|a| self.images_file.as_ref()?.path(a)), tgid) {
+                let who = match (
+                    app.filter(|&a| a != 0)
+                        .and_then(|a| self.images_file.as_ref()?.path(a)),
+                    tgid,
+                ) {
                     (Some(p), _) => live_path(p).to_string(),
                     (None, Some(t)) => format!("tgid {t}"),
                     (None, None) => "tgid ?".to_string(),
                 };
-                let name = if cookie.is_some() { format!("[anon] ({who})") } else { format!("(user, no image) ({who})") };
+                let name = if cookie.is_some() {
+                    format!("[anon] ({who})")
+                } else {
+                    format!("(user, no image) ({who})")
+                };
                 let i = self.image(&name, None);
-                self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo))
+                self.loc(
+                    i,
+                    NO_SYMBOLS,
+                    self.opts.lines.then_some(Source::NoDebugInfo),
+                )
             }
         };
         self.cache.insert((space, word, ret), l);
@@ -465,7 +555,9 @@ impl Resolver {
     /// Whether kernel address `pc` starts a symbol of vmlinux or a module that code reaches
     /// without a call ([`SymbolTable::frame_address`]).
     fn kernel_entered_without_call(&self, pc: u64) -> bool {
-        self.vmlinux.as_ref().is_some_and(|(_, v)| v.symbols.entered_without_call(pc))
+        self.vmlinux
+            .as_ref()
+            .is_some_and(|(_, v)| v.symbols.entered_without_call(pc))
             || self.modules.iter().any(|m| match &m.ko {
                 Ko::Loaded(e) => e.symbols.entered_without_call(pc),
                 Ko::Kallsyms(t) => t.entered_without_call(pc),
@@ -476,7 +568,10 @@ impl Resolver {
     fn kernel(&mut self, pc: u64) -> LocId {
         if let Some((path, v)) = &self.vmlinux {
             if v.symbols.text_range(pc).is_some() {
-                let sym = v.symbols.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name));
+                let sym = v
+                    .symbols
+                    .lookup(pc)
+                    .map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name));
                 let src = self.source_of(Some(v), pc);
                 let (path, v) = (path.clone(), v.clone());
                 let i = self.image(VMLINUX, Some(&path));
@@ -498,22 +593,35 @@ impl Resolver {
                 Ko::Kallsyms(t) => t.text_range(pc).is_some(),
                 _ => false,
             })
-            .or_else(|| self.modules.iter().position(|m| m.core.as_ref().is_some_and(|r| r.contains(&pc))));
+            .or_else(|| {
+                self.modules
+                    .iter()
+                    .position(|m| m.core.as_ref().is_some_and(|r| r.contains(&pc)))
+            });
         let Some(mi) = hit else {
             let i = self.image(KERNEL_UNKNOWN, None);
-            return self.loc(i, NO_SYMBOLS, self.opts.lines.then_some(Source::NoDebugInfo));
+            return self.loc(
+                i,
+                NO_SYMBOLS,
+                self.opts.lines.then_some(Source::NoDebugInfo),
+            );
         };
         let m = &self.modules[mi];
         let name = format!("{}.ko", m.name);
         let (sym, host, src, warn) = match &m.ko {
             Ko::Loaded(e) => (
-                e.symbols.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
+                e.symbols
+                    .lookup(pc)
+                    .map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
                 Some(e.path.clone()),
                 self.source_of(Some(e), pc),
-                e.lines_error.as_ref().map(|err| format!("{}: {err}: no source lines", e.path.display())),
+                e.lines_error
+                    .as_ref()
+                    .map(|err| format!("{}: {err}: no source lines", e.path.display())),
             ),
             Ko::Kallsyms(t) => (
-                t.lookup(pc).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
+                t.lookup(pc)
+                    .map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
                 None,
                 self.source_of(None, pc),
                 None,
@@ -522,7 +630,9 @@ impl Resolver {
                 NO_SYMBOLS.to_string(),
                 None,
                 self.source_of(None, pc),
-                Some(format!("{name}: not found in --image-path: its samples have no symbols")),
+                Some(format!(
+                    "{name}: not found in --image-path: its samples have no symbols"
+                )),
             ),
             Ko::Unplaced(p) => (
                 NO_SYMBOLS.to_string(),
@@ -534,9 +644,12 @@ impl Resolver {
                     m.name
                 )),
             ),
-            Ko::Unreadable(p, e) => {
-                (format!("(unreadable: {e})"), Some(p.clone()), self.source_of(None, pc), None)
-            }
+            Ko::Unreadable(p, e) => (
+                format!("(unreadable: {e})"),
+                Some(p.clone()),
+                self.source_of(None, pc),
+                None,
+            ),
         };
         if let Some(w) = warn {
             self.warnings.insert(w);
@@ -561,16 +674,20 @@ impl Resolver {
         if let Some(u) = self.user_cache.get(&cookie) {
             return u.clone();
         }
-        let target = self.images_file.as_ref().and_then(|m| m.path(cookie)).map(|t| {
-            if t.ends_with(" (deleted)") {
-                self.warnings.insert(format!(
-                    "{}: deleted on the target while profiled (the host copy may differ)",
-                    live_path(t)
-                ));
-            }
-            // Shown without the kernel's " (deleted)": one name per path.
-            live_path(t).to_string()
-        });
+        let target = self
+            .images_file
+            .as_ref()
+            .and_then(|m| m.path(cookie))
+            .map(|t| {
+                if t.ends_with(" (deleted)") {
+                    self.warnings.insert(format!(
+                        "{}: deleted on the target while profiled (the host copy may differ)",
+                        live_path(t)
+                    ));
+                }
+                // Shown without the kernel's " (deleted)": one name per path.
+                live_path(t).to_string()
+            });
         let u = match target {
             None => {
                 self.warnings.insert(match &self.images_file {
@@ -578,21 +695,34 @@ impl Resolver {
                     Some(_) => format!("image id {cookie} is not in the images file"),
                 });
                 let i = self.image(&format!("(unknown image {cookie})"), None);
-                UserImage { image: i, elf: Err(NO_SYMBOLS), unreadable: None }
+                UserImage {
+                    image: i,
+                    elf: Err(NO_SYMBOLS),
+                    unreadable: None,
+                }
             }
             Some(t) => match self.find_host_file(&t) {
                 None => {
-                    self.warnings.insert(format!("{t}: not found in --sysroot or --image-path"));
+                    self.warnings
+                        .insert(format!("{t}: not found in --sysroot or --image-path"));
                     let i = self.image(&t, None);
-                    UserImage { image: i, elf: Err(IMAGE_NOT_FOUND), unreadable: None }
+                    UserImage {
+                        image: i,
+                        elf: Err(IMAGE_NOT_FOUND),
+                        unreadable: None,
+                    }
                 }
                 Some(host) => {
                     let loaded = match self.elf_cache.get(&host) {
                         Some(l) => l.clone(),
                         None => {
-                            let l = ElfImage::load_with_debug(&host, self.opts.lines, Some(self.lookup(Some(&t))))
-                                .map(Rc::new)
-                                .map_err(|e| e.root_cause().to_string());
+                            let l = ElfImage::load_with_debug(
+                                &host,
+                                self.opts.lines,
+                                Some(self.lookup(Some(&t))),
+                            )
+                            .map(Rc::new)
+                            .map_err(|e| e.root_cause().to_string());
                             self.elf_cache.insert(host.clone(), l.clone());
                             l
                         }
@@ -604,13 +734,23 @@ impl Resolver {
                             self.note_debug(i, &e);
                             self.check_recorded(&t, &e);
                             if let Some(err) = &e.lines_error {
-                                self.warnings.insert(format!("{}: {err}: no source lines", host.display()));
+                                self.warnings
+                                    .insert(format!("{}: {err}: no source lines", host.display()));
                             }
-                            UserImage { image: i, elf: Ok(e), unreadable: None }
+                            UserImage {
+                                image: i,
+                                elf: Ok(e),
+                                unreadable: None,
+                            }
                         }
                         Err(reason) => {
-                            self.warnings.insert(format!("{}: unreadable: {reason}", host.display()));
-                            UserImage { image: i, elf: Err(NO_SYMBOLS), unreadable: Some(format!("(unreadable: {reason})")) }
+                            self.warnings
+                                .insert(format!("{}: unreadable: {reason}", host.display()));
+                            UserImage {
+                                image: i,
+                                elf: Err(NO_SYMBOLS),
+                                unreadable: Some(format!("(unreadable: {reason})")),
+                            }
                         }
                     }
                 }
@@ -627,9 +767,17 @@ impl Resolver {
         let (sym, src) = match (&u.elf, &u.unreadable) {
             (_, Some(s)) => (s.clone(), self.source_of(None, 0)),
             (Err(s), None) => (s.to_string(), self.source_of(None, 0)),
-            (Ok(e), None) => match e.offset_to_vaddr(offset).map(|va| if ret { e.symbols.frame_address(va) } else { va }) {
+            (Ok(e), None) => match e.offset_to_vaddr(offset).map(|va| {
+                if ret {
+                    e.symbols.frame_address(va)
+                } else {
+                    va
+                }
+            }) {
                 Some(va) => (
-                    e.symbols.lookup(va).map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
+                    e.symbols
+                        .lookup(va)
+                        .map_or_else(|| NO_SYMBOLS.to_string(), |s| demangle(&s.name)),
                     self.source_of(Some(e), va),
                 ),
                 None => (NO_SYMBOLS.to_string(), self.source_of(None, 0)),
@@ -659,11 +807,15 @@ impl Resolver {
                     }
                 }
                 self.modules.iter().find_map(|m| match &m.ko {
-                    Ko::Loaded(e) if e.symbols.text_range(word).is_some() => Some((e.clone(), word)),
+                    Ko::Loaded(e) if e.symbols.text_range(word).is_some() => {
+                        Some((e.clone(), word))
+                    }
                     _ => None,
                 })
             }
-            Space::User { cookie: Some(c), .. } if c != 0 => {
+            Space::User {
+                cookie: Some(c), ..
+            } if c != 0 => {
                 let e = self.user_image(c).elf.ok()?;
                 let va = e.offset_to_vaddr(word)?;
                 Some((e, va))

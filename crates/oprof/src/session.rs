@@ -94,7 +94,10 @@ impl Time {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
             .unwrap_or(0);
-        Time { unix_ns: ns, utc: utc(ns) }
+        Time {
+            unix_ns: ns,
+            utc: utc(ns),
+        }
     }
 }
 
@@ -113,7 +116,12 @@ pub fn utc(unix_ns: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// Sample totals of the session.
@@ -209,10 +217,19 @@ impl Losses {
             let global = !k.contains('/');
             match leaf {
                 "sample_received" if per_cpu => l.received += v,
-                "sample_lost_overflow" | "sample_invalid_eip" | "sample_lost_nmi_overflow" | "sample_lost_nmi_task" if per_cpu => {
+                "sample_lost_overflow"
+                | "sample_invalid_eip"
+                | "sample_lost_nmi_overflow"
+                | "sample_lost_nmi_task"
+                    if per_cpu =>
+                {
                     l.lost += v
                 }
-                "sample_lost_no_mm" | "sample_lost_no_mapping" | "event_lost_overflow" if global => l.lost += v,
+                "sample_lost_no_mm" | "sample_lost_no_mapping" | "event_lost_overflow"
+                    if global =>
+                {
+                    l.lost += v
+                }
                 "sample_lost_no_irq" | "sample_lost_overrun" if global => l.not_taken += v,
                 _ => {}
             }
@@ -237,9 +254,18 @@ impl Session {
     /// Opens `dir`: reads `session.json`. Errors name the file.
     pub fn open(dir: &Path) -> Result<Session> {
         let p = dir.join(SESSION);
-        let text = std::fs::read_to_string(&p).with_context(|| format!("{}: not a session directory (reading {SESSION})", dir.display()))?;
-        let info: SessionInfo = serde_json::from_str(&text).with_context(|| format!("{}: bad session file", p.display()))?;
-        Ok(Session { dir: dir.to_path_buf(), info })
+        let text = std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "{}: not a session directory (reading {SESSION})",
+                dir.display()
+            )
+        })?;
+        let info: SessionInfo = serde_json::from_str(&text)
+            .with_context(|| format!("{}: bad session file", p.display()))?;
+        Ok(Session {
+            dir: dir.to_path_buf(),
+            info,
+        })
     }
 
     /// `dir/name` if that file exists.
@@ -300,7 +326,14 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        assert_eq!(Losses::of(&st), Losses { received: 150, lost: 11, not_taken: 11 });
+        assert_eq!(
+            Losses::of(&st),
+            Losses {
+                received: 150,
+                lost: 11,
+                not_taken: 11
+            }
+        );
     }
 
     #[test]
@@ -309,13 +342,30 @@ mod tests {
         assert!(!Session::is_session(dir.path()));
         let e = format!("{:#}", Session::open(dir.path()).unwrap_err());
         assert!(e.contains("not a session directory"), "{e}");
-        let info = SessionInfo { format: FORMAT, cpu_type: "timer".into(), pointer_size: 4, ..Default::default() };
-        std::fs::write(dir.path().join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
+        let info = SessionInfo {
+            format: FORMAT,
+            cpu_type: "timer".into(),
+            pointer_size: 4,
+            ..Default::default()
+        };
+        std::fs::write(
+            dir.path().join(SESSION),
+            serde_json::to_string(&info).unwrap(),
+        )
+        .unwrap();
         let s = Session::open(dir.path()).unwrap();
-        assert_eq!((s.info.cpu_type.as_str(), s.info.pointer_size), ("timer", 4));
+        assert_eq!(
+            (s.info.cpu_type.as_str(), s.info.pointer_size),
+            ("timer", 4)
+        );
         assert!(s.file(SAMPLES).is_none() && s.archive_root().is_none());
-        assert!(!s.recorded_here(&KernelInfo::default()), "an unknown kernel is not this one");
+        assert!(
+            !s.recorded_here(&KernelInfo::default()),
+            "an unknown kernel is not this one"
+        );
         std::fs::write(dir.path().join(SESSION), "{").unwrap();
-        assert!(format!("{:#}", Session::open(dir.path()).unwrap_err()).contains("bad session file"));
+        assert!(
+            format!("{:#}", Session::open(dir.path()).unwrap_err()).contains("bad session file")
+        );
     }
 }

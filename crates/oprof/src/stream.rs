@@ -74,7 +74,10 @@ pub fn describe(e: DecodeError, word_bytes: usize, words: usize) -> String {
             format!("unknown escape code {code} at byte offset {}", off(word))
         }
         DecodeError::BadCtxSwitch { word } => {
-            format!("malformed CTX_SWITCH (no CTX_TGID part) at byte offset {}", off(word))
+            format!(
+                "malformed CTX_SWITCH (no CTX_TGID part) at byte offset {}",
+                off(word)
+            )
         }
     }
 }
@@ -137,7 +140,11 @@ impl SampleCtx {
             }
             Record::KernelEnter => self.in_kernel = Some(true),
             Record::KernelExit => self.in_kernel = Some(false),
-            Record::CtxSwitch { pid, tgid, app_cookie } => {
+            Record::CtxSwitch {
+                pid,
+                tgid,
+                app_cookie,
+            } => {
                 self.pid = Some(pid);
                 self.tgid = Some(tgid);
                 self.app_cookie = Some(app_cookie);
@@ -195,7 +202,10 @@ impl ChainState {
                 self.open = traced;
                 Some(Role::Sample { traced })
             }
-            Record::ModuleLoaded | Record::KernelEnter | Record::KernelExit | Record::CookieSwitch { .. } => None,
+            Record::ModuleLoaded
+            | Record::KernelEnter
+            | Record::KernelExit
+            | Record::CookieSwitch { .. } => None,
             // Unwound into frames before (`unwind::expand`), or left out.
             Record::UserMaps { .. } | Record::UserStack { .. } => None,
         }
@@ -268,15 +278,27 @@ pub fn decode(stream: &Stream) -> Result<Decoded> {
             out.module_loaded += 1;
         }
         let role = chain.apply(rec);
-        let Record::Sample { pc, event } = *rec else { return };
+        let Record::Sample { pc, event } = *rec else {
+            return;
+        };
         match role {
             Some(Role::Frame) => {
                 if let Some(s) = out.samples.last_mut() {
-                    s.frames.push(Frame { pc, in_kernel: ctx.in_kernel, cookie: ctx.cookie });
+                    s.frames.push(Frame {
+                        pc,
+                        in_kernel: ctx.in_kernel,
+                        cookie: ctx.cookie,
+                    });
                 }
             }
             Some(Role::Sample { traced }) => {
-                out.samples.push(Sample { pc, event, ctx: *ctx, traced, frames: Vec::new() });
+                out.samples.push(Sample {
+                    pc,
+                    event,
+                    ctx: *ctx,
+                    traced,
+                    frames: Vec::new(),
+                });
             }
             None => {}
         }
@@ -298,7 +320,10 @@ pub mod tests {
                 w[..n].iter().map(|&x| x as u32 as u64).collect::<Vec<_>>()
             })
             .collect();
-        let bytes: Vec<u8> = words.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+        let bytes: Vec<u8> = words
+            .iter()
+            .flat_map(|&w| (w as u32).to_le_bytes())
+            .collect();
         Stream::from_bytes(&bytes, 4).unwrap()
     }
 
@@ -310,7 +335,11 @@ pub mod tests {
     fn traces_group_frames_and_end_at_switches() {
         let st = stream(&[
             Record::CpuSwitch { cpu: 0 },
-            Record::CtxSwitch { pid: 7, tgid: 7, app_cookie: 3 },
+            Record::CtxSwitch {
+                pid: 7,
+                tgid: 7,
+                app_cookie: 3,
+            },
             Record::KernelEnter,
             Record::TraceBegin,
             s(0xc000_1000, 1), // traced sample (counter 1)
@@ -322,14 +351,18 @@ pub mod tests {
             s(0x4_0020, 0), // traced sample with event 0, no frames
             Record::TraceBegin,
             s(0x4_0030, 0),
-            s(0x4_0040, 0), // frame
+            s(0x4_0040, 0),               // frame
             Record::CpuSwitch { cpu: 1 }, // ends the chain
             Record::KernelEnter,
             s(0xc000_3000, 0), // ordinary sample
             Record::TraceBegin,
             s(0xc000_4000, 0),
             s(0xc000_5000, 0), // frame
-            Record::CtxSwitch { pid: 8, tgid: 8, app_cookie: 0 }, // ends the chain
+            Record::CtxSwitch {
+                pid: 8,
+                tgid: 8,
+                app_cookie: 0,
+            }, // ends the chain
             s(0xc000_6000, 0), // ordinary
             Record::TraceBegin,
             s(0xc000_7000, 0),
@@ -344,7 +377,18 @@ pub mod tests {
         let pcs: Vec<u64> = d.samples.iter().map(|s| s.pc).collect();
         assert_eq!(
             pcs,
-            [0xc000_1000, 0x4_0020, 0x4_0030, 0xc000_3000, 0xc000_4000, 0xc000_6000, 0xc000_7000, 0xc000_8000, 0xc000_9000, 0xc000_a000]
+            [
+                0xc000_1000,
+                0x4_0020,
+                0x4_0030,
+                0xc000_3000,
+                0xc000_4000,
+                0xc000_6000,
+                0xc000_7000,
+                0xc000_8000,
+                0xc000_9000,
+                0xc000_a000
+            ]
         );
         assert_eq!(d.module_loaded, 1);
         let first = &d.samples[0];
@@ -353,15 +397,30 @@ pub mod tests {
         assert_eq!(
             first.frames,
             [
-                Frame { pc: 0xc000_2004, in_kernel: Some(true), cookie: None },
-                Frame { pc: 0x4_0010, in_kernel: Some(false), cookie: Some(3) },
+                Frame {
+                    pc: 0xc000_2004,
+                    in_kernel: Some(true),
+                    cookie: None
+                },
+                Frame {
+                    pc: 0x4_0010,
+                    in_kernel: Some(false),
+                    cookie: Some(3)
+                },
             ]
         );
         assert!(d.samples[1].traced && d.samples[1].frames.is_empty());
         assert_eq!(d.samples[1].ctx.cookie, Some(3));
         assert_eq!(d.samples[2].frames.len(), 1);
         assert!(!d.samples[3].traced && d.samples[3].frames.is_empty());
-        assert_eq!(d.samples[4].frames, [Frame { pc: 0xc000_5000, in_kernel: Some(true), cookie: None }]);
+        assert_eq!(
+            d.samples[4].frames,
+            [Frame {
+                pc: 0xc000_5000,
+                in_kernel: Some(true),
+                cookie: None
+            }]
+        );
         assert!(d.samples[5].frames.is_empty() && d.samples[5].ctx.app_cookie == Some(0));
         assert!(d.samples[6].traced && d.samples[6].frames.is_empty());
         assert!(!d.samples[7].traced && d.samples[7].event == 2);

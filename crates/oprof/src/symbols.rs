@@ -55,7 +55,11 @@ impl SymbolTable {
     /// A table of `syms` inside the executable ranges `text`; of several symbols at one address
     /// the one [`Symbol::alias_key`] prefers names it.
     pub fn new(mut syms: Vec<Symbol>, mut text: Vec<Range<u64>>) -> SymbolTable {
-        syms.sort_by(|a, b| a.addr.cmp(&b.addr).then_with(|| a.alias_key().cmp(&b.alias_key())));
+        syms.sort_by(|a, b| {
+            a.addr
+                .cmp(&b.addr)
+                .then_with(|| a.alias_key().cmp(&b.alias_key()))
+        });
         syms.dedup_by_key(|s| s.addr);
         text.retain(|r| r.start < r.end);
         text.sort_by_key(|r| r.start);
@@ -67,14 +71,20 @@ impl SymbolTable {
                 _ => merged.push(r),
             }
         }
-        SymbolTable { syms, text: merged, entered_without_call: Vec::new() }
+        SymbolTable {
+            syms,
+            text: merged,
+            entered_without_call: Vec::new(),
+        }
     }
 
     /// Records the symbol starts in `addrs` that code reaches without a call (see
     /// [`SymbolTable::frame_address`]); addresses that start no symbol are ignored.
     pub fn set_entered_without_call(&mut self, addrs: impl IntoIterator<Item = u64>) {
-        let mut v: Vec<u64> =
-            addrs.into_iter().filter(|&a| self.syms.binary_search_by_key(&a, |s| s.addr).is_ok()).collect();
+        let mut v: Vec<u64> = addrs
+            .into_iter()
+            .filter(|&a| self.syms.binary_search_by_key(&a, |s| s.addr).is_ok())
+            .collect();
         v.sort_unstable();
         v.dedup();
         self.entered_without_call = v;
@@ -107,14 +117,20 @@ impl SymbolTable {
 
     /// The executable range containing `addr`.
     pub fn text_range(&self, addr: u64) -> Option<&Range<u64>> {
-        let i = self.text.partition_point(|r| r.start <= addr).checked_sub(1)?;
+        let i = self
+            .text
+            .partition_point(|r| r.start <= addr)
+            .checked_sub(1)?;
         self.text.get(i).filter(|r| addr < r.end)
     }
 
     /// The symbol containing `addr`, if any.
     pub fn lookup(&self, addr: u64) -> Option<&Symbol> {
         let range = self.text_range(addr)?;
-        let i = self.syms.partition_point(|s| s.addr <= addr).checked_sub(1)?;
+        let i = self
+            .syms
+            .partition_point(|s| s.addr <= addr)
+            .checked_sub(1)?;
         let s = self.syms.get(i)?;
         if s.addr < range.start {
             return None;
@@ -134,7 +150,9 @@ impl SymbolTable {
             s.addr.saturating_add(s.size).min(range.end)
         } else {
             let i = self.syms.partition_point(|x| x.addr <= s.addr);
-            self.syms.get(i).map_or(range.end, |next| next.addr.min(range.end))
+            self.syms
+                .get(i)
+                .map_or(range.end, |next| next.addr.min(range.end))
         };
         Some((s, s.addr..end))
     }
@@ -156,7 +174,10 @@ pub fn demangle(name: &str) -> String {
         return format!("{d:#}");
     }
     if name.starts_with("_Z") {
-        if let Some(d) = cpp_demangle::Symbol::new(name).ok().and_then(|s| s.demangle().ok()) {
+        if let Some(d) = cpp_demangle::Symbol::new(name)
+            .ok()
+            .and_then(|s| s.demangle().ok())
+        {
             return d;
         }
     }
@@ -171,10 +192,30 @@ mod tests {
     fn lookup_respects_sizes_gaps_and_ranges() {
         let t = SymbolTable::new(
             vec![
-                Symbol { addr: 0x1000, size: 0x10, name: "a".into(), binding: Binding::Global },
-                Symbol { addr: 0x1020, size: 0, name: "asm".into(), binding: Binding::Global },
-                Symbol { addr: 0x1040, size: 0x8, name: "b".into(), binding: Binding::Global },
-                Symbol { addr: 0x8000, size: 0, name: "init_asm".into(), binding: Binding::Global },
+                Symbol {
+                    addr: 0x1000,
+                    size: 0x10,
+                    name: "a".into(),
+                    binding: Binding::Global,
+                },
+                Symbol {
+                    addr: 0x1020,
+                    size: 0,
+                    name: "asm".into(),
+                    binding: Binding::Global,
+                },
+                Symbol {
+                    addr: 0x1040,
+                    size: 0x8,
+                    name: "b".into(),
+                    binding: Binding::Global,
+                },
+                Symbol {
+                    addr: 0x8000,
+                    size: 0,
+                    name: "init_asm".into(),
+                    binding: Binding::Global,
+                },
             ],
             vec![0x1000..0x1048, 0x8000..0x8010],
         );
@@ -194,7 +235,12 @@ mod tests {
 
     #[test]
     fn aliases_are_named_alike_from_elf_and_kallsyms() {
-        let sym = |addr, size, name: &str, binding| Symbol { addr, size, name: name.into(), binding };
+        let sym = |addr, size, name: &str, binding| Symbol {
+            addr,
+            size,
+            name: name.into(),
+            binding,
+        };
         let t = SymbolTable::new(
             vec![
                 sym(0x100, 100, "arm_clear_user", Binding::Weak),
@@ -206,22 +252,40 @@ mod tests {
             ],
             std::iter::once(0x100..0x400).collect(),
         );
-        assert_eq!(t.lookup(0x104).unwrap().name, "__clear_user_std", "non-weak first");
-        assert_eq!(t.lookup(0x204).unwrap().name, "ret_fast_syscall", "fewer underscores");
-        assert_eq!(t.lookup(0x304).unwrap().name, "global_fn", "global before local");
+        assert_eq!(
+            t.lookup(0x104).unwrap().name,
+            "__clear_user_std",
+            "non-weak first"
+        );
+        assert_eq!(
+            t.lookup(0x204).unwrap().name,
+            "ret_fast_syscall",
+            "fewer underscores"
+        );
+        assert_eq!(
+            t.lookup(0x304).unwrap().name,
+            "global_fn",
+            "global before local"
+        );
         assert_eq!(t.len(), 3);
     }
 
     #[test]
     fn demangles_rust_and_cpp() {
-        assert_eq!(demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"), "core::ptr::drop_in_place");
+        assert_eq!(
+            demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"),
+            "core::ptr::drop_in_place"
+        );
         assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
         assert_eq!(
             demangle("_RNvNtCsbmNqQUJIY6D_8oprofile6buffer4sync"),
             "oprofile::buffer::sync"
         );
         assert_eq!(demangle("_ZN5space3fooEibc"), "space::foo(int, bool, char)");
-        assert_eq!(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"), "std::vector<int, std::allocator<int> >::push_back(int const&)");
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)"
+        );
         assert_eq!(demangle("memcpy"), "memcpy");
         assert_eq!(demangle("__arm_copy_to_user"), "__arm_copy_to_user");
         assert_eq!(demangle("_Zbogus"), "_Zbogus");

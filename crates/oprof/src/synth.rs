@@ -48,7 +48,8 @@ impl<W: Write> Encoder<W> {
         let mut w = [0usize; 7];
         let n = r.encode(&mut w).context("encoding a record")?;
         for &x in &w[..n] {
-            self.out.write_all(&(x as u64).to_le_bytes()[..self.word_bytes])?;
+            self.out
+                .write_all(&(x as u64).to_le_bytes()[..self.word_bytes])?;
         }
         self.written.words += n as u64;
         self.ctx.apply(&r);
@@ -60,7 +61,11 @@ impl<W: Write> Encoder<W> {
             (a, b) if a == b => Ok(true),
             (None, _) => Ok(false),
             (Some(k), _) => {
-                self.emit(if k { Record::KernelEnter } else { Record::KernelExit })?;
+                self.emit(if k {
+                    Record::KernelEnter
+                } else {
+                    Record::KernelExit
+                })?;
                 Ok(true)
             }
         }
@@ -68,7 +73,11 @@ impl<W: Write> Encoder<W> {
 
     fn task(&mut self, c: &SampleCtx) -> Result<()> {
         if let (Some(pid), Some(tgid), Some(app_cookie)) = (c.pid, c.tgid, c.app_cookie) {
-            self.emit(Record::CtxSwitch { pid, tgid, app_cookie })?;
+            self.emit(Record::CtxSwitch {
+                pid,
+                tgid,
+                app_cookie,
+            })?;
         }
         Ok(())
     }
@@ -89,9 +98,12 @@ impl<W: Write> Encoder<W> {
         // As the module's sync pass: CPU_SWITCH, then the full context (mode and task).
         let cpu_switch = c.cpu != self.ctx.cpu || (pass && c.cpu.is_some());
         if cpu_switch {
-            self.emit(Record::CpuSwitch { cpu: c.cpu.unwrap_or(0) })?;
+            self.emit(Record::CpuSwitch {
+                cpu: c.cpu.unwrap_or(0),
+            })?;
         }
-        let same_task = (c.pid, c.tgid, c.app_cookie) == (self.ctx.pid, self.ctx.tgid, self.ctx.app_cookie);
+        let same_task =
+            (c.pid, c.tgid, c.app_cookie) == (self.ctx.pid, self.ctx.tgid, self.ctx.app_cookie);
         // A task switch also ends an open chain and forgets the image.
         let traced = s.traced && frames;
         if cpu_switch
@@ -113,7 +125,10 @@ impl<W: Write> Encoder<W> {
         if traced {
             self.emit(Record::TraceBegin)?;
         }
-        self.emit(Record::Sample { pc: s.pc, event: s.event })?;
+        self.emit(Record::Sample {
+            pc: s.pc,
+            event: s.event,
+        })?;
         self.written.samples += 1;
         self.chain_open = traced;
         if !traced {
@@ -166,7 +181,13 @@ pub fn write(src: &Stream, samples: u64, chains: Chains, out: impl Write) -> Res
     if pick.is_empty() {
         bail!("the source stream has no samples to replicate (with {chains:?})");
     }
-    let mut e = Encoder { out, word_bytes: src.word_bytes, ctx: SampleCtx::default(), chain_open: false, written: Written::default() };
+    let mut e = Encoder {
+        out,
+        word_bytes: src.word_bytes,
+        ctx: SampleCtx::default(),
+        chain_open: false,
+        written: Written::default(),
+    };
     let frames = chains != Chains::None;
     let mut round_wrote = false;
     'rounds: loop {
@@ -185,12 +206,23 @@ pub fn write(src: &Stream, samples: u64, chains: Chains, out: impl Write) -> Res
 }
 
 /// `oprof synth`: writes `out` from the stream file `src`.
-pub fn run(src: &Path, out: &Path, samples: u64, chains: Chains, word_bytes: usize) -> Result<Written> {
+pub fn run(
+    src: &Path,
+    out: &Path,
+    samples: u64,
+    chains: Chains,
+    word_bytes: usize,
+) -> Result<Written> {
     crate::validate::check(src, &crate::validate::Limits::bare(word_bytes, None), false)?;
     let st = Stream::read(src, word_bytes)?;
     let f = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-    write(&st, samples, chains, std::io::BufWriter::with_capacity(1 << 20, f))
-        .with_context(|| format!("writing {}", out.display()))
+    write(
+        &st,
+        samples,
+        chains,
+        std::io::BufWriter::with_capacity(1 << 20, f),
+    )
+    .with_context(|| format!("writing {}", out.display()))
 }
 
 /// Parses `--chains`: `recorded`, `none` or `min:N`.

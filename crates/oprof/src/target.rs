@@ -26,10 +26,19 @@ pub fn uname() -> KernelInfo {
         return KernelInfo::default();
     }
     let s = |f: &[libc::c_char]| {
-        let b: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let b: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&b).into_owned()
     };
-    KernelInfo { release: s(&u.release), version: s(&u.version), machine: s(&u.machine), nodename: s(&u.nodename) }
+    KernelInfo {
+        release: s(&u.release),
+        version: s(&u.version),
+        machine: s(&u.machine),
+        nodename: s(&u.nodename),
+    }
 }
 
 /// Whether the effective user is root (opening `buffer` needs CAP_SYS_ADMIN, loading the module
@@ -66,7 +75,9 @@ pub fn online_cpus() -> usize {
 
 /// Whether a `/proc/modules` text lists module `name`.
 pub fn modules_has(proc_modules: &str, name: &str) -> bool {
-    proc_modules.lines().any(|l| l.split_whitespace().next() == Some(name))
+    proc_modules
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(name))
 }
 
 /// Whether a `/proc/mounts` text has a mount of type `fstype` at `dir`.
@@ -91,7 +102,9 @@ pub fn last_kernel_message(tag: &str) -> Option<String> {
     let n = unsafe { libc::klogctl(SYSLOG_ACTION_READ_ALL, buf.as_mut_ptr().cast(), size) };
     buf.truncate(usize::try_from(n).ok()?);
     let text = String::from_utf8_lossy(&buf);
-    text.lines().rev().find_map(|l| l.find(tag).map(|i| l[i + tag.len()..].trim().to_string()))
+    text.lines()
+        .rev()
+        .find_map(|l| l.find(tag).map(|i| l[i + tag.len()..].trim().to_string()))
 }
 
 /// A mounted oprofilefs: reads and writes its files, remembering the original value of every
@@ -105,7 +118,10 @@ pub struct Fs {
 
 impl Fs {
     pub fn new(dir: &Path) -> Fs {
-        Fs { dir: dir.to_path_buf(), saved: vec![] }
+        Fs {
+            dir: dir.to_path_buf(),
+            saved: vec![],
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -129,23 +145,36 @@ impl Fs {
     /// The file's first line without surrounding whitespace (settings are one line).
     pub fn read(&self, name: &str) -> Result<String> {
         let b = self.read_bytes(name)?;
-        Ok(String::from_utf8_lossy(&b).lines().next().unwrap_or_default().trim().to_string())
+        Ok(String::from_utf8_lossy(&b)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string())
     }
 
     /// The file as a decimal number.
     pub fn read_u64(&self, name: &str) -> Result<u64> {
         let t = self.read(name)?;
-        t.parse().map_err(|_| anyhow!("{}: not a number: {t:?}", self.path(name).display()))
+        t.parse()
+            .map_err(|_| anyhow!("{}: not a number: {t:?}", self.path(name).display()))
     }
 
     /// Writes `value` + newline in one `write(2)`. Errors name the file and the value.
     pub fn write(&self, name: &str, value: &str) -> Result<()> {
         let p = self.path(name);
         let data = format!("{value}\n");
-        let r = std::fs::OpenOptions::new().write(true).open(&p).and_then(|mut f| f.write(data.as_bytes()));
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .and_then(|mut f| f.write(data.as_bytes()));
         match r {
             Ok(n) if n == data.len() => Ok(()),
-            Ok(n) => bail!("writing {value} to {}: short write ({n} of {} bytes)", p.display(), data.len()),
+            Ok(n) => bail!(
+                "writing {value} to {}: short write ({n} of {} bytes)",
+                p.display(),
+                data.len()
+            ),
             Err(e) => {
                 let why = match e.raw_os_error() {
                     Some(libc::EINVAL) => " (value rejected: out of range or invalid, see Documentation/oprofilefs.rst)",
@@ -187,14 +216,24 @@ impl Fs {
         let mut dirs = vec![root.clone()];
         while let Some(d) = dirs.pop() {
             for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
-                let p = e.with_context(|| format!("reading {}", d.display()))?.path();
+                let p = e
+                    .with_context(|| format!("reading {}", d.display()))?
+                    .path();
                 if p.is_dir() {
                     dirs.push(p);
                     continue;
                 }
-                let rel = p.strip_prefix(&root).unwrap_or(&p).to_string_lossy().into_owned();
-                let t = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-                let v = t.trim().parse().map_err(|_| anyhow!("{}: not a number: {:?}", p.display(), t.trim()))?;
+                let rel = p
+                    .strip_prefix(&root)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .into_owned();
+                let t = std::fs::read_to_string(&p)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                let v = t
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("{}: not a number: {:?}", p.display(), t.trim()))?;
                 out.insert(rel, v);
             }
         }
@@ -206,7 +245,8 @@ impl Fs {
 /// module already loaded is not an error. Errors name the file and explain the usual errnos.
 pub fn insmod(path: &Path, params: &str) -> Result<()> {
     let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
-    let cparams = CString::new(params).map_err(|_| anyhow!("module parameters contain a NUL byte"))?;
+    let cparams =
+        CString::new(params).map_err(|_| anyhow!("module parameters contain a NUL byte"))?;
     use std::os::fd::AsRawFd;
     // SAFETY: a valid fd and a NUL-terminated string; flags 0.
     let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), cparams.as_ptr(), 0) };
@@ -216,7 +256,9 @@ pub fn insmod(path: &Path, params: &str) -> Result<()> {
     let e = std::io::Error::last_os_error();
     let why = match e.raw_os_error() {
         Some(libc::EEXIST) => return Ok(()),
-        Some(libc::ENOEXEC) => " (invalid module format: built for another kernel or architecture? see dmesg)",
+        Some(libc::ENOEXEC) => {
+            " (invalid module format: built for another kernel or architecture? see dmesg)"
+        }
         Some(libc::EINVAL) => " (rejected: bad parameter or symbol mismatch, see dmesg)",
         Some(libc::EPERM) => " (loading modules needs root / CAP_SYS_MODULE)",
         _ => "",
@@ -230,7 +272,10 @@ pub fn rmmod(name: &str) -> Result<()> {
     // SAFETY: a NUL-terminated name and flags.
     let r = unsafe { libc::syscall(libc::SYS_delete_module, c.as_ptr(), libc::O_NONBLOCK) };
     if r != 0 {
-        bail!("unloading module {name}: {}", std::io::Error::last_os_error());
+        bail!(
+            "unloading module {name}: {}",
+            std::io::Error::last_os_error()
+        );
     }
     Ok(())
 }
@@ -238,11 +283,19 @@ pub fn rmmod(name: &str) -> Result<()> {
 /// `modprobe NAME PARAMS...`; the error is modprobe's first line of stderr (or why it could not
 /// run).
 pub fn modprobe(name: &str, params: &[String]) -> std::result::Result<(), String> {
-    match std::process::Command::new("modprobe").arg(name).args(params).stdin(std::process::Stdio::null()).output() {
+    match std::process::Command::new("modprobe")
+        .arg(name)
+        .args(params)
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
-            Err(err.lines().find(|l| !l.trim().is_empty()).map_or_else(|| o.status.to_string(), |l| l.trim().to_string()))
+            Err(err
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .map_or_else(|| o.status.to_string(), |l| l.trim().to_string()))
         }
         Err(e) => Err(format!("cannot run modprobe: {e}")),
     }
@@ -257,7 +310,8 @@ fn errno_result(r: libc::c_int) -> std::io::Result<()> {
 }
 
 fn cpath(p: &Path) -> Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| anyhow!("{}: path contains a NUL byte", p.display()))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| anyhow!("{}: path contains a NUL byte", p.display()))
 }
 
 /// How to get the module and the filesystem ready.
@@ -290,7 +344,13 @@ impl System {
     /// Loads the module if `/proc/modules` does not list it, and mounts oprofilefs at `want.dir`
     /// if `/proc/mounts` has no oprofilefs there. Errors: one line saying what failed and why.
     pub fn acquire(want: &Want) -> Result<System> {
-        let mut sys = System { fs: Fs::new(&want.dir), loaded: false, module_path: None, mounted: false, created_dir: false };
+        let mut sys = System {
+            fs: Fs::new(&want.dir),
+            loaded: false,
+            module_path: None,
+            mounted: false,
+            created_dir: false,
+        };
         let modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
         if !modules_has(&modules, MODULE) {
             sys.module_path = load_module(want)?;
@@ -309,13 +369,23 @@ impl System {
     fn mount(&mut self) -> Result<()> {
         let dir = self.fs.dir.clone();
         if !dir.exists() {
-            std::fs::create_dir(&dir).with_context(|| format!("creating the oprofilefs mount point {}", dir.display()))?;
+            std::fs::create_dir(&dir).with_context(|| {
+                format!("creating the oprofilefs mount point {}", dir.display())
+            })?;
             self.created_dir = true;
         }
         let (src, target, fstype) = (c"nodev", cpath(&dir)?, c"oprofilefs");
         // SAFETY: NUL-terminated strings; no mount data.
-        errno_result(unsafe { libc::mount(src.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) })
-            .with_context(|| format!("mount -t oprofilefs nodev {}", dir.display()))?;
+        errno_result(unsafe {
+            libc::mount(
+                src.as_ptr(),
+                target.as_ptr(),
+                fstype.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        })
+        .with_context(|| format!("mount -t oprofilefs nodev {}", dir.display()))?;
         self.mounted = true;
         Ok(())
     }
@@ -370,7 +440,9 @@ fn load_module(want: &Want) -> Result<Option<PathBuf>> {
         Ok(()) => return Ok(None),
         Err(e) => e,
     };
-    let beside = std::env::current_exe().ok().and_then(|e| Some(e.parent()?.join("oprofile.ko")));
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("oprofile.ko")));
     match beside {
         Some(ko) if ko.is_file() => {
             insmod(&ko, &params).context("cannot load the oprofile module")?;
@@ -396,7 +468,11 @@ mod tests {
         assert_eq!(count_cpu_list("3-1"), None);
         assert_eq!(count_cpu_list("x"), None);
         let pm = "oprofile 65536 0 - Live 0xbf000000 (O)\noprofile_x 1 0 - Live 0x0\n";
-        assert!(modules_has(pm, "oprofile") && !modules_has(pm, "oprof") && modules_has(pm, "oprofile_x"));
+        assert!(
+            modules_has(pm, "oprofile")
+                && !modules_has(pm, "oprof")
+                && modules_has(pm, "oprofile_x")
+        );
         let m = "proc /proc proc rw 0 0\nnodev /dev/oprofile oprofilefs rw,relatime 0 0\nx /a\\040b tmpfs rw 0 0\n";
         assert!(mounts_has(m, Path::new("/dev/oprofile"), "oprofilefs"));
         assert!(!mounts_has(m, Path::new("/dev/oprofile"), "tmpfs"));
@@ -417,12 +493,19 @@ mod tests {
         assert_eq!(fs.read_u64("buffer_size").unwrap(), 4096);
         assert_eq!(fs.read("0/count").unwrap(), "100000");
         fs.restore().unwrap();
-        assert_eq!(fs.read_u64("buffer_size").unwrap(), 131072, "the value before the first set");
+        assert_eq!(
+            fs.read_u64("buffer_size").unwrap(),
+            131072,
+            "the value before the first set"
+        );
         assert_eq!(fs.read_u64("0/count").unwrap(), 0);
         let e = format!("{:#}", fs.set("nope", 1).unwrap_err());
         assert!(e.contains("reading") && e.contains("nope"), "{e}");
         let e = format!("{:#}", fs.write("1/count", "5").unwrap_err());
-        assert!(e.starts_with("writing 5 to ") && e.contains("1/count"), "{e}");
+        assert!(
+            e.starts_with("writing 5 to ") && e.contains("1/count"),
+            "{e}"
+        );
         std::fs::create_dir_all(d.path().join("stats/cpu0")).unwrap();
         std::fs::write(d.path().join("stats/cpu0/sample_received"), "12\n").unwrap();
         std::fs::write(d.path().join("stats/event_lost_overflow"), "0\n").unwrap();

@@ -58,7 +58,10 @@ fn symbol(path: &Path, name: &str) -> (u64, u64) {
 fn file_offset(path: &Path, vaddr: u64) -> u64 {
     let data = std::fs::read(path).unwrap();
     let f = object::File::parse(&*data).unwrap();
-    let g = f.segments().find(|g| vaddr >= g.address() && vaddr < g.address() + g.file_range().1).unwrap();
+    let g = f
+        .segments()
+        .find(|g| vaddr >= g.address() && vaddr < g.address() + g.file_range().1)
+        .unwrap();
     vaddr - g.address() + g.file_range().0
 }
 
@@ -111,7 +114,19 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     std::fs::create_dir(d.join("host")).unwrap();
     // `hot` keeps a frame record (a leaf has none by default): its traced chain's edge to main
     // is proven with the CFI (`unwind::fpchain`).
-    let exe = cc(d, "prog.c", PROG, &["-g", "-O1", "-no-pie", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"], "host/prog");
+    let exe = cc(
+        d,
+        "prog.c",
+        PROG,
+        &[
+            "-g",
+            "-O1",
+            "-no-pie",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+        ],
+        "host/prog",
+    );
     let (hot, _) = symbol(&exe, "hot");
     let hot_off = file_offset(&exe, hot);
     let ret_off = file_offset(&exe, return_address_of_bl(&exe, "main", hot));
@@ -119,7 +134,11 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     let s = |pc| Record::Sample { pc, event: 0 };
     let recs = [
         Record::CpuSwitch { cpu: 1 },
-        Record::CtxSwitch { pid: 70, tgid: 70, app_cookie: 1 },
+        Record::CtxSwitch {
+            pid: 70,
+            tgid: 70,
+            app_cookie: 1,
+        },
         Record::KernelExit,
         Record::CookieSwitch { cookie: 1 },
         Record::TraceBegin,
@@ -128,7 +147,11 @@ fn arm64_session_of_8_byte_words_end_to_end() {
         // A new sync pass: its context again, as the module writes it.
         Record::CpuSwitch { cpu: 1 },
         Record::KernelExit,
-        Record::CtxSwitch { pid: 70, tgid: 70, app_cookie: 1 },
+        Record::CtxSwitch {
+            pid: 70,
+            tgid: 70,
+            app_cookie: 1,
+        },
         Record::CookieSwitch { cookie: 1 },
         s(hot_off + 12),
         Record::KernelEnter,
@@ -140,38 +163,99 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     let sess = d.join("sess");
     std::fs::create_dir(&sess).unwrap();
     let bytes = stream8(&recs);
-    assert!(bytes.len() % 8 == 0 && bytes[..8] == [0xFF; 8], "escape code u64::MAX");
+    assert!(
+        bytes.len() % 8 == 0 && bytes[..8] == [0xFF; 8],
+        "escape code u64::MAX"
+    );
     std::fs::write(sess.join(SAMPLES), &bytes).unwrap();
     std::fs::write(sess.join("images"), "1 /usr/bin/prog\n").unwrap();
     std::fs::write(sess.join(KALLSYMS), KALLSYMS_ARM64).unwrap();
-    std::fs::write(sess.join(PROC_MODULES), "oprofile 8192 0 - Live 0xffff80007a000000 (O)\n").unwrap();
+    std::fs::write(
+        sess.join(PROC_MODULES),
+        "oprofile 8192 0 - Live 0xffff80007a000000 (O)\n",
+    )
+    .unwrap();
     let cpu_type = "arm/armv8-ca53".into();
-    let mut info = SessionInfo { format: FORMAT, cpu_type, pointer_size: 8, ..Default::default() };
+    let mut info = SessionInfo {
+        format: FORMAT,
+        cpu_type,
+        pointer_size: 8,
+        ..Default::default()
+    };
     info.totals.bytes = bytes.len() as u64;
     std::fs::write(sess.join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
 
-    let inputs = Inputs { buffer: Some(sess.clone()), image_path: vec![d.join("host")], ..Default::default() };
-    let mut p = inputs.load(Want { lines: true, ..Default::default() }).unwrap();
-    let r = report::build_counts(&p.counts, &mut p.res, &p.counters, report::Options { lines: true, flame: true });
-    assert_eq!((r.total, r.user, r.kernel, r.traced), (6, 2, 4, 1), "{:#?}", r.rows);
-    let find = |sym: &str| r.rows.iter().find(|x| x.symbol == sym).unwrap_or_else(|| panic!("{sym}: {:#?}", r.rows));
-    assert_eq!((find("hot").image.as_str(), find("hot").samples), ("/usr/bin/prog", 2));
+    let inputs = Inputs {
+        buffer: Some(sess.clone()),
+        image_path: vec![d.join("host")],
+        ..Default::default()
+    };
+    let mut p = inputs
+        .load(Want {
+            lines: true,
+            ..Default::default()
+        })
+        .unwrap();
+    let r = report::build_counts(
+        &p.counts,
+        &mut p.res,
+        &p.counters,
+        report::Options {
+            lines: true,
+            flame: true,
+        },
+    );
+    assert_eq!(
+        (r.total, r.user, r.kernel, r.traced),
+        (6, 2, 4, 1),
+        "{:#?}",
+        r.rows
+    );
+    let find = |sym: &str| {
+        r.rows
+            .iter()
+            .find(|x| x.symbol == sym)
+            .unwrap_or_else(|| panic!("{sym}: {:#?}", r.rows))
+    };
+    assert_eq!(
+        (find("hot").image.as_str(), find("hot").samples),
+        ("/usr/bin/prog", 2)
+    );
     let src = find("hot").source.as_ref().unwrap();
     assert!(src.display.starts_with("prog.c:"), "{src:?}");
     assert_eq!(find("do_idle").samples, 1);
     assert_eq!(find("cpu_startup_entry").samples, 1);
-    assert_eq!((find("sample_handler").image.as_str(), find("sample_handler").samples), ("oprofile.ko", 1));
+    assert_eq!(
+        (
+            find("sample_handler").image.as_str(),
+            find("sample_handler").samples
+        ),
+        ("oprofile.ko", 1)
+    );
     let cg = r.callgraph.as_ref().unwrap();
     let hot_e = cg.iter().find(|e| e.symbol == "hot").unwrap();
-    assert_eq!((hot_e.callers[0].symbol.as_str(), hot_e.callers[0].samples), ("main", 1));
+    assert_eq!(
+        (hot_e.callers[0].symbol.as_str(), hot_e.callers[0].samples),
+        ("main", 1)
+    );
     let note = "fp chains (arm64 frame records): 1 checked with CFI, 0 cut at an unproven edge (0 frames left out)";
     assert!(r.warnings.iter().any(|w| w == note), "{:?}", r.warnings);
 
     // The same stream bare: 4-byte words misread it; --word-size 8 reads it.
     let total = |word_size| -> Result<u64, String> {
-        let bare = Inputs { buffer: Some(sess.join(SAMPLES)), word_size: Some(word_size), ..Default::default() };
+        let bare = Inputs {
+            buffer: Some(sess.join(SAMPLES)),
+            word_size: Some(word_size),
+            ..Default::default()
+        };
         let mut p = bare.load(Want::default()).map_err(|e| format!("{e:#}"))?;
-        Ok(report::build_counts(&p.counts, &mut p.res, &p.counters, report::Options::default()).total)
+        Ok(report::build_counts(
+            &p.counts,
+            &mut p.res,
+            &p.counters,
+            report::Options::default(),
+        )
+        .total)
     };
     assert_eq!(total(8), Ok(6));
     let four = total(4).unwrap_err();
@@ -190,11 +274,22 @@ __attribute__((noinline)) int mod_fn(int x) { /* fn-begin */
 #[test]
 fn arm64_module_placed_from_sections() {
     let dir = tempfile::tempdir().unwrap();
-    let ko = cc(dir.path(), "mod.c", MODULE, &["-g", "-O1", "-c"], "my_mod.ko");
+    let ko = cc(
+        dir.path(),
+        "mod.c",
+        MODULE,
+        &["-g", "-O1", "-c"],
+        "my_mod.ko",
+    );
     let (fn_val, _) = symbol(&ko, "mod_fn");
     let mut snap = ModuleSnapshot::default();
-    snap.add_proc_modules("my_mod 16384 0 - Live 0xffff80007a000000 (O)\n", "pm").unwrap();
-    snap.add_sections("my_mod .text 0xffff80007a000000\nmy_mod .data 0xffff80007a002000\n", "ms").unwrap();
+    snap.add_proc_modules("my_mod 16384 0 - Live 0xffff80007a000000 (O)\n", "pm")
+        .unwrap();
+    snap.add_sections(
+        "my_mod .text 0xffff80007a000000\nmy_mod .data 0xffff80007a002000\n",
+        "ms",
+    )
+    .unwrap();
     let placed = ElfImage::load_module(&ko, &snap.modules["my_mod"].sections, true, None).unwrap();
     let pc = 0xffff_8000_7a00_0000 + fn_val + 4;
     assert_eq!(placed.symbols.lookup(pc).unwrap().name, "mod_fn");
@@ -231,22 +326,40 @@ after_data:
 #[test]
 fn a64_symbols_entered_without_a_call() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = cc(dir.path(), "k.S", ENTRIES, &["-nostdlib", "-static", "-Wl,-Ttext=0x400000"], "k");
+    let exe = cc(
+        dir.path(),
+        "k.S",
+        ENTRIES,
+        &["-nostdlib", "-static", "-Wl,-Ttext=0x400000"],
+        "k",
+    );
     let img = ElfImage::load(&exe, false).unwrap();
     let at = |name: &str| symbol(&exe, name).0;
     let (after_bl, after_b, after_data) = (at("after_bl"), at("after_b"), at("after_data"));
     let t = &img.symbols;
-    assert!(!t.entered_without_call(after_bl), "after a bl: the - 1 rule");
+    assert!(
+        !t.entered_without_call(after_bl),
+        "after a bl: the - 1 rule"
+    );
     assert_eq!(t.lookup(t.frame_address(after_bl)).unwrap().name, "_start");
     assert!(t.entered_without_call(after_b), "after a b");
     assert_eq!(t.lookup(t.frame_address(after_b)).unwrap().name, "after_b");
-    assert!(t.entered_without_call(after_data), "after $d data that reads as a bl");
+    assert!(
+        t.entered_without_call(after_data),
+        "after $d data that reads as a bl"
+    );
     // The mapping symbols: data at after_data - 4, A64 code around it.
     assert_eq!(img.isa_at(after_data - 4), Some(Isa::Data));
-    assert_eq!((img.isa_at(after_b), img.isa_at(after_data)), (Some(Isa::Arm64), Some(Isa::Arm64)));
+    assert_eq!(
+        (img.isa_at(after_b), img.isa_at(after_data)),
+        (Some(Isa::Arm64), Some(Isa::Arm64))
+    );
     let insns = disasm::disassemble(&img, after_b..after_data).unwrap();
     let texts: Vec<(&str, Isa)> = insns.iter().map(|i| (i.text.as_str(), i.isa)).collect();
-    assert_eq!(texts, [("ret", Isa::Arm64), (".word 0x94000000", Isa::Data)]);
+    assert_eq!(
+        texts,
+        [("ret", Isa::Arm64), (".word 0x94000000", Isa::Data)]
+    );
 }
 
 /// The same code as a kernel: `_stext`/`_etext` around it, linked at arm64's kernel text
@@ -254,39 +367,87 @@ fn a64_symbols_entered_without_a_call() {
 #[test]
 fn arm64_vmlinux_names_kernel_frames() {
     let dir = tempfile::tempdir().unwrap();
-    let src = ENTRIES.replace("_start:\n", "_stext:\n_start:\n") + "    .globl _etext\n_etext:\n    nop\n";
-    let vm = cc(dir.path(), "vm.S", &src, &["-nostdlib", "-static", "-Wl,-Ttext=0xffff800080010000", "-Wl,-e,_start"], "vmlinux");
+    let src = ENTRIES.replace("_start:\n", "_stext:\n_start:\n")
+        + "    .globl _etext\n_etext:\n    nop\n";
+    let vm = cc(
+        dir.path(),
+        "vm.S",
+        &src,
+        &[
+            "-nostdlib",
+            "-static",
+            "-Wl,-Ttext=0xffff800080010000",
+            "-Wl,-e,_start",
+        ],
+        "vmlinux",
+    );
     let k = crate::kprof::Kernel::load(&vm).unwrap();
     let at = |name: &str| symbol(&vm, name).0;
-    assert_eq!((k.base, k.end), (0xffff_8000_8001_0000, at("_etext")), "no Thumb bit masking of 64-bit bounds");
+    assert_eq!(
+        (k.base, k.end),
+        (0xffff_8000_8001_0000, at("_etext")),
+        "no Thumb bit masking of 64-bit bounds"
+    );
     let img = ElfImage::load_kernel(&vm, false, None).unwrap();
-    let mut res = crate::resolve::Resolver::new(Default::default(), None, Some((vm.clone(), img)), &ModuleSnapshot::default());
+    let mut res = crate::resolve::Resolver::new(
+        Default::default(),
+        None,
+        Some((vm.clone(), img)),
+        &ModuleSnapshot::default(),
+    );
     let s = |pc| Record::Sample { pc, event: 0 };
     let recs = [
         Record::CpuSwitch { cpu: 0 },
-        Record::CtxSwitch { pid: 0, tgid: 0, app_cookie: 0 },
+        Record::CtxSwitch {
+            pid: 0,
+            tgid: 0,
+            app_cookie: 0,
+        },
         Record::KernelEnter,
         Record::TraceBegin,
         s(at("after_data")),
-        s(at("after_b")), // entered by `b`: named by itself
+        s(at("after_b")),  // entered by `b`: named by itself
         s(at("after_bl")), // after `bl`: its caller, _start
     ];
     let st = crate::stream::Stream::from_bytes(&stream8(&recs), 8).unwrap();
-    let r = report::build(&st, &mut res, &[], report::Options { lines: false, flame: true }).unwrap();
-    assert_eq!((r.kernel, r.rows[0].image.as_str(), r.rows[0].symbol.as_str()), (1, "vmlinux", "after_data"));
+    let r = report::build(
+        &st,
+        &mut res,
+        &[],
+        report::Options {
+            lines: false,
+            flame: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            r.kernel,
+            r.rows[0].image.as_str(),
+            r.rows[0].symbol.as_str()
+        ),
+        (1, "vmlinux", "after_data")
+    );
     assert_eq!(r.folded.lines(), ["[kernel];_start;after_b;after_data 1"]);
 }
 
 /// `objdump -d` of `func` in `exe`: (address, mnemonic) per instruction.
 fn objdump(exe: &Path, func: &str) -> Vec<(u64, String)> {
-    let out = Command::new("aarch64-linux-gnu-objdump").args(["-d", "--no-show-raw-insn"]).arg(exe).output().unwrap();
+    let out = Command::new("aarch64-linux-gnu-objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(exe)
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let body = text.split(&format!("<{func}>:\n")).nth(1).unwrap();
     body.lines()
         .take_while(|l| !l.trim().is_empty())
         .filter_map(|l| {
             let (a, rest) = l.split_once(':')?;
-            Some((u64::from_str_radix(a.trim(), 16).ok()?, rest.split_whitespace().next()?.to_string()))
+            Some((
+                u64::from_str_radix(a.trim(), 16).ok()?,
+                rest.split_whitespace().next()?.to_string(),
+            ))
         })
         .collect()
 }
@@ -300,14 +461,28 @@ fn annotate_disassembles_a64() {
     let (hot, size) = symbol(&exe, "hot");
     let want = objdump(&exe, "hot");
     let got = disasm::disassemble(&img, hot..hot + size).unwrap();
-    let got: Vec<(u64, String)> =
-        got.iter().map(|i| (i.addr, i.text.split_whitespace().next().unwrap_or("").to_string())).collect();
+    let got: Vec<(u64, String)> = got
+        .iter()
+        .map(|i| {
+            (
+                i.addr,
+                i.text.split_whitespace().next().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
     assert_eq!(got, want, "capstone's A64 against objdump");
     // 30 samples on hot's third instruction, through an 8-byte stream.
-    let s = Record::Sample { pc: file_offset(&exe, hot + 8), event: 0 };
+    let s = Record::Sample {
+        pc: file_offset(&exe, hot + 8),
+        event: 0,
+    };
     let mut recs = vec![
         Record::CpuSwitch { cpu: 0 },
-        Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 },
+        Record::CtxSwitch {
+            pid: 1,
+            tgid: 1,
+            app_cookie: 1,
+        },
         Record::KernelExit,
         Record::CookieSwitch { cookie: 1 },
     ];
@@ -321,7 +496,13 @@ fn annotate_disassembles_a64() {
         word_size: Some(8),
         ..Default::default()
     };
-    let mut p = inputs.load(Want { lines: true, kernel_lines: false, keys: Default::default() }).unwrap();
+    let mut p = inputs
+        .load(Want {
+            lines: true,
+            kernel_lines: false,
+            keys: Default::default(),
+        })
+        .unwrap();
     let o = annotate::Options {
         symbol: Some("hot".into()),
         image: None,
@@ -336,6 +517,17 @@ fn annotate_disassembles_a64() {
     let sym = &r.symbols[0];
     assert_eq!((sym.symbol.as_str(), sym.samples), ("hot", 30));
     assert!(sym.instructions.iter().all(|i| i.isa == Isa::Arm64));
-    assert_eq!(sym.instructions.iter().find(|i| i.addr == hot + 8).unwrap().samples, 30);
-    assert!(annotate::render(&r, &o).contains("-- assembly (arm64"), "{}", annotate::render(&r, &o));
+    assert_eq!(
+        sym.instructions
+            .iter()
+            .find(|i| i.addr == hot + 8)
+            .unwrap()
+            .samples,
+        30
+    );
+    assert!(
+        annotate::render(&r, &o).contains("-- assembly (arm64"),
+        "{}",
+        annotate::render(&r, &o)
+    );
 }

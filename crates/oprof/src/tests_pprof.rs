@@ -20,28 +20,83 @@ fn report_and_profile() -> (Report, pprof::Profile) {
     let bytes = std::fs::read(testdata("virt-a15-run.buf")).unwrap();
     let resolver = || {
         let text = std::fs::read_to_string(testdata("virt-a15-run.kallsyms")).unwrap();
-        let table = Kallsyms::parse(&text, "kallsyms").unwrap().kernel_table().unwrap();
-        let images = ImageMap::parse(&std::fs::read(testdata("virt-a15-run.images")).unwrap(), "images").unwrap();
+        let table = Kallsyms::parse(&text, "kallsyms")
+            .unwrap()
+            .kernel_table()
+            .unwrap();
+        let images = ImageMap::parse(
+            &std::fs::read(testdata("virt-a15-run.images")).unwrap(),
+            "images",
+        )
+        .unwrap();
         let mut snap = ModuleSnapshot::default();
-        snap.add_proc_modules(&std::fs::read_to_string(testdata("virt-a15-run.proc_modules")).unwrap(), "pm").unwrap();
+        snap.add_proc_modules(
+            &std::fs::read_to_string(testdata("virt-a15-run.proc_modules")).unwrap(),
+            "pm",
+        )
+        .unwrap();
         let vm = ElfImage::from_symbols(Path::new("kallsyms"), table, vec![]);
-        Resolver::new(resolve::Options { lines: true, ..Default::default() }, Some(images), Some(("kallsyms".into(), vm)), &snap)
+        Resolver::new(
+            resolve::Options {
+                lines: true,
+                ..Default::default()
+            },
+            Some(images),
+            Some(("kallsyms".into(), vm)),
+            &snap,
+        )
     };
-    let counters = [Counter { counter: 0, event: "timer".into(), count: None }];
-    let read = |task| aggregate::read(std::io::Cursor::new(&bytes), 4, aggregate::Options { app: true, task }, Default::default()).unwrap();
+    let counters = [Counter {
+        counter: 0,
+        event: "timer".into(),
+        count: None,
+    }];
+    let read = |task| {
+        aggregate::read(
+            std::io::Cursor::new(&bytes),
+            4,
+            aggregate::Options { app: true, task },
+            Default::default(),
+        )
+        .unwrap()
+    };
     // The report as `oprof report -l --flame` counts it (no task keys) ...
-    let r = report::build_counts(&read(false), &mut resolver(), &counters, Options { lines: false, flame: true });
+    let r = report::build_counts(
+        &read(false),
+        &mut resolver(),
+        &counters,
+        Options {
+            lines: false,
+            flame: true,
+        },
+    );
     // ... and the profile as `--pprof` does (task keys, another resolver).
     let with_task = read(true);
-    let p = pprof::build(&with_task, &mut resolver(), &counters, &pprof::Meta::default());
+    let p = pprof::build(
+        &with_task,
+        &mut resolver(),
+        &counters,
+        &pprof::Meta::default(),
+    );
     // Task keys split the counts finer but change no view of the report.
-    let again = report::build_counts(&with_task, &mut resolver(), &counters, Options { lines: false, flame: true });
+    let again = report::build_counts(
+        &with_task,
+        &mut resolver(),
+        &counters,
+        Options {
+            lines: false,
+            flame: true,
+        },
+    );
     let views = |r: &Report| {
         let mut s = report::render(r, report::View::Symbols, 0) + &report::render_callgraph(r, 0);
         s += &serde_json::to_string(r).unwrap();
         s + &r.folded.text()
     };
-    assert!(views(&again) == views(&r), "aggregate::Options::task changed the report");
+    assert!(
+        views(&again) == views(&r),
+        "aggregate::Options::task changed the report"
+    );
     (r, p)
 }
 
@@ -59,8 +114,14 @@ fn go_pprof(args: &[&str], file: &Path, home: &Path) -> String {
         .env("PPROF_TOOLS", "")
         .env("PPROF_BINARY_PATH", home)
         .output()
-        .unwrap_or_else(|e| panic!("`go tool pprof` not runnable ({e}): install golang-go (scripts/setup-host.sh)"));
-    assert!(out.status.success(), "go tool pprof {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        .unwrap_or_else(|e| {
+            panic!("`go tool pprof` not runnable ({e}): install golang-go (scripts/setup-host.sh)")
+        });
+    assert!(
+        out.status.success(),
+        "go tool pprof {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -70,17 +131,34 @@ fn go_tool_pprof_agrees_with_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("profile.pb.gz");
     pprof::write_file(&p, &file).unwrap();
-    assert!(r.total > 2000 && r.traced == r.total, "{} samples, {} traced", r.total, r.traced);
+    assert!(
+        r.total > 2000 && r.traced == r.total,
+        "{} samples, {} traced",
+        r.total,
+        r.traced
+    );
 
     // -top: every function's flat samples equal the report's -l rows (placeholders such as
     // "(image not found)" carry their image, as rows do).
-    let top = go_pprof(&["-top", "-nodecount=100000", "-nodefraction=0"], &file, dir.path());
+    let top = go_pprof(
+        &["-top", "-nodecount=100000", "-nodefraction=0"],
+        &file,
+        dir.path(),
+    );
     assert!(top.contains("Type: timer_samples"), "{top}");
     let mut got: BTreeMap<String, u64> = BTreeMap::new();
-    for line in top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).skip(1) {
+    for line in top
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+    {
         let f: Vec<&str> = line.split_whitespace().collect();
-        let (Some(flat), Some(name)) = (f.first(), f.get(5..)) else { continue };
-        let flat: u64 = flat.parse().unwrap_or_else(|_| panic!("bad -top line {line:?}"));
+        let (Some(flat), Some(name)) = (f.first(), f.get(5..)) else {
+            continue;
+        };
+        let flat: u64 = flat
+            .parse()
+            .unwrap_or_else(|_| panic!("bad -top line {line:?}"));
         if flat > 0 {
             got.insert(name.join(" "), flat);
         }
@@ -88,11 +166,23 @@ fn go_tool_pprof_agrees_with_the_report() {
     let want: BTreeMap<String, u64> = r
         .rows
         .iter()
-        .map(|x| (if x.symbol.starts_with('(') { format!("{} {}", x.symbol, x.image) } else { x.symbol.clone() }, x.samples))
+        .map(|x| {
+            (
+                if x.symbol.starts_with('(') {
+                    format!("{} {}", x.symbol, x.image)
+                } else {
+                    x.symbol.clone()
+                },
+                x.samples,
+            )
+        })
         .collect();
     assert_eq!(got, want, "go tool pprof -top vs oprof report -l");
     let hottest = &r.rows[0];
-    assert!(top.lines().any(|l| l.trim_start().starts_with(&hottest.samples.to_string()) && l.ends_with(&hottest.symbol)));
+    assert!(top
+        .lines()
+        .any(|l| l.trim_start().starts_with(&hottest.samples.to_string())
+            && l.ends_with(&hottest.symbol)));
 
     // -traces: the samples of every printed stack add up to the total, and the syscall
     // stacks read ret_fast_syscall below the handler.
@@ -107,7 +197,11 @@ fn go_tool_pprof_agrees_with_the_report() {
                 continue; // labels (cpu: 1) and the header
             }
             match t.split_once(char::is_whitespace) {
-                Some((n, f)) if n.chars().all(|c| c.is_ascii_digit()) && line.starts_with("     ") && !line.starts_with("             ") => {
+                Some((n, f))
+                    if n.chars().all(|c| c.is_ascii_digit())
+                        && line.starts_with("     ")
+                        && !line.starts_with("             ") =>
+                {
                     sum += n.parse::<u64>().unwrap();
                     frames.push(f.trim().to_string());
                 }
@@ -120,13 +214,22 @@ fn go_tool_pprof_agrees_with_the_report() {
         }
     }
     assert_eq!(sum, r.total, "-traces sample sum");
-    let syscall = stack.iter().filter(|s| s.iter().any(|f| f == "ret_fast_syscall")).count();
+    let syscall = stack
+        .iter()
+        .filter(|s| s.iter().any(|f| f == "ret_fast_syscall"))
+        .count();
     assert!(syscall > 10, "{syscall} syscall stacks");
-    for s in stack.iter().filter(|s| s.iter().any(|f| f == "ret_fast_syscall")) {
+    for s in stack
+        .iter()
+        .filter(|s| s.iter().any(|f| f == "ret_fast_syscall"))
+    {
         let i = s.iter().position(|f| f == "ret_fast_syscall").unwrap();
         assert!(i > 0, "ret_fast_syscall is a caller, not a leaf: {s:?}");
     }
-    assert!(stack.iter().flatten().all(|f| !f.ends_with("_reset")), "a *_reset frame");
+    assert!(
+        stack.iter().flatten().all(|f| !f.ends_with("_reset")),
+        "a *_reset frame"
+    );
 
     // The labels: samples per CPU (cpu 0 too) as the report counts them; tasks.
     let tags = go_pprof(&["-tags"], &file, dir.path());
@@ -143,8 +246,14 @@ fn go_tool_pprof_agrees_with_the_report() {
             (v.parse().unwrap(), n.parse::<f64>().unwrap() as u64)
         })
         .collect();
-    assert_eq!(cpu_tags, r.per_cpu, "cpu tags vs the report's samples per CPU\n{tags}");
-    assert!(tags.contains(" pid: Total") && tags.contains(" tid: Total"), "{tags}");
+    assert_eq!(
+        cpu_tags, r.per_cpu,
+        "cpu tags vs the report's samples per CPU\n{tags}"
+    );
+    assert!(
+        tags.contains(" pid: Total") && tags.contains(" tid: Total"),
+        "{tags}"
+    );
 }
 
 #[test]
@@ -157,8 +266,15 @@ fn folded_stacks_sum_to_the_samples_and_draw_the_flame_graph() {
         assert!(!stack.is_empty() && !stack.contains(";;"), "{line}");
         sum += n.parse::<u64>().unwrap();
     }
-    assert_eq!((sum, r.traced), (r.total, r.total), "folded counts vs traced samples");
-    assert!(text.lines().any(|l| l.contains(";ret_fast_syscall;sys_")), "syscall stacks");
+    assert_eq!(
+        (sum, r.traced),
+        (r.total, r.total),
+        "folded counts vs traced samples"
+    );
+    assert!(
+        text.lines().any(|l| l.contains(";ret_fast_syscall;sys_")),
+        "syscall stacks"
+    );
     // The SVG from the printed text (as flamegraph.pl or inferno read it) is --flame's.
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = "t".into();
@@ -181,5 +297,8 @@ fn folded_stacks_sum_to_the_samples_and_draw_the_flame_graph() {
     };
     let (svg, from_text) = (strip(svg), strip(from_text));
     assert!(svg.matches("<g>").count() > 100, "frames in the SVG");
-    assert!(svg == from_text, "the flame graph differs from the folded text's");
+    assert!(
+        svg == from_text,
+        "the flame graph differs from the folded text's"
+    );
 }

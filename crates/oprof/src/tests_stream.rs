@@ -28,18 +28,34 @@ fn kernel() -> (std::path::PathBuf, ElfImage) {
         let syms = fine
             .map(|a| (a, 0x40))
             .chain(coarse.map(|a| (a, 0x1000)))
-            .map(|(addr, size)| Symbol { addr, size, name: format!("k{addr:x}"), binding: Binding::Global })
+            .map(|(addr, size)| Symbol {
+                addr,
+                size,
+                name: format!("k{addr:x}"),
+                binding: Binding::Global,
+            })
             .collect();
         SymbolTable::new(syms, std::iter::once(0xc000_0000..0xc100_0000).collect())
     });
-    ("/host/vmlinux".into(), ElfImage::from_symbols(Path::new("/host/vmlinux"), table.clone(), vec![]))
+    (
+        "/host/vmlinux".into(),
+        ElfImage::from_symbols(Path::new("/host/vmlinux"), table.clone(), vec![]),
+    )
 }
 
 fn resolver(images: &str, proc_modules: &str, lines: bool) -> Resolver {
     let images = ImageMap::parse(images.as_bytes(), "images").unwrap();
     let mut snap = ModuleSnapshot::default();
     snap.add_proc_modules(proc_modules, "proc_modules").unwrap();
-    Resolver::new(resolve::Options { lines, ..Default::default() }, Some(images), Some(kernel()), &snap)
+    Resolver::new(
+        resolve::Options {
+            lines,
+            ..Default::default()
+        },
+        Some(images),
+        Some(kernel()),
+        &snap,
+    )
 }
 
 /// Every view of a report, as printed.
@@ -55,11 +71,26 @@ fn render_all(r: &Report) -> String {
 /// Tunings: sequential, and parallel with blocks of a few records up to a few KiB.
 fn tunings() -> [Tuning; 5] {
     [
-        Tuning { threads: 1, block_bytes: 4 << 20 },
-        Tuning { threads: 2, block_bytes: 64 },
-        Tuning { threads: 2, block_bytes: 1000 },
-        Tuning { threads: 3, block_bytes: 4096 },
-        Tuning { threads: 2, block_bytes: 32 << 10 },
+        Tuning {
+            threads: 1,
+            block_bytes: 4 << 20,
+        },
+        Tuning {
+            threads: 2,
+            block_bytes: 64,
+        },
+        Tuning {
+            threads: 2,
+            block_bytes: 1000,
+        },
+        Tuning {
+            threads: 3,
+            block_bytes: 4096,
+        },
+        Tuning {
+            threads: 2,
+            block_bytes: 32 << 10,
+        },
     ]
 }
 
@@ -67,22 +98,55 @@ fn tunings() -> [Tuning; 5] {
 /// parallel runs decoded and whether any fell back to sequential decoding.
 fn compare(bytes: &[u8], word_bytes: usize, images: &str, proc_modules: &str) -> (usize, bool) {
     let (mut segments, mut fell_back) = (0, false);
-    for opts in [Options { lines: false, flame: false }, Options { lines: true, flame: true }] {
+    for opts in [
+        Options {
+            lines: false,
+            flame: false,
+        },
+        Options {
+            lines: true,
+            flame: true,
+        },
+    ] {
         let want = Stream::from_bytes(bytes, word_bytes)
-            .and_then(|st| report::build_reference(&st, &mut resolver(images, proc_modules, opts.lines), &[], opts))
+            .and_then(|st| {
+                report::build_reference(
+                    &st,
+                    &mut resolver(images, proc_modules, opts.lines),
+                    &[],
+                    opts,
+                )
+            })
             .map(|r| render_all(&r))
             .map_err(|e| format!("{e:#}"));
         for t in tunings() {
-            let got = aggregate::read(Cursor::new(bytes), word_bytes, aggregate::Options { app: opts.flame, task: false }, t)
-                .map(|a| {
-                    if t.threads > 1 {
-                        segments += a.segments;
-                        fell_back |= a.fell_back;
-                    }
-                    render_all(&report::build_counts(&a, &mut resolver(images, proc_modules, opts.lines), &[], opts))
-                })
-                .map_err(|e| format!("{e:#}"));
-            assert!(got == want, "{t:?} {opts:?}: streaming report differs from the reference:\n{}", first_diff(&got, &want));
+            let got = aggregate::read(
+                Cursor::new(bytes),
+                word_bytes,
+                aggregate::Options {
+                    app: opts.flame,
+                    task: false,
+                },
+                t,
+            )
+            .map(|a| {
+                if t.threads > 1 {
+                    segments += a.segments;
+                    fell_back |= a.fell_back;
+                }
+                render_all(&report::build_counts(
+                    &a,
+                    &mut resolver(images, proc_modules, opts.lines),
+                    &[],
+                    opts,
+                ))
+            })
+            .map_err(|e| format!("{e:#}"));
+            assert!(
+                got == want,
+                "{t:?} {opts:?}: streaming report differs from the reference:\n{}",
+                first_diff(&got, &want)
+            );
         }
     }
     (segments, fell_back)
@@ -94,14 +158,25 @@ fn first_diff(got: &Result<String, String>, want: &Result<String, String>) -> St
         Err(e) => format!("error: {e}"),
     };
     let (g, w) = (text(got), text(want));
-    match g.lines().zip(w.lines()).enumerate().find(|(_, (a, b))| a != b) {
+    match g
+        .lines()
+        .zip(w.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
         Some((i, (a, b))) => format!("line {}: got {a:?}, want {b:?}", i + 1),
-        None => format!("lengths {} and {} lines", g.lines().count(), w.lines().count()),
+        None => format!(
+            "lengths {} and {} lines",
+            g.lines().count(),
+            w.lines().count()
+        ),
     }
 }
 
 pub(crate) fn testdata(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name)
 }
 
 #[test]
@@ -111,8 +186,14 @@ fn real_stream_streams_like_the_reference() {
     let pm = std::fs::read_to_string(testdata("virt-a15-run.proc_modules")).unwrap();
     let (segments, fell_back) = compare(&bytes, 4, &images, &pm);
     // The module's sync passes start with CPU_SWITCH and full context: the stream splits.
-    assert!(!fell_back, "a parallel run fell back to sequential decoding on the module's stream");
-    assert!(segments > 100, "only {segments} segments: resync points not found");
+    assert!(
+        !fell_back,
+        "a parallel run fell back to sequential decoding on the module's stream"
+    );
+    assert!(
+        segments > 100,
+        "only {segments} segments: resync points not found"
+    );
     // Cut inside a record: the same error as the reference.
     compare(&bytes[..bytes.len() - 8], 4, &images, &pm);
     compare(&bytes[..bytes.len() - 4], 4, &images, &pm);
@@ -122,7 +203,10 @@ fn real_stream_streams_like_the_reference() {
         let mut out = Vec::new();
         synth::write(&st, 5000, chains, &mut out).unwrap();
         let (segments, fell_back) = compare(&out, 4, &images, &pm);
-        assert!(!fell_back && segments > 100, "{chains:?}: {segments} segments, fell back: {fell_back}");
+        assert!(
+            !fell_back && segments > 100,
+            "{chains:?}: {segments} segments, fell back: {fell_back}"
+        );
     }
 }
 
@@ -160,19 +244,37 @@ fn random_records(rng: &mut Rng, n: usize) -> Vec<Record> {
                     if rng.below(2) == 0 {
                         v.push(Record::TraceBegin);
                     }
-                    v.push(if rng.below(2) == 0 { Record::KernelEnter } else { Record::KernelExit });
-                    v.push(Record::CtxSwitch { pid: rng.below(4), tgid: rng.below(4), app_cookie: rng.below(5) });
+                    v.push(if rng.below(2) == 0 {
+                        Record::KernelEnter
+                    } else {
+                        Record::KernelExit
+                    });
+                    v.push(Record::CtxSwitch {
+                        pid: rng.below(4),
+                        tgid: rng.below(4),
+                        app_cookie: rng.below(5),
+                    });
                 }
             }
             1 => v.push(Record::KernelEnter),
             2 => v.push(Record::KernelExit),
-            3 => v.push(Record::CtxSwitch { pid: rng.below(4), tgid: rng.below(4), app_cookie: rng.below(5) }),
-            4 => v.push(Record::CookieSwitch { cookie: rng.below(5) }),
+            3 => v.push(Record::CtxSwitch {
+                pid: rng.below(4),
+                tgid: rng.below(4),
+                app_cookie: rng.below(5),
+            }),
+            4 => v.push(Record::CookieSwitch {
+                cookie: rng.below(5),
+            }),
             5 | 6 => v.push(Record::TraceBegin),
             7 => v.push(Record::ModuleLoaded),
             _ => {
                 let event = if rng.below(5) == 0 { 1 } else { 0 };
-                let pc = if rng.below(2) == 0 { kernel(rng) } else { rng.below(0x400) * 4 };
+                let pc = if rng.below(2) == 0 {
+                    kernel(rng)
+                } else {
+                    rng.below(0x400) * 4
+                };
                 v.push(Record::Sample { pc, event });
             }
         }
@@ -186,7 +288,11 @@ fn encode(records: &[Record], word_bytes: usize) -> Vec<u8> {
         let mut w = [0usize; 7];
         let n = r.encode(&mut w).unwrap();
         for &x in &w[..n] {
-            let x = if word_bytes == 4 && x == usize::MAX { u64::from(u32::MAX) } else { x as u64 };
+            let x = if word_bytes == 4 && x == usize::MAX {
+                u64::from(u32::MAX)
+            } else {
+                x as u64
+            };
             out.extend_from_slice(&x.to_le_bytes()[..word_bytes]);
         }
     }
@@ -208,14 +314,35 @@ fn random_streams_stream_like_the_reference() {
                 // Corruptions: unknown escape code, malformed CTX_SWITCH, cut inside a record,
                 // a partial word.
                 1 => {
-                    let at = rng.below(bytes.len() as u64 / word_bytes as u64) as usize * word_bytes;
+                    let at =
+                        rng.below(bytes.len() as u64 / word_bytes as u64) as usize * word_bytes;
                     let bad = encode(&[Record::ModuleLoaded], word_bytes);
-                    bytes.splice(at..at, bad[..word_bytes].iter().copied().chain(std::iter::once(9)).chain(std::iter::repeat_n(0, word_bytes - 1)));
+                    bytes.splice(
+                        at..at,
+                        bad[..word_bytes]
+                            .iter()
+                            .copied()
+                            .chain(std::iter::once(9))
+                            .chain(std::iter::repeat_n(0, word_bytes - 1)),
+                    );
                 }
                 2 => {
-                    let bad = encode(&[Record::CtxSwitch { pid: 1, tgid: 1, app_cookie: 1 }], word_bytes);
+                    let bad = encode(
+                        &[Record::CtxSwitch {
+                            pid: 1,
+                            tgid: 1,
+                            app_cookie: 1,
+                        }],
+                        word_bytes,
+                    );
                     let at = bytes.len() / 2 / word_bytes * word_bytes;
-                    bytes.splice(at..at, bad[..5 * word_bytes].iter().copied().chain(std::iter::repeat_n(0, 2 * word_bytes)));
+                    bytes.splice(
+                        at..at,
+                        bad[..5 * word_bytes]
+                            .iter()
+                            .copied()
+                            .chain(std::iter::repeat_n(0, 2 * word_bytes)),
+                    );
                 }
                 3 => bytes.truncate(bytes.len() - word_bytes),
                 4 => bytes.truncate(bytes.len() - 1),
@@ -228,7 +355,10 @@ fn random_streams_stream_like_the_reference() {
     }
     // Random streams split too (and some assumptions fail: the fallback is exercised).
     assert!(segments > 500, "{segments} segments");
-    assert!(fell_back, "no random stream exercised the sequential fallback");
+    assert!(
+        fell_back,
+        "no random stream exercised the sequential fallback"
+    );
 }
 
 #[test]
@@ -252,7 +382,13 @@ fn synth_replicates_the_source() {
     for (a, b) in again.samples.iter().zip(&src.samples) {
         assert_eq!(strip(a), strip(b));
     }
-    assert_eq!(w.frames, src.samples.iter().map(|s| s.frames.len() as u64).sum::<u64>());
+    assert_eq!(
+        w.frames,
+        src.samples
+            .iter()
+            .map(|s| s.frames.len() as u64)
+            .sum::<u64>()
+    );
     // More rounds, no chains, long chains only.
     let mut out = Vec::new();
     let w = synth::write(&st, 10_000, Chains::None, &mut out).unwrap();
@@ -263,7 +399,10 @@ fn synth_replicates_the_source() {
     synth::write(&st, 3000, Chains::MinFrames(8), &mut out).unwrap();
     let d = crate::stream::decode(&Stream::from_bytes(&out, 4).unwrap()).unwrap();
     assert_eq!(d.samples.len(), 3000);
-    assert!(d.samples.iter().all(|s| s.traced && s.frames.len() >= 8), "min:8 chains");
+    assert!(
+        d.samples.iter().all(|s| s.traced && s.frames.len() >= 8),
+        "min:8 chains"
+    );
     assert!(synth::write(&st, 10, Chains::MinFrames(99), &mut Vec::new()).is_err());
     assert!(synth::parse_chains("min:x").is_err());
 }

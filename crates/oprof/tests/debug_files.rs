@@ -11,7 +11,11 @@ mod common;
 use common::{oprof, words};
 
 fn tool(dir: &Path, prog: &str, args: &[&str]) {
-    let st = Command::new(prog).current_dir(dir).args(args).status().expect(prog);
+    let st = Command::new(prog)
+        .current_dir(dir)
+        .args(args)
+        .status()
+        .expect(prog);
     assert!(st.success(), "{prog} {args:?}");
 }
 
@@ -19,9 +23,24 @@ fn tool(dir: &Path, prog: &str, args: &[&str]) {
 fn facts(exe: &Path) -> (String, u64) {
     let data = std::fs::read(exe).unwrap();
     let f = object::File::parse(&*data).unwrap();
-    let id: String = f.build_id().unwrap().unwrap().iter().map(|b| format!("{b:02x}")).collect();
-    let va = (f.symbols().find(|s| s.name() == Ok("hot")).unwrap().address() & !1) + 4;
-    let g = f.segments().find(|g| va >= g.address() && va - g.address() < g.file_range().1).unwrap();
+    let id: String = f
+        .build_id()
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let va = (f
+        .symbols()
+        .find(|s| s.name() == Ok("hot"))
+        .unwrap()
+        .address()
+        & !1)
+        + 4;
+    let g = f
+        .segments()
+        .find(|g| va >= g.address() && va - g.address() < g.file_range().1)
+        .unwrap();
     (id, va - g.address() + g.file_range().0)
 }
 
@@ -34,16 +53,32 @@ fn report_names_a_stripped_image_from_debug_dir() {
         "volatile int sink;\n__attribute__((noinline)) int hot(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * sink; return s; }\nint main(int c, char **v) { sink = hot(c); return 0; }\n",
     )
     .unwrap();
-    tool(d, "arm-linux-gnueabihf-gcc", &["-O2", "-g", "-Wl,--build-id", "-o", "p", "p.c"]);
+    tool(
+        d,
+        "arm-linux-gnueabihf-gcc",
+        &["-O2", "-g", "-Wl,--build-id", "-o", "p", "p.c"],
+    );
     std::fs::create_dir_all(d.join("root/bin")).unwrap();
-    tool(d, "arm-linux-gnueabihf-objcopy", &["--strip-all", "p", "root/bin/p"]);
+    tool(
+        d,
+        "arm-linux-gnueabihf-objcopy",
+        &["--strip-all", "p", "root/bin/p"],
+    );
     let (id, off) = facts(&d.join("p"));
     let dbg = d.join(format!("dbg/.build-id/{}/{}.debug", &id[..2], &id[2..]));
     std::fs::create_dir_all(dbg.parent().unwrap()).unwrap();
-    tool(d, "arm-linux-gnueabihf-objcopy", &["--only-keep-debug", "p", dbg.to_str().unwrap()]);
+    tool(
+        d,
+        "arm-linux-gnueabihf-objcopy",
+        &["--only-keep-debug", "p", dbg.to_str().unwrap()],
+    );
     let recs = [
         Record::CpuSwitch { cpu: 0 },
-        Record::CtxSwitch { pid: 3, tgid: 3, app_cookie: 1 },
+        Record::CtxSwitch {
+            pid: 3,
+            tgid: 3,
+            app_cookie: 1,
+        },
         Record::KernelExit,
         Record::CookieSwitch { cookie: 1 },
         Record::Sample { pc: off, event: 0 },
@@ -51,8 +86,20 @@ fn report_names_a_stripped_image_from_debug_dir() {
     std::fs::write(d.join("s.buf"), words(&recs)).unwrap();
     std::fs::write(d.join("s.images"), "1 /bin/p\n").unwrap();
     let s = |p: &str| d.join(p).display().to_string();
-    let base = [s("s.buf"), "--images".into(), s("s.images"), "--sysroot".into(), s("root"), "-l".into()];
-    let args = |extra: &[&str]| -> Vec<String> { base.iter().cloned().chain(extra.iter().map(|x| x.to_string())).collect() };
+    let base = [
+        s("s.buf"),
+        "--images".into(),
+        s("s.images"),
+        "--sysroot".into(),
+        s("root"),
+        "-l".into(),
+    ];
+    let args = |extra: &[&str]| -> Vec<String> {
+        base.iter()
+            .cloned()
+            .chain(extra.iter().map(|x| x.to_string()))
+            .collect()
+    };
     let run = |a: Vec<String>| {
         let mut v = vec!["report".to_string()];
         v.extend(a);
@@ -61,8 +108,15 @@ fn report_names_a_stripped_image_from_debug_dir() {
 
     let (ok, out, err) = run(args(&["--debug-dir", &s("dbg"), "--verbose"]));
     assert!(ok, "{err}");
-    assert!(out.lines().any(|l| l.ends_with("/bin/p                       hot")), "{out}");
-    assert!(out.contains(&format!("  /bin/p: {} (build-id)\n", dbg.display())), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.ends_with("/bin/p                       hot")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("  /bin/p: {} (build-id)\n", dbg.display())),
+        "{out}"
+    );
     let (ok, out, err) = run(args(&["--debug-dir", &s("dbg"), "--json"]));
     assert!(ok, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -72,10 +126,16 @@ fn report_names_a_stripped_image_from_debug_dir() {
     // Without it: unnamed, and one note says so.
     let (ok, out, err) = run(args(&["--verbose"]));
     assert!(ok, "{err}");
-    assert!(out.contains("(no symbols)") && out.contains("  /bin/p: none\n"), "{out}");
+    assert!(
+        out.contains("(no symbols)") && out.contains("  /bin/p: none\n"),
+        "{out}"
+    );
     assert_eq!(err.matches("no debug file").count(), 1, "{err}");
     // A --debug-dir that does not exist: one line naming it.
     let (ok, _, err) = run(args(&["--debug-dir", &s("nope")]));
     assert!(!ok);
-    assert_eq!(err, format!("oprof: error: --debug-dir {}: not a directory\n", s("nope")));
+    assert_eq!(
+        err,
+        format!("oprof: error: --debug-dir {}: not a directory\n", s("nope"))
+    );
 }

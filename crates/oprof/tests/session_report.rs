@@ -15,7 +15,11 @@ fn write_session(dir: &Path) {
         dir.join("samples"),
         words(&[
             Record::CpuSwitch { cpu: 0 },
-            Record::CtxSwitch { pid: 9, tgid: 9, app_cookie: 1 },
+            Record::CtxSwitch {
+                pid: 9,
+                tgid: 9,
+                app_cookie: 1,
+            },
             Record::KernelEnter,
             s(0xc010_0004),
             s(0xc010_0008),
@@ -28,7 +32,11 @@ fn write_session(dir: &Path) {
     )
     .unwrap();
     std::fs::write(dir.join("images"), "1 /bin/app\n").unwrap();
-    std::fs::write(dir.join("proc_modules"), "optest 8192 0 - Live 0xbf000000 (O)\n").unwrap();
+    std::fs::write(
+        dir.join("proc_modules"),
+        "optest 8192 0 - Live 0xbf000000 (O)\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("module_sections"), "").unwrap();
     std::fs::write(
         dir.join("kallsyms"),
@@ -66,13 +74,37 @@ fn report_reads_a_session_directory() {
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["total"], 5);
     let row = |img: &str, sym: &str| {
-        j["rows"].as_array().unwrap().iter().find(|r| r["image"] == img && r["symbol"] == sym).map(|r| r["samples"].clone())
+        j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["image"] == img && r["symbol"] == sym)
+            .map(|r| r["samples"].clone())
     };
-    assert_eq!(row("vmlinux", "read_zero"), Some(2.into()), "kernel symbols from kallsyms: {out}");
-    assert_eq!(row("vmlinux", "__clear_user_std"), Some(1.into()), "alias rule: {out}");
-    assert_eq!(row("optest.ko", "optest_spin"), Some(1.into()), "module symbols from kallsyms: {out}");
-    assert_eq!(row("/bin/app", "(image not found)"), Some(1.into()), "images file of the session: {out}");
-    assert_eq!(j["counters"][0]["event"], "CPU_CYCLES", "counters named from session.json");
+    assert_eq!(
+        row("vmlinux", "read_zero"),
+        Some(2.into()),
+        "kernel symbols from kallsyms: {out}"
+    );
+    assert_eq!(
+        row("vmlinux", "__clear_user_std"),
+        Some(1.into()),
+        "alias rule: {out}"
+    );
+    assert_eq!(
+        row("optest.ko", "optest_spin"),
+        Some(1.into()),
+        "module symbols from kallsyms: {out}"
+    );
+    assert_eq!(
+        row("/bin/app", "(image not found)"),
+        Some(1.into()),
+        "images file of the session: {out}"
+    );
+    assert_eq!(
+        j["counters"][0]["event"], "CPU_CYCLES",
+        "counters named from session.json"
+    );
     // The text view starts with the session line and the counted total.
     let (ok, text, err) = oprof(&["report", p]);
     assert!(ok, "{err}");
@@ -83,17 +115,34 @@ fn report_reads_a_session_directory() {
         )),
         "{text}"
     );
-    assert!(text.contains("Counter 1: 5 samples of CPU_CYCLES events, one every 1000000 events"), "{text}");
+    assert!(
+        text.contains("Counter 1: 5 samples of CPU_CYCLES events, one every 1000000 events"),
+        "{text}"
+    );
     // The default directory is ./oprofile_data.
-    let o = Command::new(env!("CARGO_BIN_EXE_oprof")).args(["report", "--json"]).current_dir(d.path()).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_oprof"))
+        .args(["report", "--json"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("\"total\": 5"));
     // An archived image is used; explicit --images wins over the session's.
     std::fs::create_dir_all(dir.join("root/bin")).unwrap();
     std::fs::write(dir.join("root/bin/app"), "not an ELF").unwrap();
     let (_, out, _) = oprof(&["report", p, "-l", "--json"]);
-    assert!(out.contains("(unreadable: not an ELF file"), "archived /bin/app found: {out}");
+    assert!(
+        out.contains("(unreadable: not an ELF file"),
+        "archived /bin/app found: {out}"
+    );
     std::fs::write(d.path().join("imgs"), "1 /bin/other\n").unwrap();
-    let (_, out, _) = oprof(&["report", p, "-l", "--json", "--images", d.path().join("imgs").to_str().unwrap()]);
+    let (_, out, _) = oprof(&[
+        "report",
+        p,
+        "-l",
+        "--json",
+        "--images",
+        d.path().join("imgs").to_str().unwrap(),
+    ]);
     assert!(out.contains("\"image\": \"/bin/other\""), "{out}");
     // A directory that is not a session, and a session without samples.
     let (ok, _, err) = oprof(&["report", d.path().to_str().unwrap()]);

@@ -50,7 +50,12 @@ impl Regs64 {
     pub fn from_words(w: &[u64]) -> Option<Regs64> {
         let mut x = [0u64; 31];
         x.copy_from_slice(w.get(..31)?);
-        Some(Regs64 { x, sp: *w.get(31)?, pc: *w.get(32)?, pstate: *w.get(33)? })
+        Some(Regs64 {
+            x,
+            sp: *w.get(31)?,
+            pc: *w.get(32)?,
+            pstate: *w.get(33)?,
+        })
     }
 
     /// Whether the task runs in AArch32 state (PSTATE.nRW, `PSR_MODE32_BIT`): a compat task,
@@ -94,11 +99,20 @@ struct State {
 
 impl Unwinder {
     /// Unwinds the AArch64 sample `regs` + `stack` in the address space `images`.
-    pub fn unwind_a64(&mut self, images: &impl Images, regs: &Regs64, stack: &Stack64<'_>) -> Chain64 {
+    pub fn unwind_a64(
+        &mut self,
+        images: &impl Images,
+        regs: &Regs64,
+        stack: &Stack64<'_>,
+    ) -> Chain64 {
         let mut r = [0u64; 32];
         r[..31].copy_from_slice(&regs.x);
         r[SP] = regs.sp;
-        let mut state = State { r, pc: regs.pc, known: u32::MAX };
+        let mut state = State {
+            r,
+            pc: regs.pc,
+            known: u32::MAX,
+        };
         let mut frames = vec![regs.pc];
         let end = loop {
             if frames.len() >= self.max_depth {
@@ -118,12 +132,31 @@ impl Unwinder {
     }
 
     /// The caller's registers of the frame `s` (`leaf`: the interrupted frame).
-    fn step_a64(&mut self, images: &impl Images, s: &State, leaf: bool, stack: &Stack64<'_>) -> Result<State, End> {
-        let place = images.find(s.pc).filter(|p| p.executable).ok_or(End::NoMapping)?;
+    fn step_a64(
+        &mut self,
+        images: &impl Images,
+        s: &State,
+        leaf: bool,
+        stack: &Stack64<'_>,
+    ) -> Result<State, End> {
+        let place = images
+            .find(s.pc)
+            .filter(|p| p.executable)
+            .ok_or(End::NoMapping)?;
         // A return address is looked up in its call instruction.
-        let at = if leaf { place.elf_addr } else { place.elf_addr.checked_sub(1).ok_or(End::NoMapping)? };
-        let cfi = place.tables.cfi_for(at).ok_or(End::NoUnwindInfo { pc: s.pc })?;
-        let row = cfi.row(&mut self.ctx, at).map_err(|_| End::BadTable)?.ok_or(End::BadTable)?;
+        let at = if leaf {
+            place.elf_addr
+        } else {
+            place.elf_addr.checked_sub(1).ok_or(End::NoMapping)?
+        };
+        let cfi = place
+            .tables
+            .cfi_for(at)
+            .ok_or(End::NoUnwindInfo { pc: s.pc })?;
+        let row = cfi
+            .row(&mut self.ctx, at)
+            .map_err(|_| End::BadTable)?
+            .ok_or(End::BadTable)?;
         apply_cfi(&row, s, leaf, stack)
     }
 }
@@ -148,7 +181,11 @@ fn apply_cfi(row: &cfi::Row, s: &State, leaf: bool, stack: &Stack64<'_>) -> Resu
         Cfa::RegOffset(reg, off) => offset(reg_value(s, reg)?, off)?,
         Cfa::Expression => return Err(End::Unsupported),
     };
-    let mut next = State { r: s.r, pc: 0, known: s.known };
+    let mut next = State {
+        r: s.r,
+        pc: 0,
+        known: s.known,
+    };
     for n in 0..=LR {
         let value = rule_value(row, n, s, cfa, stack)?;
         match value {
@@ -166,7 +203,13 @@ fn apply_cfi(row: &cfi::Row, s: &State, leaf: bool, stack: &Stack64<'_>) -> Resu
 }
 
 /// The caller's value of register `n` under `row` (`None`: not known).
-fn rule_value(row: &cfi::Row, n: usize, s: &State, cfa: u64, stack: &Stack64<'_>) -> Result<Option<u64>, End> {
+fn rule_value(
+    row: &cfi::Row,
+    n: usize,
+    s: &State,
+    cfa: u64,
+    stack: &Stack64<'_>,
+) -> Result<Option<u64>, End> {
     let reg = n as u16;
     Ok(match row.rule(reg) {
         Rule::Same => (s.known & (1 << n) != 0).then_some(s.r[n]),
@@ -213,12 +256,18 @@ fn check_caller(images: &impl Images, cur: &State, next: &State) -> Result<(), E
     if sp < old_sp || (sp == old_sp && ra == cur.pc) {
         return Err(End::Loop);
     }
-    let place = images.find(ra).filter(|p| p.executable).ok_or(End::NoMapping)?;
+    let place = images
+        .find(ra)
+        .filter(|p| p.executable)
+        .ok_or(End::NoMapping)?;
     // Every A64 instruction is 4 bytes at a 4-byte aligned address.
     if ra & 3 != 0 {
         return Err(End::NotACall);
     }
-    let call = place.elf_addr.checked_sub(4).and_then(|a| place.tables.code(a..place.elf_addr));
+    let call = place
+        .elf_addr
+        .checked_sub(4)
+        .and_then(|a| place.tables.code(a..place.elf_addr));
     match call.and_then(|b| b.try_into().ok()).map(u32::from_le_bytes) {
         Some(w) if aarch64::is_call(w) => Ok(()),
         _ => Err(End::NotACall),

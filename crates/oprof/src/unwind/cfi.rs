@@ -19,8 +19,8 @@
 //! authentication code.
 
 use gimli::{
-    BaseAddresses, CallFrameInstruction, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, Register,
-    RegisterRule, RunTimeEndian, UnwindContext, UnwindSection,
+    BaseAddresses, CallFrameInstruction, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice,
+    Register, RegisterRule, RunTimeEndian, UnwindContext, UnwindSection,
 };
 use std::ops::Range;
 use std::rc::Rc;
@@ -70,7 +70,10 @@ pub struct Row {
 impl Row {
     /// The rule of register `reg` (DWARF number).
     pub fn rule(&self, reg: u16) -> Rule {
-        self.rules.iter().find(|r| r.0 == reg).map_or(Rule::Same, |r| r.1)
+        self.rules
+            .iter()
+            .find(|r| r.0 == reg)
+            .map_or(Rule::Same, |r| r.1)
     }
 }
 
@@ -79,7 +82,9 @@ impl Row {
 pub enum Kind {
     DebugFrame,
     /// `.eh_frame`, loaded at the given address (its pointers are PC-relative).
-    EhFrame { addr: u64 },
+    EhFrame {
+        addr: u64,
+    },
 }
 
 /// One CFI section of an image, with its FDE index.
@@ -106,8 +111,22 @@ pub struct BadCfi(pub String);
 impl Cfi {
     /// Reads the section `data` of `kind` (an image with `address_size`-byte addresses and
     /// `.text` at `text`) and indexes its FDEs; FDEs that do not parse are left out.
-    pub fn new(kind: Kind, data: Rc<[u8]>, endian: RunTimeEndian, address_size: u8, text: u64) -> Cfi {
-        let mut cfi = Cfi { kind, data, endian, address_size, text, vendor: gimli::Vendor::Default, index: Vec::new() };
+    pub fn new(
+        kind: Kind,
+        data: Rc<[u8]>,
+        endian: RunTimeEndian,
+        address_size: u8,
+        text: u64,
+    ) -> Cfi {
+        let mut cfi = Cfi {
+            kind,
+            data,
+            endian,
+            address_size,
+            text,
+            vendor: gimli::Vendor::Default,
+            index: Vec::new(),
+        };
         let mut index = match kind {
             Kind::DebugFrame => fde_index(&cfi.debug_frame(), &cfi.bases()),
             Kind::EhFrame { .. } => fde_index(&cfi.eh_frame(), &cfi.bases()),
@@ -159,18 +178,30 @@ impl Cfi {
     /// describes).
     pub fn fde_range(&self, addr: u64) -> Option<Range<u64>> {
         let i = self.index.partition_point(|e| e.0 <= addr).checked_sub(1)?;
-        self.index[..=i].iter().rev().take(4).find(|e| addr < e.1).map(|e| e.0..e.1)
+        self.index[..=i]
+            .iter()
+            .rev()
+            .take(4)
+            .find(|e| addr < e.1)
+            .map(|e| e.0..e.1)
     }
 
     fn fde_at(&self, addr: u64) -> Option<usize> {
         let i = self.index.partition_point(|e| e.0 <= addr).checked_sub(1)?;
         // FDEs may nest or overlap in broken files: check the few before too.
-        self.index[..=i].iter().rev().take(4).find(|e| addr < e.1).map(|e| e.2)
+        self.index[..=i]
+            .iter()
+            .rev()
+            .take(4)
+            .find(|e| addr < e.1)
+            .map(|e| e.2)
     }
 
     /// The row for `addr`: `Ok(None)` when no FDE covers it, `Err` when the FDE is malformed.
     pub fn row(&self, ctx: &mut UnwindContext<usize>, addr: u64) -> Result<Option<Row>, BadCfi> {
-        let Some(offset) = self.fde_at(addr) else { return Ok(None) };
+        let Some(offset) = self.fde_at(addr) else {
+            return Ok(None);
+        };
         let bases = self.bases();
         let r = match self.kind {
             Kind::DebugFrame => row_in(&self.debug_frame(), &bases, ctx, offset.into(), addr),
@@ -190,7 +221,9 @@ where
     let mut entries = section.entries(bases);
     while let Ok(Some(e)) = entries.next() {
         let CieOrFde::Fde(partial) = e else { continue };
-        let Ok(fde) = partial.parse(S::cie_from_offset) else { continue };
+        let Ok(fde) = partial.parse(S::cie_from_offset) else {
+            continue;
+        };
         let start = fde.initial_address();
         if let Some(end) = start.checked_add(fde.len()) {
             out.push((start, end, fde.offset()));
@@ -219,10 +252,20 @@ where
         CfaRule::RegisterAndOffset { register, offset } => Cfa::RegOffset(register.0, offset),
         CfaRule::Expression(_) => Cfa::Expression,
     };
-    let rules = row.registers().map(|(reg, rule)| (reg.0, rule_of(rule))).collect();
+    let rules = row
+        .registers()
+        .map(|(reg, rule)| (reg.0, rule_of(rule)))
+        .collect();
     let ra_signed = section.vendor() == gimli::Vendor::AArch64
         && matches!(row.register(gimli::AArch64::RA_SIGN_STATE), RegisterRule::Constant(v) if v & 1 != 0);
-    Ok(Row { cfa, rules, ra: ra.0, ra_undefined, range: row.start_address()..row.end_address(), ra_signed })
+    Ok(Row {
+        cfa,
+        rules,
+        ra: ra.0,
+        ra_undefined,
+        range: row.start_address()..row.end_address(),
+        ra_signed,
+    })
 }
 
 fn rule_of(rule: &RegisterRule<usize>) -> Rule {
@@ -237,7 +280,10 @@ fn rule_of(rule: &RegisterRule<usize>) -> Rule {
 }
 
 /// Whether the instructions contain `DW_CFA_undefined` of `reg`.
-fn undefines<R: gimli::Reader<Offset = usize>>(mut it: gimli::CallFrameInstructionIter<'_, R>, reg: Register) -> bool {
+fn undefines<R: gimli::Reader<Offset = usize>>(
+    mut it: gimli::CallFrameInstructionIter<'_, R>,
+    reg: Register,
+) -> bool {
     while let Ok(Some(i)) = it.next() {
         if matches!(i, CallFrameInstruction::Undefined { register } if register == reg) {
             return true;

@@ -74,7 +74,9 @@ impl Exidx {
         let mut entries = Vec::with_capacity(data.len() / 8);
         for (i, pair) in data.chunks_exact(8).enumerate() {
             let place = addr.wrapping_add(8 * i as u64);
-            let (Some(w0), Some(w1)) = (word_at(pair, 0), word_at(pair, 4)) else { continue };
+            let (Some(w0), Some(w1)) = (word_at(pair, 0), word_at(pair, 4)) else {
+                continue;
+            };
             if w0 & 0x8000_0000 != 0 {
                 continue;
             }
@@ -86,7 +88,11 @@ impl Exidx {
             entries.push((prel31(w0, place) & !1, entry));
         }
         entries.sort_by_key(|e| e.0);
-        Exidx { entries, last_end, extab }
+        Exidx {
+            entries,
+            last_end,
+            extab,
+        }
     }
 
     /// The function starts and entries, sorted.
@@ -97,7 +103,10 @@ impl Exidx {
     /// The entry covering `addr` and its range: from its function start to the next entry's
     /// (for the last entry, to the end given to [`Exidx::parse`]).
     pub fn lookup(&self, addr: u64) -> Option<(Entry, std::ops::Range<u64>)> {
-        let i = self.entries.partition_point(|e| e.0 <= addr).checked_sub(1)?;
+        let i = self
+            .entries
+            .partition_point(|e| e.0 <= addr)
+            .checked_sub(1)?;
         let (start, entry) = self.entries[i];
         let end = self.entries.get(i + 1).map_or(self.last_end, |e| e.0);
         (addr < end).then_some((entry, start..end))
@@ -105,7 +114,10 @@ impl Exidx {
 
     fn extab_word(&self, addr: u64) -> Result<u32, Stop> {
         let (base, bytes) = self.extab.as_ref().ok_or(Stop::BadTable)?;
-        let off = addr.checked_sub(*base).and_then(|o| usize::try_from(o).ok()).ok_or(Stop::BadTable)?;
+        let off = addr
+            .checked_sub(*base)
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or(Stop::BadTable)?;
         word_at(bytes, off).ok_or(Stop::BadTable)
     }
 
@@ -114,7 +126,9 @@ impl Exidx {
         match entry {
             Entry::CantUnwind => Err(Stop::CantUnwind),
             // Inline entries can only be compact model 0 (index bits 24-30 zero).
-            Entry::Inline(w) if w & 0x7F00_0000 == 0 => Ok(vec![(w >> 16) as u8, (w >> 8) as u8, w as u8]),
+            Entry::Inline(w) if w & 0x7F00_0000 == 0 => {
+                Ok(vec![(w >> 16) as u8, (w >> 8) as u8, w as u8])
+            }
             Entry::Inline(_) => Err(Stop::BadTable),
             Entry::Extab(at) => self.extab_opcodes(at),
         }
@@ -125,11 +139,19 @@ impl Exidx {
         let (first, more, words_at) = if w0 & 0x8000_0000 == 0 {
             // Generic model: personality address, then gcc's count + three opcode bytes.
             let w1 = self.extab_word(at.wrapping_add(4))?;
-            (vec![(w1 >> 16) as u8, (w1 >> 8) as u8, w1 as u8], w1 >> 24, at.wrapping_add(8))
+            (
+                vec![(w1 >> 16) as u8, (w1 >> 8) as u8, w1 as u8],
+                w1 >> 24,
+                at.wrapping_add(8),
+            )
         } else {
             match (w0 >> 24) & 0x7F {
                 0 => (vec![(w0 >> 16) as u8, (w0 >> 8) as u8, w0 as u8], 0, 0),
-                1 | 2 => (vec![(w0 >> 8) as u8, w0 as u8], (w0 >> 16) & 0xFF, at.wrapping_add(4)),
+                1 | 2 => (
+                    vec![(w0 >> 8) as u8, w0 as u8],
+                    (w0 >> 16) & 0xFF,
+                    at.wrapping_add(4),
+                ),
                 _ => return Err(Stop::BadTable),
             }
         };
@@ -178,7 +200,14 @@ pub fn decode(ops: &[u8]) -> Option<(Op, usize)> {
         0x40..=0x7F => (Op::VspSub((u32::from(b & 0x3F) << 2) + 4), 1),
         0x80..=0x8F => {
             let mask = (u16::from(b & 0x0F) << 8) | u16::from(next()?);
-            (if mask == 0 { Op::Refuse } else { Op::Pop(mask << 4) }, 2)
+            (
+                if mask == 0 {
+                    Op::Refuse
+                } else {
+                    Op::Pop(mask << 4)
+                },
+                2,
+            )
         }
         0x9D | 0x9F => (Op::Spare(b, 0), 1),
         0x90..=0x9F => (Op::SetVsp(b & 0x0F), 1),
@@ -195,14 +224,40 @@ pub fn decode(ops: &[u8]) -> Option<(Op, usize)> {
         0xB2 => uleb_vsp(&ops[1..])?,
         0xB3 => {
             let s = next()?;
-            (Op::PopVfp { first: s >> 4, count: (s & 0xF) + 1, fstmx: true }, 2)
+            (
+                Op::PopVfp {
+                    first: s >> 4,
+                    count: (s & 0xF) + 1,
+                    fstmx: true,
+                },
+                2,
+            )
         }
         0xB4..=0xB7 => (Op::Spare(b, 0), 1),
-        0xB8..=0xBF => (Op::PopVfp { first: 8, count: (b & 7) + 1, fstmx: true }, 1),
-        0xC0..=0xC5 => (Op::PopWr { first: 10, count: (b & 7) + 1 }, 1),
+        0xB8..=0xBF => (
+            Op::PopVfp {
+                first: 8,
+                count: (b & 7) + 1,
+                fstmx: true,
+            },
+            1,
+        ),
+        0xC0..=0xC5 => (
+            Op::PopWr {
+                first: 10,
+                count: (b & 7) + 1,
+            },
+            1,
+        ),
         0xC6 => {
             let s = next()?;
-            (Op::PopWr { first: s >> 4, count: (s & 0xF) + 1 }, 2)
+            (
+                Op::PopWr {
+                    first: s >> 4,
+                    count: (s & 0xF) + 1,
+                },
+                2,
+            )
         }
         0xC7 => match next()? {
             m @ 0x01..=0x0F => (Op::PopWcgr(m), 2),
@@ -211,9 +266,23 @@ pub fn decode(ops: &[u8]) -> Option<(Op, usize)> {
         0xC8 | 0xC9 => {
             let s = next()?;
             let base = if b == 0xC8 { 16 } else { 0 };
-            (Op::PopVfp { first: base + (s >> 4), count: (s & 0xF) + 1, fstmx: false }, 2)
+            (
+                Op::PopVfp {
+                    first: base + (s >> 4),
+                    count: (s & 0xF) + 1,
+                    fstmx: false,
+                },
+                2,
+            )
         }
-        0xD0..=0xD7 => (Op::PopVfp { first: 8, count: (b & 7) + 1, fstmx: false }, 1),
+        0xD0..=0xD7 => (
+            Op::PopVfp {
+                first: 8,
+                count: (b & 7) + 1,
+                fstmx: false,
+            },
+            1,
+        ),
         _ => (Op::Spare(b, 0), 1),
     })
 }
@@ -255,7 +324,9 @@ pub fn frame_size(ops: &[Op]) -> Option<u32> {
             Op::VspAdd(n) => size.checked_add(n)?,
             Op::VspSub(n) => size.checked_sub(n)?,
             Op::Pop(mask) => size.checked_add(4 * mask.count_ones())?,
-            Op::PopVfp { count, fstmx, .. } => size.checked_add(8 * u32::from(count) + 4 * u32::from(fstmx))?,
+            Op::PopVfp { count, fstmx, .. } => {
+                size.checked_add(8 * u32::from(count) + 4 * u32::from(fstmx))?
+            }
             Op::PopWr { count, .. } => size.checked_add(8 * u32::from(count))?,
             Op::PopWcgr(m) => size.checked_add(4 * m.count_ones())?,
             Op::Finish => return Some(size),
@@ -280,7 +351,9 @@ pub fn execute(ops: &[Op], r: &mut [u32; 16], stack: &Stack<'_>) -> Result<(), S
                 pop(mask, vsp, r, stack)?
             }
             Op::SetVsp(n) => r[usize::from(n)],
-            Op::PopVfp { count, fstmx, .. } => add(vsp, 8 * u32::from(count) + 4 * u32::from(fstmx))?,
+            Op::PopVfp { count, fstmx, .. } => {
+                add(vsp, 8 * u32::from(count) + 4 * u32::from(fstmx))?
+            }
             Op::PopWr { count, .. } => add(vsp, 8 * u32::from(count))?,
             Op::PopWcgr(m) => add(vsp, 4 * m.count_ones())?,
             Op::Finish => break,
@@ -348,17 +421,79 @@ mod tests {
         assert_eq!(d(&[0xB1, 0x00]), (Op::Spare(0xB1, 0), 2));
         assert_eq!(d(&[0xB2, 0x00]), (Op::VspAdd(0x204), 2));
         assert_eq!(d(&[0xB2, 0x81, 0x01]), (Op::VspAdd(0x204 + (0x81 << 2)), 3));
-        assert_eq!(d(&[0xB3, 0x12]), (Op::PopVfp { first: 1, count: 3, fstmx: true }, 2));
-        assert_eq!(d(&[0xB9]), (Op::PopVfp { first: 8, count: 2, fstmx: true }, 1));
-        assert_eq!(d(&[0xC8, 0x01]), (Op::PopVfp { first: 16, count: 2, fstmx: false }, 2));
-        assert_eq!(d(&[0xC9, 0x80]), (Op::PopVfp { first: 8, count: 1, fstmx: false }, 2));
-        assert_eq!(d(&[0xD7]), (Op::PopVfp { first: 8, count: 8, fstmx: false }, 1));
-        assert_eq!(d(&[0xC1]), (Op::PopWr { first: 10, count: 2 }, 1));
+        assert_eq!(
+            d(&[0xB3, 0x12]),
+            (
+                Op::PopVfp {
+                    first: 1,
+                    count: 3,
+                    fstmx: true
+                },
+                2
+            )
+        );
+        assert_eq!(
+            d(&[0xB9]),
+            (
+                Op::PopVfp {
+                    first: 8,
+                    count: 2,
+                    fstmx: true
+                },
+                1
+            )
+        );
+        assert_eq!(
+            d(&[0xC8, 0x01]),
+            (
+                Op::PopVfp {
+                    first: 16,
+                    count: 2,
+                    fstmx: false
+                },
+                2
+            )
+        );
+        assert_eq!(
+            d(&[0xC9, 0x80]),
+            (
+                Op::PopVfp {
+                    first: 8,
+                    count: 1,
+                    fstmx: false
+                },
+                2
+            )
+        );
+        assert_eq!(
+            d(&[0xD7]),
+            (
+                Op::PopVfp {
+                    first: 8,
+                    count: 8,
+                    fstmx: false
+                },
+                1
+            )
+        );
+        assert_eq!(
+            d(&[0xC1]),
+            (
+                Op::PopWr {
+                    first: 10,
+                    count: 2
+                },
+                1
+            )
+        );
         assert_eq!(d(&[0xC7, 0x03]), (Op::PopWcgr(3), 2));
         assert_eq!(d(&[0xFF]), (Op::Spare(0xFF, 0), 1));
         assert_eq!(decode(&[0x84]), None, "cut short");
         assert_eq!(decode(&[0xB2, 0x80]), None, "unterminated uleb128");
-        assert_eq!(decode_all(&[0xA8, 0xB0, 0xB0, 0x02]), vec![Op::Pop(1 << 4 | 1 << 14), Op::Finish]);
+        assert_eq!(
+            decode_all(&[0xA8, 0xB0, 0xB0, 0x02]),
+            vec![Op::Pop(1 << 4 | 1 << 14), Op::Finish]
+        );
     }
 
     fn stack_of(sp: u32, words: &[u32]) -> Vec<u8> {
@@ -371,14 +506,20 @@ mod tests {
         // sub sp, #8; vpush {d8}; push {r4, r5, lr}: vsp+8, pop d8, pop {r4, r5, r14}.
         let words = [0, 0, 0xD8D8, 0xD8D8, 0x44, 0x55, 0x1235];
         let bytes = stack_of(0x1000, &words);
-        let stack = Stack { sp: 0x1000, bytes: &bytes };
+        let stack = Stack {
+            sp: 0x1000,
+            bytes: &bytes,
+        };
         let ops = decode_all(&[0x01, 0xC9, 0x80, 0xA9, 0xB0]);
         assert_eq!(frame_size(&ops), Some(28));
         let mut r = [0u32; 16];
         r[13] = 0x1000;
         r[14] = 0xDEAD;
         execute(&ops, &mut r, &stack).unwrap();
-        assert_eq!((r[4], r[5], r[13], r[14], r[15]), (0x44, 0x55, 0x101C, 0x1235, 0x1235));
+        assert_eq!(
+            (r[4], r[5], r[13], r[14], r[15]),
+            (0x44, 0x55, 0x101C, 0x1235, 0x1235)
+        );
         // pop {r4, pc} loads pc; lr stays.
         let mut r = [0u32; 16];
         r[13] = 0x1010;
@@ -388,14 +529,23 @@ mod tests {
         // vsp = r7, then a pop beyond the snapshot.
         let mut r = [0u32; 16];
         r[7] = 0x101C;
-        assert_eq!(execute(&decode_all(&[0x97, 0x84, 0x00]), &mut r, &stack), Err(Stop::StackOutside));
+        assert_eq!(
+            execute(&decode_all(&[0x97, 0x84, 0x00]), &mut r, &stack),
+            Err(Stop::StackOutside)
+        );
         // A pop with r13 in the mask sets vsp to the loaded value.
         let mut r = [0u32; 16];
         r[13] = 0x1010;
         execute(&[Op::Pop(1 << 13 | 1 << 14)], &mut r, &stack).unwrap();
         assert_eq!((r[13], r[14]), (0x44, 0x55));
-        assert_eq!(execute(&[Op::Refuse], &mut r, &stack), Err(Stop::CantUnwind));
-        assert_eq!(execute(&[Op::Spare(0xFF, 0)], &mut r, &stack), Err(Stop::BadTable));
+        assert_eq!(
+            execute(&[Op::Refuse], &mut r, &stack),
+            Err(Stop::CantUnwind)
+        );
+        assert_eq!(
+            execute(&[Op::Spare(0xFF, 0)], &mut r, &stack),
+            Err(Stop::BadTable)
+        );
     }
 
     #[test]
@@ -415,27 +565,63 @@ mod tests {
         let idx: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         // lu16 with one more word: 0x81 01 | a8 b0, then 0x3f 0x3f b0 b0; then a generic entry;
         // a reserved personality index; lu32 (model 2) without further words: 0x82 00 | a8 b0.
-        let extab: Vec<u8> = [0x8101_A83Fu32, 0x3FB0_B0B0, 0x7FFF_0000, 0x0100_A8B0, 0xB0B0_B0B0, 0x8200_A8B0]
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
+        let extab: Vec<u8> = [
+            0x8101_A83Fu32,
+            0x3FB0_B0B0,
+            0x7FFF_0000,
+            0x0100_A8B0,
+            0xB0B0_B0B0,
+            0x8200_A8B0,
+        ]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
         let t = Exidx::parse(&idx, place, Some((extab_at, Rc::from(extab))), 0x1200);
         assert_eq!(t.lookup(0xFFF), None);
         let (e, range) = t.lookup(0x1000).unwrap();
         assert_eq!((e, range), (Entry::Inline(0x8002_8400), 0x1000..0x1040));
         let (e, range) = t.lookup(0x1050).unwrap();
         assert_eq!((e, range), (Entry::Extab(extab_at), 0x1040..0x1100));
-        assert_eq!(t.opcodes(e).unwrap(), vec![0xA8, 0x3F, 0x3F, 0xB0, 0xB0, 0xB0]);
+        assert_eq!(
+            t.opcodes(e).unwrap(),
+            vec![0xA8, 0x3F, 0x3F, 0xB0, 0xB0, 0xB0]
+        );
         assert_eq!(t.lookup(0x11FF).unwrap().0, Entry::CantUnwind);
         assert_eq!(t.lookup(0x1200), None, "past the last entry's end");
         assert_eq!(t.opcodes(Entry::CantUnwind), Err(Stop::CantUnwind));
-        assert_eq!(t.opcodes(Entry::Inline(0x8002_8400)).unwrap(), vec![0x02, 0x84, 0x00]);
-        assert_eq!(t.opcodes(Entry::Inline(0x8100_0000)), Err(Stop::BadTable), "inline model 1");
+        assert_eq!(
+            t.opcodes(Entry::Inline(0x8002_8400)).unwrap(),
+            vec![0x02, 0x84, 0x00]
+        );
+        assert_eq!(
+            t.opcodes(Entry::Inline(0x8100_0000)),
+            Err(Stop::BadTable),
+            "inline model 1"
+        );
         // Generic model at extab + 8: personality prel31, then count 1 + a8 b0 .. + one word.
-        assert_eq!(t.opcodes(Entry::Extab(extab_at + 8)).unwrap(), vec![0x00, 0xA8, 0xB0, 0xB0, 0xB0, 0xB0, 0xB0]);
-        assert_eq!(t.opcodes(Entry::Extab(extab_at + 16)), Err(Stop::BadTable), "reserved personality index");
-        assert_eq!(t.opcodes(Entry::Extab(extab_at + 20)).unwrap(), vec![0xA8, 0xB0], "model 2 (lu32)");
-        assert_eq!(t.opcodes(Entry::Extab(extab_at + 24)), Err(Stop::BadTable), "past extab");
-        assert_eq!(t.opcodes(Entry::Extab(0x50)), Err(Stop::BadTable), "before extab");
+        assert_eq!(
+            t.opcodes(Entry::Extab(extab_at + 8)).unwrap(),
+            vec![0x00, 0xA8, 0xB0, 0xB0, 0xB0, 0xB0, 0xB0]
+        );
+        assert_eq!(
+            t.opcodes(Entry::Extab(extab_at + 16)),
+            Err(Stop::BadTable),
+            "reserved personality index"
+        );
+        assert_eq!(
+            t.opcodes(Entry::Extab(extab_at + 20)).unwrap(),
+            vec![0xA8, 0xB0],
+            "model 2 (lu32)"
+        );
+        assert_eq!(
+            t.opcodes(Entry::Extab(extab_at + 24)),
+            Err(Stop::BadTable),
+            "past extab"
+        );
+        assert_eq!(
+            t.opcodes(Entry::Extab(0x50)),
+            Err(Stop::BadTable),
+            "before extab"
+        );
     }
 }

@@ -21,7 +21,10 @@ use super::fpchain::{FpStats, Prover};
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
 use crate::elf::offset_to_vaddr;
 use crate::stream::{ChainState, Role, SampleCtx};
-use oprofile_common::event::{code, escape_code, user_regs, user_stack_header_words, Decoder, Record, USER_MAPS_ENTRY, USER_MAPS_HEADER};
+use oprofile_common::event::{
+    code, escape_code, user_regs, user_stack_header_words, Decoder, Record, USER_MAPS_ENTRY,
+    USER_MAPS_HEADER,
+};
 use oprofile_common::sync::BACKTRACE_DEPTH_MAX;
 use std::collections::{BTreeMap, HashMap};
 
@@ -65,7 +68,11 @@ impl Images for TaskImages<'_> {
         let tables = self.tables.get(&m.image)?.as_ref()?;
         let off = m.offset.checked_add(addr.checked_sub(m.start)?)?;
         let elf_addr = offset_to_vaddr(&tables.loads, off)?;
-        Some(Place { tables, elf_addr, executable: true })
+        Some(Place {
+            tables,
+            elf_addr,
+            executable: true,
+        })
     }
 }
 
@@ -119,7 +126,9 @@ impl Expansion {
 /// code); streams without them need no [`expand`].
 pub fn has_snapshots(words: &[u64], word_bytes: usize) -> bool {
     let esc = escape_code(word_bytes);
-    words.windows(2).any(|w| w[0] == esc && w[1] == code::USER_STACK as u64)
+    words
+        .windows(2)
+        .any(|w| w[0] == esc && w[1] == code::USER_STACK as u64)
 }
 
 /// The stream state while expanding.
@@ -152,7 +161,12 @@ struct Expander<'a> {
 /// an image's unwind tables (`None`: no host file). A chain gets at most `depth` frames, kernel
 /// and user together (legacy `backtrace_depth`; `None`: unknown, then the module's largest,
 /// 128). Errors: a decode error, described with its byte offset.
-pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(Vec<u64>, Expansion), String> {
+pub fn expand(
+    words: &[u64],
+    word_bytes: usize,
+    depth: Option<usize>,
+    load: &mut dyn FnMut(u64) -> Option<ImageTables>,
+) -> Result<(Vec<u64>, Expansion), String> {
     let known = depth.is_some();
     let depth = depth.unwrap_or(BACKTRACE_DEPTH_MAX as usize).max(1);
     let mut x = Expander {
@@ -170,7 +184,10 @@ pub fn expand(words: &[u64], word_bytes: usize, depth: Option<usize>, load: &mut
         depth,
         pending: None,
         word_bytes,
-        stats: Expansion { depth_known: known, ..Default::default() },
+        stats: Expansion {
+            depth_known: known,
+            ..Default::default()
+        },
         prover: (word_bytes == 8).then(Prover::new),
         chain_user: Vec::new(),
     };
@@ -224,7 +241,11 @@ impl Expander<'_> {
         if let (Some(_), Some(_), Record::Sample { pc, .. }) = (role, &self.prover, rec) {
             let user = self.ctx.in_kernel == Some(false);
             if user || !self.chain_user.is_empty() {
-                let place = self.ctx.cookie.filter(|&c| user && c != 0).map(|c| (c, *pc));
+                let place = self
+                    .ctx
+                    .cookie
+                    .filter(|&c| user && c != 0)
+                    .map(|c| (c, *pc));
                 self.chain_user.push((place, at));
             }
         }
@@ -234,7 +255,12 @@ impl Expander<'_> {
         let entries = words.get(USER_MAPS_HEADER..).unwrap_or(&[]);
         let maps: Vec<MapEntry> = entries
             .chunks_exact(USER_MAPS_ENTRY)
-            .map(|e| MapEntry { start: e[0], end: e[1], offset: e[2], image: e[3] })
+            .map(|e| MapEntry {
+                start: e[0],
+                end: e[1],
+                offset: e[2],
+                image: e[3],
+            })
             .collect();
         for m in &maps {
             if !self.tables.contains_key(&m.image) {
@@ -256,7 +282,10 @@ impl Expander<'_> {
             self.stats.no_maps += 1;
             return;
         };
-        let images = TaskImages { maps, tables: &self.tables };
+        let images = TaskImages {
+            maps,
+            tables: &self.tables,
+        };
         let (end, callers) = match self.word_bytes {
             4 => unwind_a32(&mut self.unwinder, &images, regs, stack),
             8 => match Regs64::from_words(regs) {
@@ -280,7 +309,9 @@ impl Expander<'_> {
             self.prove_fp_chain();
         }
         self.chain_user.clear();
-        let Some(mut frames) = self.pending.take() else { return };
+        let Some(mut frames) = self.pending.take() else {
+            return;
+        };
         if !self.user_reached || !self.chain.open {
             if self.chain_frames >= self.depth {
                 self.stats.depth_taken += 1;
@@ -301,17 +332,26 @@ impl Expander<'_> {
         }
         for (image, offset) in frames {
             if self.ctx.cookie != Some(image) {
-                self.emit(&Record::CookieSwitch { cookie: image }, &[esc, code::COOKIE_SWITCH as u64, image]);
+                self.emit(
+                    &Record::CookieSwitch { cookie: image },
+                    &[esc, code::COOKIE_SWITCH as u64, image],
+                );
             }
             self.out.extend([offset, 0]);
             self.stats.frames += 1;
         }
         // What later records rely on (the module elides unchanged modes and images).
         if mode == Some(true) {
-            self.emit(&Record::KernelEnter, &[esc, code::KERNEL_ENTER_SWITCH as u64]);
+            self.emit(
+                &Record::KernelEnter,
+                &[esc, code::KERNEL_ENTER_SWITCH as u64],
+            );
         }
         if let Some(c) = cookie.filter(|&c| self.ctx.cookie != Some(c)) {
-            self.emit(&Record::CookieSwitch { cookie: c }, &[esc, code::COOKIE_SWITCH as u64, c]);
+            self.emit(
+                &Record::CookieSwitch { cookie: c },
+                &[esc, code::COOKIE_SWITCH as u64, c],
+            );
         }
     }
 
@@ -319,7 +359,9 @@ impl Expander<'_> {
     /// the records of the frames left out go (they are at the end of `out`; the switches
     /// between them stay, as later records rely on them).
     fn prove_fp_chain(&mut self) {
-        let Some(prover) = self.prover.as_mut() else { return };
+        let Some(prover) = self.prover.as_mut() else {
+            return;
+        };
         if self.chain_user.len() < 2 {
             return;
         }
@@ -339,22 +381,58 @@ impl Expander<'_> {
 /// Unwinds an AArch32 snapshot (`regs`: r0–r15, CPSR; `stack`: 4-byte words from SP): why the
 /// chain ended and the callers' (image, file offset). The first frame is the snapshot's PC
 /// (the sample itself, or the user frame the kernel's chain ends with); its callers follow.
-fn unwind_a32(u: &mut Unwinder, images: &TaskImages<'_>, regs: &[u64], stack: &[u64]) -> (&'static str, Vec<(u64, u64)>) {
+fn unwind_a32(
+    u: &mut Unwinder,
+    images: &TaskImages<'_>,
+    regs: &[u64],
+    stack: &[u64],
+) -> (&'static str, Vec<(u64, u64)>) {
     let mut r = [0u32; 16];
     for (d, s) in r.iter_mut().zip(regs) {
         *d = *s as u32;
     }
-    let regs = Regs { r, cpsr: regs.get(user_regs(4) - 1).map_or(0, |&c| c as u32) };
-    let bytes: Vec<u8> = stack.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
-    let chain: Chain = u.unwind(images, &regs, &Stack { sp: regs.r[13], bytes: &bytes });
-    (end_name(chain.end), images.offsets(chain.frames.iter().skip(1).map(|f| u64::from(f.addr))))
+    let regs = Regs {
+        r,
+        cpsr: regs.get(user_regs(4) - 1).map_or(0, |&c| c as u32),
+    };
+    let bytes: Vec<u8> = stack
+        .iter()
+        .flat_map(|&w| (w as u32).to_le_bytes())
+        .collect();
+    let chain: Chain = u.unwind(
+        images,
+        &regs,
+        &Stack {
+            sp: regs.r[13],
+            bytes: &bytes,
+        },
+    );
+    (
+        end_name(chain.end),
+        images.offsets(chain.frames.iter().skip(1).map(|f| u64::from(f.addr))),
+    )
 }
 
 /// Unwinds an AArch64 snapshot (`stack`: 8-byte words from SP), as [`unwind_a32`].
-fn unwind_a64(u: &mut Unwinder, images: &TaskImages<'_>, regs: &Regs64, stack: &[u64]) -> (&'static str, Vec<(u64, u64)>) {
+fn unwind_a64(
+    u: &mut Unwinder,
+    images: &TaskImages<'_>,
+    regs: &Regs64,
+    stack: &[u64],
+) -> (&'static str, Vec<(u64, u64)>) {
     let bytes: Vec<u8> = stack.iter().flat_map(|&w| w.to_le_bytes()).collect();
-    let chain = u.unwind_a64(images, regs, &Stack64 { sp: regs.sp, bytes: &bytes });
-    (end_name(chain.end), images.offsets(chain.frames.iter().skip(1).copied()))
+    let chain = u.unwind_a64(
+        images,
+        regs,
+        &Stack64 {
+            sp: regs.sp,
+            bytes: &bytes,
+        },
+    );
+    (
+        end_name(chain.end),
+        images.offsets(chain.frames.iter().skip(1).copied()),
+    )
 }
 
 /// The name of an [`End`] without its address.

@@ -112,8 +112,19 @@ impl Default for Prover {
 
 impl Prover {
     pub fn new() -> Prover {
-        let cs = Capstone::new().arm64().mode(arch::arm64::ArchMode::Arm).detail(true).build().ok();
-        Prover { tables: HashMap::new(), ctx: Box::new(UnwindContext::new()), cs, cache: HashMap::new(), stats: FpStats::default() }
+        let cs = Capstone::new()
+            .arm64()
+            .mode(arch::arm64::ArchMode::Arm)
+            .detail(true)
+            .build()
+            .ok();
+        Prover {
+            tables: HashMap::new(),
+            ctx: Box::new(UnwindContext::new()),
+            cs,
+            cache: HashMap::new(),
+            stats: FpStats::default(),
+        }
     }
 
     /// How many entries of a chain's user part to keep (at least 1 when there is any). `user`:
@@ -121,7 +132,12 @@ impl Prover {
     /// the first is an exact PC, the others return addresses from the frame-record walk.
     /// `load(image)` gives an image's tables (`None`: no host file).
     /// `samples`: how many samples had this chain (the counts are by sample).
-    pub fn keep(&mut self, user: &[Option<(u64, u64)>], samples: u64, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> usize {
+    pub fn keep(
+        &mut self,
+        user: &[Option<(u64, u64)>],
+        samples: u64,
+        load: &mut dyn FnMut(u64) -> Option<ImageTables>,
+    ) -> usize {
         if user.len() < 2 {
             return user.len();
         }
@@ -140,7 +156,13 @@ impl Prover {
         user.len()
     }
 
-    fn verdict(&mut self, image: u64, offset: u64, ret: bool, load: &mut dyn FnMut(u64) -> Option<ImageTables>) -> Result<(), Cut> {
+    fn verdict(
+        &mut self,
+        image: u64,
+        offset: u64,
+        ret: bool,
+        load: &mut dyn FnMut(u64) -> Option<ImageTables>,
+    ) -> Result<(), Cut> {
         if let Some(&v) = self.cache.get(&(image, offset, ret)) {
             return v;
         }
@@ -166,26 +188,46 @@ impl Prover {
 /// at its first unproven edge. A chain's user part starts at its first user entry: the sampled
 /// PC, or the PC a kernel-mode sample's task entered the kernel from; the rest are frame-record
 /// return addresses.
-pub fn prove_counts(counts: &mut Counts, prover: &mut Prover, load: &mut dyn FnMut(u64) -> Option<ImageTables>) {
+pub fn prove_counts(
+    counts: &mut Counts,
+    prover: &mut Prover,
+    load: &mut dyn FnMut(u64) -> Option<ImageTables>,
+) {
     let mut user = Vec::new();
     counts.truncate_chains(|spaces, key, n| {
         let entries: Vec<(u32, u64)> = key.entries().collect();
         let is_user = |s: u32| matches!(spaces.get(s as usize), Some(Space::User { .. }));
-        let Some(u) = entries.iter().position(|&(s, _)| is_user(s)) else { return entries.len() };
+        let Some(u) = entries.iter().position(|&(s, _)| is_user(s)) else {
+            return entries.len();
+        };
         user.clear();
-        user.extend(entries[u..].iter().map(|&(s, w)| match spaces.get(s as usize) {
-            Some(Space::User { cookie: Some(c), .. }) if *c != 0 => Some((*c, w)),
-            _ => None,
-        }));
+        user.extend(
+            entries[u..]
+                .iter()
+                .map(|&(s, w)| match spaces.get(s as usize) {
+                    Some(Space::User {
+                        cookie: Some(c), ..
+                    }) if *c != 0 => Some((*c, w)),
+                    _ => None,
+                }),
+        );
         u + prover.keep(&user, n, load)
     });
 }
 
 /// Whether, at ELF address `at` of the image `t`, the function there keeps a frame record that
 /// x29 points at (see the module docs).
-pub fn record_at(t: &ImageTables, ctx: &mut UnwindContext<usize>, cs: Option<&Capstone>, at: u64) -> Result<(), Cut> {
+pub fn record_at(
+    t: &ImageTables,
+    ctx: &mut UnwindContext<usize>,
+    cs: Option<&Capstone>,
+    at: u64,
+) -> Result<(), Cut> {
     let cfi = t.cfi_for(at).ok_or(Cut::NoUnwindInfo)?;
-    let row = cfi.row(ctx, at).map_err(|_| Cut::BadTable)?.ok_or(Cut::BadTable)?;
+    let row = cfi
+        .row(ctx, at)
+        .map_err(|_| Cut::BadTable)?
+        .ok_or(Cut::BadTable)?;
     if row.ra != LR {
         return Err(Cut::BadTable);
     }
@@ -223,14 +265,27 @@ fn sets_fp_from_sp(w: u32) -> Option<i64> {
 /// Whether the code of the function `func` (ELF addresses) sets x29 to the frame record at
 /// CFA + `o` before `at` and writes it nowhere else before `at` (in address order), bar
 /// restores that leave the function.
-fn fp_set(t: &ImageTables, ctx: &mut UnwindContext<usize>, cs: &Capstone, func: std::ops::Range<u64>, at: u64, o: i64) -> bool {
-    let Some(code) = t.code(func.start..at) else { return false };
-    let Ok(insns) = cs.disasm_all(code, func.start) else { return false };
+fn fp_set(
+    t: &ImageTables,
+    ctx: &mut UnwindContext<usize>,
+    cs: &Capstone,
+    func: std::ops::Range<u64>,
+    at: u64,
+    o: i64,
+) -> bool {
+    let Some(code) = t.code(func.start..at) else {
+        return false;
+    };
+    let Ok(insns) = cs.disasm_all(code, func.start) else {
+        return false;
+    };
     if insns.len() * 4 != code.len() {
         // Data or an undecodable word before the PC: not proven.
         return false;
     }
-    let Some(cfi) = t.cfi_for(func.start) else { return false };
+    let Some(cfi) = t.cfi_for(func.start) else {
+        return false;
+    };
     let fp = RegId(arch::arm64::Arm64Reg::ARM64_REG_X29 as u16);
     let insns: Vec<_> = insns.iter().collect();
     let mut state = false;
@@ -239,7 +294,9 @@ fn fp_set(t: &ImageTables, ctx: &mut UnwindContext<usize>, cs: &Capstone, func: 
         if let Some(imm) = sets_fp_from_sp(w) {
             // SP there is CFA - k by the row at the instruction.
             state = match cfi.row(ctx, insn.address()) {
-                Ok(Some(r)) => matches!(r.cfa, Cfa::RegOffset(SP, k) if imm.checked_sub(k) == Some(o)),
+                Ok(Some(r)) => {
+                    matches!(r.cfa, Cfa::RegOffset(SP, k) if imm.checked_sub(k) == Some(o))
+                }
                 _ => false,
             };
             continue;
@@ -269,7 +326,10 @@ fn leaves_after(rest: &[&capstone::Insn<'_>], func: &std::ops::Range<u64>) -> bo
         if w & 0xFC00_0000 == 0x1400_0000 {
             // B: imm26 words, PC-relative.
             let off = i64::from(((w << 6) as i32) >> 6) * 4;
-            return insn.address().checked_add_signed(off).is_some_and(|a| !func.contains(&a));
+            return insn
+                .address()
+                .checked_add_signed(off)
+                .is_some_and(|a| !func.contains(&a));
         }
         let hint = w & 0xFFFF_F01F == 0xD503_201F;
         // Branches, exception generation and system instructions (op0 x101).

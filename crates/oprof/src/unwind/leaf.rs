@@ -52,7 +52,13 @@ enum Insn {
 
 /// Proves that the frame the EHABI `ops` describe holds at `pc` (ELF address) of the function
 /// `func` (ELF addresses) in state `isa` (see the module docs).
-pub fn prove(tables: &ImageTables, isa: Isa, func: &Range<u64>, pc: u64, ops: &[Op]) -> Result<(), Unproven> {
+pub fn prove(
+    tables: &ImageTables,
+    isa: Isa,
+    func: &Range<u64>,
+    pc: u64,
+    ops: &[Op],
+) -> Result<(), Unproven> {
     let size = frame_size(ops).ok_or(Unproven)?;
     if size == 0 {
         return Ok(());
@@ -73,7 +79,10 @@ fn prologue_done(head: &[u8], start: u64, isa: Isa, size: u32) -> Result<(), Unp
             return Ok(());
         }
         lowered = match insn {
-            Insn::Lower(n) => lowered.checked_add(n).filter(|&l| l <= size).ok_or(Unproven)?,
+            Insn::Lower(n) => lowered
+                .checked_add(n)
+                .filter(|&l| l <= size)
+                .ok_or(Unproven)?,
             Insn::Other => lowered,
             _ => return Err(Unproven),
         };
@@ -86,7 +95,13 @@ fn prologue_done(head: &[u8], start: u64, isa: Isa, size: u32) -> Result<(), Unp
 }
 
 /// The code from the PC (`tail`, at `pc`) has not begun to pop the `size`-byte frame.
-fn frame_intact(tail: &[u8], pc: u64, isa: Isa, func: &Range<u64>, size: u32) -> Result<(), Unproven> {
+fn frame_intact(
+    tail: &[u8],
+    pc: u64,
+    isa: Isa,
+    func: &Range<u64>,
+    size: u32,
+) -> Result<(), Unproven> {
     let mut raised: u32 = 0;
     for (insn, _) in Insns::new(tail, pc, isa) {
         match insn {
@@ -119,7 +134,12 @@ struct Insns<'a> {
 
 impl<'a> Insns<'a> {
     fn new(code: &'a [u8], addr: u64, isa: Isa) -> Insns<'a> {
-        Insns { code, at: 0, addr, isa }
+        Insns {
+            code,
+            at: 0,
+            addr,
+            isa,
+        }
     }
 }
 
@@ -188,7 +208,11 @@ fn arm(w: u32, addr: u64) -> Insn {
         return Insn::Lower(4);
     }
     if w & 0x0FFF_0FFF == 0x049D_0004 {
-        return if rt == 15 { Insn::Return(4) } else { Insn::Raise(4) };
+        return if rt == 15 {
+            Insn::Return(4)
+        } else {
+            Insn::Raise(4)
+        };
     }
     match w & 0x0FFF_F000 {
         0x024D_D000 => return Insn::Lower(arm_imm(w & 0xFFF)),
@@ -207,7 +231,9 @@ fn arm(w: u32, addr: u64) -> Insn {
         return Insn::Call;
     }
     if w & 0x0F00_0000 == 0x0A00_0000 && w >> 28 != 0xF {
-        let t = addr.checked_add(8).and_then(|a| a.checked_add_signed(sext(w & 0xFF_FFFF, 24) * 4));
+        let t = addr
+            .checked_add(8)
+            .and_then(|a| a.checked_add_signed(sext(w & 0xFF_FFFF, 24) * 4));
         return Insn::Branch(t);
     }
     if w & 0x0FFF_FFF0 == 0x012F_FF10 {
@@ -227,7 +253,11 @@ fn arm_writes_sp_or_pc(w: u32) -> bool {
     let writeback = w & (1 << 21) != 0 || w & (1 << 24) == 0;
     match (w >> 25) & 7 {
         // Data processing, multiplies, extra loads/stores, loads/stores.
-        0..=3 => rd == 13 || rd == 15 || (rn == 13 && writeback && (w >> 25 & 6 == 2 || arm_extra_load_store(w))),
+        0..=3 => {
+            rd == 13
+                || rd == 15
+                || (rn == 13 && writeback && (w >> 25 & 6 == 2 || arm_extra_load_store(w)))
+        }
         // Load/store multiple.
         4 => (rn == 13 && w & (1 << 21) != 0) || (w & (1 << 20) != 0 && w & (1 << 15) != 0),
         // Coprocessor loads/stores.
@@ -244,7 +274,8 @@ fn arm_extra_load_store(w: u32) -> bool {
 
 fn thumb16(h: u16, addr: u64) -> Insn {
     let regs = 4 * u32::from(h & 0xFF).count_ones();
-    let branch = |off: i64| Insn::Branch(addr.checked_add(4).and_then(|a| a.checked_add_signed(off)));
+    let branch =
+        |off: i64| Insn::Branch(addr.checked_add(4).and_then(|a| a.checked_add_signed(off)));
     match h {
         _ if h & 0xFE00 == 0xB400 => Insn::Lower(regs + 4 * u32::from(h >> 8 & 1)),
         _ if h & 0xFF00 == 0xBD00 => Insn::Return(regs + 4),
@@ -254,7 +285,9 @@ fn thumb16(h: u16, addr: u64) -> Insn {
         0x4770 => Insn::Return(0),
         _ if h & 0xFF87 == 0x4700 => Insn::Branch(None),
         _ if h & 0xFF87 == 0x4780 => Insn::Call,
-        _ if h & 0xF000 == 0xD000 && h & 0x0F00 < 0x0E00 => branch(sext(u32::from(h & 0xFF), 8) * 2),
+        _ if h & 0xF000 == 0xD000 && h & 0x0F00 < 0x0E00 => {
+            branch(sext(u32::from(h & 0xFF), 8) * 2)
+        }
         _ if h & 0xF800 == 0xE000 => branch(sext(u32::from(h & 0x7FF), 11) * 2),
         _ if h & 0xF500 == 0xB100 => branch(i64::from((h >> 3 & 0x1F) | (h >> 4 & 0x20)) * 2),
         // add/mov with a high register: Rd = D:Rd.
@@ -273,7 +306,13 @@ fn thumb32(h1: u16, h2: u16, addr: u64) -> Insn {
         0xE8BD if h2 & 0x8000 != 0 => return Insn::Return(regs),
         0xE8BD => return Insn::Raise(regs),
         0xF84D if h2 & 0x0FFF == 0x0D04 => return Insn::Lower(4),
-        0xF85D if h2 & 0x0FFF == 0x0B04 => return if h2 >> 12 == 15 { Insn::Return(4) } else { Insn::Raise(4) },
+        0xF85D if h2 & 0x0FFF == 0x0B04 => {
+            return if h2 >> 12 == 15 {
+                Insn::Return(4)
+            } else {
+                Insn::Raise(4)
+            }
+        }
         _ => {}
     }
     match (h1 & 0xFBEF, h1 & 0xFBFF) {
@@ -334,7 +373,8 @@ fn thumb32_writes_sp_or_pc(h1: u16, h2: u16) -> bool {
     if h1 & 0xFE00 == 0xF800 {
         // Loads and stores of one register: a load to SP/PC, or SP written back.
         let load = h1 & 0x0010 != 0;
-        let imm8_wb = h1 & 0x0080 == 0 && h2 & 0x0800 != 0 && (h2 & 0x0100 != 0 || h2 & 0x0400 == 0);
+        let imm8_wb =
+            h1 & 0x0080 == 0 && h2 & 0x0800 != 0 && (h2 & 0x0100 != 0 || h2 & 0x0400 == 0);
         return (load && (rt == 13 || rt == 15)) || (rn == 13 && imm8_wb);
     }
     if h1 & 0xFE40 == 0xE800 {
@@ -384,17 +424,45 @@ mod tests {
         assert_eq!(one(&[0xB11B]), Insn::Branch(Some(0x100A)), "cbz r3, +6");
         assert_eq!(one(&[0x46BD]), Insn::Unknown, "mov sp, r7");
         assert_eq!(one(&[0x466F]), Insn::Other, "mov r7, sp");
-        assert_eq!(one(&[0xE92D, 0x41F0]), Insn::Lower(24), "push.w {{r4-r8, lr}}");
-        assert_eq!(one(&[0xE8BD, 0x81F0]), Insn::Return(24), "pop.w {{r4-r8, pc}}");
+        assert_eq!(
+            one(&[0xE92D, 0x41F0]),
+            Insn::Lower(24),
+            "push.w {{r4-r8, lr}}"
+        );
+        assert_eq!(
+            one(&[0xE8BD, 0x81F0]),
+            Insn::Return(24),
+            "pop.w {{r4-r8, pc}}"
+        );
         assert_eq!(one(&[0xED2D, 0x8B02]), Insn::Lower(8), "vpush {{d8}}");
         assert_eq!(one(&[0xECBD, 0x8B04]), Insn::Raise(16), "vpop {{d8-d9}}");
-        assert_eq!(one(&[0xF5AD, 0x7D00]), Insn::Lower(512), "sub.w sp, sp, #512");
-        assert_eq!(one(&[0xF20D, 0x4D04]), Insn::Raise(1028), "addw sp, sp, #1028");
-        assert_eq!(one(&[0xF84D, 0xED04]), Insn::Lower(4), "str.w lr, [sp, #-4]!");
-        assert_eq!(one(&[0xF85D, 0xFB04]), Insn::Return(4), "ldr.w pc, [sp], #4");
+        assert_eq!(
+            one(&[0xF5AD, 0x7D00]),
+            Insn::Lower(512),
+            "sub.w sp, sp, #512"
+        );
+        assert_eq!(
+            one(&[0xF20D, 0x4D04]),
+            Insn::Raise(1028),
+            "addw sp, sp, #1028"
+        );
+        assert_eq!(
+            one(&[0xF84D, 0xED04]),
+            Insn::Lower(4),
+            "str.w lr, [sp, #-4]!"
+        );
+        assert_eq!(
+            one(&[0xF85D, 0xFB04]),
+            Insn::Return(4),
+            "ldr.w pc, [sp], #4"
+        );
         assert_eq!(one(&[0xF000, 0xF800]), Insn::Call, "bl");
         assert_eq!(one(&[0xF7FF, 0xBFFE]), Insn::Branch(Some(0x1000)), "b.w .");
-        assert_eq!(one(&[0xF43F, 0xAFFE]), Insn::Branch(Some(0x1000)), "beq.w .");
+        assert_eq!(
+            one(&[0xF43F, 0xAFFE]),
+            Insn::Branch(Some(0x1000)),
+            "beq.w ."
+        );
         assert_eq!(one(&[0xE8DF, 0xF003]), Insn::Switch, "tbb [pc, r3]");
         assert_eq!(one(&[0xF8DD, 0xD004]), Insn::Unknown, "ldr.w sp, [sp, #4]");
         assert_eq!(one(&[0xF8DD, 0x3004]), Insn::Other, "ldr.w r3, [sp, #4]");
@@ -432,7 +500,8 @@ mod tests {
         let at = |pc: u64| {
             let head = &code[..usize::try_from(pc - 0x1000).unwrap()];
             let tail = &code[usize::try_from(pc - 0x1000).unwrap()..];
-            prologue_done(head, 0x1000, Isa::Thumb, 16).and_then(|_| frame_intact(tail, pc, Isa::Thumb, &func, 16))
+            prologue_done(head, 0x1000, Isa::Thumb, 16)
+                .and_then(|_| frame_intact(tail, pc, Isa::Thumb, &func, 16))
         };
         assert_eq!(at(0x1000), Err(Unproven), "before push");
         assert_eq!(at(0x1002), Err(Unproven), "before sub");

@@ -43,7 +43,10 @@ pub fn parse_line(line: &str) -> Option<(u64, u64, bool, u64, Option<&str>)> {
 impl ProcessImages {
     /// The mappings of `maps` (the text of `/proc/PID/maps`); `load` gives the tables of a path
     /// (`None`: no host file; its mappings are left out). Each path is loaded once.
-    pub fn from_maps(maps: &str, mut load: impl FnMut(&str) -> Option<ImageTables>) -> ProcessImages {
+    pub fn from_maps(
+        maps: &str,
+        mut load: impl FnMut(&str) -> Option<ImageTables>,
+    ) -> ProcessImages {
         let mut out = ProcessImages::default();
         let mut paths: Vec<(String, Option<usize>)> = Vec::new();
         for (start, end, executable, offset, path) in maps.lines().filter_map(parse_line) {
@@ -60,7 +63,13 @@ impl ProcessImages {
                 }
             };
             if let Some(image) = image {
-                out.mappings.push(Mapping { start, end, executable, offset, image });
+                out.mappings.push(Mapping {
+                    start,
+                    end,
+                    executable,
+                    offset,
+                    image,
+                });
             }
         }
         out.mappings.sort_by_key(|m| m.start);
@@ -70,7 +79,10 @@ impl ProcessImages {
 
 impl Images for ProcessImages {
     fn find(&self, addr: u64) -> Option<Place<'_>> {
-        let i = self.mappings.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let i = self
+            .mappings
+            .partition_point(|m| m.start <= addr)
+            .checked_sub(1)?;
         let m = self.mappings[i];
         if addr >= m.end {
             return None;
@@ -78,6 +90,10 @@ impl Images for ProcessImages {
         let tables = self.images.get(m.image)?;
         let off = m.offset.checked_add(addr - m.start)?;
         let elf_addr = offset_to_vaddr(&tables.loads, off)?;
-        Some(Place { tables, elf_addr, executable: m.executable })
+        Some(Place {
+            tables,
+            elf_addr,
+            executable: m.executable,
+        })
     }
 }

@@ -173,14 +173,24 @@ pub struct Unwinder {
 impl Unwinder {
     /// An unwinder giving at most `max_depth` frames per chain.
     pub fn new(max_depth: usize) -> Unwinder {
-        Unwinder { ctx: Box::new(UnwindContext::new()), max_depth }
+        Unwinder {
+            ctx: Box::new(UnwindContext::new()),
+            max_depth,
+        }
     }
 
     /// Unwinds the sample `regs` + `stack` in the address space `images`.
     pub fn unwind(&mut self, images: &impl Images, regs: &Regs, stack: &Stack<'_>) -> Chain {
         let pc = regs.r[15] & !1;
-        let mut frames = vec![Frame { addr: pc, thumb: regs.thumb(), via: None }];
-        let mut state = State { r: regs.r, known: 0xFFFF };
+        let mut frames = vec![Frame {
+            addr: pc,
+            thumb: regs.thumb(),
+            via: None,
+        }];
+        let mut state = State {
+            r: regs.r,
+            known: 0xFFFF,
+        };
         state.r[15] = pc | u32::from(regs.thumb());
         let end = loop {
             if frames.len() >= self.max_depth {
@@ -198,26 +208,47 @@ impl Unwinder {
             if let Err(end) = check_caller(images, &state, &next) {
                 break end;
             }
-            frames.push(Frame { addr: ra & !1, thumb: ra & 1 != 0, via: None });
+            frames.push(Frame {
+                addr: ra & !1,
+                thumb: ra & 1 != 0,
+                via: None,
+            });
             state = next;
         };
         Chain { frames, end }
     }
 
     /// The caller's registers of the frame `s` (`leaf`: the interrupted frame).
-    fn step(&mut self, images: &impl Images, s: &State, leaf: bool, stack: &Stack<'_>) -> Result<(State, Via), End> {
+    fn step(
+        &mut self,
+        images: &impl Images,
+        s: &State,
+        leaf: bool,
+        stack: &Stack<'_>,
+    ) -> Result<(State, Via), End> {
         let pc = s.r[15] & !1;
-        let place = images.find(u64::from(pc)).filter(|p| p.executable).ok_or(End::NoMapping)?;
+        let place = images
+            .find(u64::from(pc))
+            .filter(|p| p.executable)
+            .ok_or(End::NoMapping)?;
         // A return address is looked up in its call instruction.
-        let at = if leaf { place.elf_addr } else { place.elf_addr.checked_sub(1).ok_or(End::NoMapping)? };
+        let at = if leaf {
+            place.elf_addr
+        } else {
+            place.elf_addr.checked_sub(1).ok_or(End::NoMapping)?
+        };
         if let Some(cfi) = place.tables.cfi_for(at) {
-            let row = cfi.row(&mut self.ctx, at).map_err(|_| End::BadTable)?.ok_or(End::BadTable)?;
+            let row = cfi
+                .row(&mut self.ctx, at)
+                .map_err(|_| End::BadTable)?
+                .ok_or(End::BadTable)?;
             return apply_cfi(&row, s, leaf, stack).map(|n| (n, Via::Cfi));
         }
         if let Some((exidx, entry, range)) = place.tables.exidx_for(at) {
             let ops = ehabi::decode_all(&exidx.opcodes(entry).map_err(stop_end)?);
             if leaf {
-                prove_leaf(place.tables, s, &range, at, &ops).map_err(|_| End::UnprovenLeaf { pc: u64::from(pc) })?;
+                prove_leaf(place.tables, s, &range, at, &ops)
+                    .map_err(|_| End::UnprovenLeaf { pc: u64::from(pc) })?;
             }
             return apply_ehabi(&ops, s, leaf, stack).map(|n| (n, Via::Ehabi));
         }
@@ -229,10 +260,20 @@ impl Unwinder {
 /// of the EHABI entry's `range` inside the function symbol there. `ld` merges adjacent
 /// identical index entries, so an entry's start may be an earlier function's: without a
 /// function symbol around the PC the function's start is not known, and nothing is proved.
-fn prove_leaf(tables: &ImageTables, s: &State, range: &std::ops::Range<u64>, at: u64, ops: &[Op]) -> Result<(), leaf::Unproven> {
+fn prove_leaf(
+    tables: &ImageTables,
+    s: &State,
+    range: &std::ops::Range<u64>,
+    at: u64,
+    ops: &[Op],
+) -> Result<(), leaf::Unproven> {
     let sym = tables.function_at(at).ok_or(leaf::Unproven)?;
     let func = range.start.max(sym.start)..range.end.min(sym.end);
-    let isa = if s.r[15] & 1 != 0 { Isa::Thumb } else { Isa::Arm };
+    let isa = if s.r[15] & 1 != 0 {
+        Isa::Thumb
+    } else {
+        Isa::Arm
+    };
     leaf::prove(tables, isa, &func, at, ops)
 }
 
@@ -248,7 +289,9 @@ fn stop_end(s: Stop) -> End {
 /// Above the interrupted frame (`leaf` false) the return address must come from the stack: a
 /// call overwrote LR, so opcodes that pop neither r14 nor r15 there are a bad table.
 fn apply_ehabi(ops: &[Op], s: &State, leaf: bool, stack: &Stack<'_>) -> Result<State, End> {
-    let pops_ra = ops.iter().any(|op| matches!(op, Op::Pop(m) if m & 0xC000 != 0));
+    let pops_ra = ops
+        .iter()
+        .any(|op| matches!(op, Op::Pop(m) if m & 0xC000 != 0));
     if !leaf && !pops_ra {
         return Err(End::BadTable);
     }
@@ -262,7 +305,11 @@ fn apply_ehabi(ops: &[Op], s: &State, leaf: bool, stack: &Stack<'_>) -> Result<S
     }
     let mut r = s.r;
     ehabi::execute(ops, &mut r, stack).map_err(stop_end)?;
-    if known & (1 << 14) == 0 && !ops.iter().any(|op| matches!(op, Op::Pop(m) if m & (1 << 15) != 0)) {
+    if known & (1 << 14) == 0
+        && !ops
+            .iter()
+            .any(|op| matches!(op, Op::Pop(m) if m & (1 << 15) != 0))
+    {
         return Err(End::BadTable);
     }
     Ok(State { r, known })
@@ -283,7 +330,10 @@ fn apply_cfi(row: &cfi::Row, s: &State, leaf: bool, stack: &Stack<'_>) -> Result
     if ra >= 16 {
         return Err(End::BadTable);
     }
-    let mut next = State { r: s.r, known: s.known };
+    let mut next = State {
+        r: s.r,
+        known: s.known,
+    };
     for n in (0..16u16).filter(|&n| n != 13) {
         let i = usize::from(n);
         let value = match row.rule(n) {
@@ -320,7 +370,10 @@ fn reg_value(s: &State, reg: u16) -> Result<u32, End> {
 
 /// `base + off` as a 32-bit address (outside: no stack word can be there).
 fn offset(base: u32, off: i64) -> Result<u32, End> {
-    i64::from(base).checked_add(off).and_then(|a| u32::try_from(a).ok()).ok_or(End::StackOutside)
+    i64::from(base)
+        .checked_add(off)
+        .and_then(|a| u32::try_from(a).ok())
+        .ok_or(End::StackOutside)
 }
 
 /// Checks the caller `next` found from `cur`: its return address and SP.
@@ -333,9 +386,15 @@ fn check_caller(images: &impl Images, cur: &State, next: &State) -> Result<(), E
     if sp < old_sp || (sp == old_sp && ra == cur.r[15]) {
         return Err(End::Loop);
     }
-    let place = images.find(u64::from(ra & !1)).filter(|p| p.executable).ok_or(End::NoMapping)?;
+    let place = images
+        .find(u64::from(ra & !1))
+        .filter(|p| p.executable)
+        .ok_or(End::NoMapping)?;
     let isa = if ra & 1 != 0 { Isa::Thumb } else { Isa::Arm };
-    let before = place.elf_addr.checked_sub(4).and_then(|a| place.tables.code(a..place.elf_addr));
+    let before = place
+        .elf_addr
+        .checked_sub(4)
+        .and_then(|a| place.tables.code(a..place.elf_addr));
     match before.and_then(|b| crate::calls::ends_in_call(b, isa)) {
         Some(true) => Ok(()),
         _ => Err(End::NotACall),

@@ -43,7 +43,11 @@ fn section_bytes(s: &object::Section<'_, '_>) -> Option<Rc<[u8]>> {
 impl Source {
     /// The tables of a parsed ELF file `file` (read from `path`).
     pub fn from_object(file: &object::File<'_>, path: &Path) -> Source {
-        let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+        let endian = if file.is_little_endian() {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
         let size = if file.is_64() { 8 } else { 4 };
         let text = file.section_by_name(".text").map_or(0, |s| s.address());
         let a64 = file.architecture() == object::Architecture::Aarch64;
@@ -74,7 +78,9 @@ impl Source {
 fn exidx_of(file: &object::File<'_>) -> Option<Exidx> {
     let s = file.section_by_name(".ARM.exidx")?;
     let data = section_bytes(&s)?;
-    let extab = file.section_by_name(".ARM.extab").and_then(|e| Some((e.address(), section_bytes(&e)?)));
+    let extab = file
+        .section_by_name(".ARM.extab")
+        .and_then(|e| Some((e.address(), section_bytes(&e)?)));
     let probe = Exidx::parse(&data, s.address(), None, u64::MAX);
     let last = probe.entries().last()?.0;
     let funcs: Vec<(u64, u64)> = file
@@ -83,7 +89,11 @@ fn exidx_of(file: &object::File<'_>) -> Option<Exidx> {
         .filter(|y| y.kind() == SymbolKind::Text && y.is_definition())
         .map(|y| (y.address() & !1, y.size()))
         .collect();
-    let sized = funcs.iter().filter(|f| f.0 == last && f.1 > 0).map(|f| last.saturating_add(f.1)).max();
+    let sized = funcs
+        .iter()
+        .filter(|f| f.0 == last && f.1 > 0)
+        .map(|f| last.saturating_add(f.1))
+        .max();
     let next = funcs.iter().map(|f| f.0).filter(|&a| a > last).min();
     let sec_end = file
         .sections()
@@ -108,28 +118,53 @@ impl ImageTables {
             .segments()
             .filter_map(|g| {
                 let (offset, filesz) = g.file_range();
-                Some(Load { offset, filesz, vaddr: g.address() }).filter(|_| filesz > 0)
+                Some(Load {
+                    offset,
+                    filesz,
+                    vaddr: g.address(),
+                })
+                .filter(|_| filesz > 0)
             })
             .collect();
         // Bit 0 of an ARM function symbol is the Thumb bit; other machines have none.
-        let mask = if file.architecture() == object::Architecture::Arm { !1 } else { !0 };
+        let mask = if file.architecture() == object::Architecture::Arm {
+            !1
+        } else {
+            !0
+        };
         let mut funcs: Vec<(u64, u64)> = file
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|y| y.kind() == SymbolKind::Text && y.is_definition() && y.size() > 0)
-            .filter_map(|y| Some((y.address() & mask, (y.address() & mask).checked_add(y.size())?)))
+            .filter_map(|y| {
+                Some((
+                    y.address() & mask,
+                    (y.address() & mask).checked_add(y.size())?,
+                ))
+            })
             .collect();
         funcs.sort_unstable();
         funcs.dedup();
         let sources = vec![Source::from_object(file, path)];
-        ImageTables { path: path.to_path_buf(), loads, code, sources, funcs }
+        ImageTables {
+            path: path.to_path_buf(),
+            loads,
+            code,
+            sources,
+            funcs,
+        }
     }
 
     /// The function symbol (of the image's own symbol tables) containing `addr`: its range; of
     /// nested ones the innermost (latest start).
     pub fn function_at(&self, addr: u64) -> Option<Range<u64>> {
         let n = self.funcs.partition_point(|f| f.0 <= addr);
-        self.funcs[..n].iter().rev().take(8).find(|f| addr < f.1).map(|f| f.0..f.1)
+        self.funcs[..n]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|f| addr < f.1)
+            .map(|f| f.0..f.1)
     }
 
     /// Reads the image at `path`. Errors name it.
@@ -147,7 +182,10 @@ impl ImageTables {
 
     /// The code bytes at ELF addresses `range`, if one executable section holds them all.
     pub fn code(&self, range: Range<u64>) -> Option<&[u8]> {
-        let i = self.code.partition_point(|c| c.0 <= range.start).checked_sub(1)?;
+        let i = self
+            .code
+            .partition_point(|c| c.0 <= range.start)
+            .checked_sub(1)?;
         let (addr, bytes) = &self.code[i];
         let start = usize::try_from(range.start - addr).ok()?;
         let end = usize::try_from(range.end.checked_sub(*addr)?).ok()?;
@@ -165,15 +203,20 @@ impl ImageTables {
 
     /// The first EHABI entry (of any source) covering `addr`: its table, entry and range.
     pub fn exidx_for(&self, addr: u64) -> Option<(&Exidx, Entry, Range<u64>)> {
-        self.sources.iter().filter_map(|s| s.exidx.as_ref()).find_map(|x| {
-            let (e, r) = x.lookup(addr)?;
-            Some((x, e, r))
-        })
+        self.sources
+            .iter()
+            .filter_map(|s| s.exidx.as_ref())
+            .find_map(|x| {
+                let (e, r) = x.lookup(addr)?;
+                Some((x, e, r))
+            })
     }
 }
 
 fn parse<T>(path: &Path, f: impl FnOnce(&object::File<'_>) -> T) -> Result<T> {
-    let data = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}")).with_context(|| path.display().to_string())?;
+    let data = std::fs::read(path)
+        .map_err(|e| anyhow!("cannot read: {e}"))
+        .with_context(|| path.display().to_string())?;
     let file = object::File::parse(&*data)
         .map_err(|e| anyhow!("not an ELF file ({e})"))
         .with_context(|| path.display().to_string())?;

@@ -56,7 +56,12 @@ impl Target {
             .arg(&exe)
             .arg(&file)
             .status()
-            .unwrap_or_else(|e| panic!("{} ({}, scripts/setup-host.sh): {e}", self.gcc, self.package));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} ({}, scripts/setup-host.sh): {e}",
+                    self.gcc, self.package
+                )
+            });
         assert!(st.success(), "{} {flags:?}", self.gcc);
         exe
     }
@@ -93,27 +98,46 @@ impl Target {
         if p.exists() {
             return p;
         }
-        Path::new(self.sysroot).join("lib").join(p.file_name().unwrap())
+        Path::new(self.sysroot)
+            .join("lib")
+            .join(p.file_name().unwrap())
     }
 
     /// The images of a capture's maps, loaded from their host files.
     pub fn images(&self, maps: &str) -> ProcessImages {
-        ProcessImages::from_maps(maps, |p| Some(ImageTables::load(&self.host_file(p)).unwrap()))
+        ProcessImages::from_maps(maps, |p| {
+            Some(ImageTables::load(&self.host_file(p)).unwrap())
+        })
     }
 }
 
 /// Each frame address of a chain named `SYMBOL` (the program `exe`'s symbols) or
 /// `lib:BASENAME` (other images); return addresses (all but the first) are looked up one byte
 /// back, inside their call.
-pub(super) fn frame_names(addrs: impl Iterator<Item = u64>, procs: &ProcessImages, exe: &Path) -> Vec<String> {
+pub(super) fn frame_names(
+    addrs: impl Iterator<Item = u64>,
+    procs: &ProcessImages,
+    exe: &Path,
+) -> Vec<String> {
     let elf = ElfImage::load(exe, false).unwrap();
     let name = |(i, a): (usize, u64)| {
-        let Some(place) = procs.find(a) else { return format!("?{a:#x}") };
+        let Some(place) = procs.find(a) else {
+            return format!("?{a:#x}");
+        };
         if place.tables.path != exe {
-            return format!("lib:{}", place.tables.path.file_name().unwrap().to_string_lossy());
+            return format!(
+                "lib:{}",
+                place.tables.path.file_name().unwrap().to_string_lossy()
+            );
         }
-        let at = if i == 0 { place.elf_addr } else { place.elf_addr - 1 };
-        elf.symbols.lookup(at).map_or_else(|| format!("?{at:#x}"), |s| s.name.clone())
+        let at = if i == 0 {
+            place.elf_addr
+        } else {
+            place.elf_addr - 1
+        };
+        elf.symbols
+            .lookup(at)
+            .map_or_else(|| format!("?{at:#x}"), |s| s.name.clone())
     };
     addrs.enumerate().map(name).collect()
 }

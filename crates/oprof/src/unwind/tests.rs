@@ -59,11 +59,19 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
 /// Runs `exe` under qemu-arm taking path `mode` to `leaf`: r0-r15 and CPSR.
 fn capture(exe: &Path, mode: &str) -> Capture {
     let cap = ARMHF.capture(exe, mode, &[]);
-    let words: Vec<u32> = cap.words.iter().map(|&w| u32::try_from(w).unwrap()).collect();
+    let words: Vec<u32> = cap
+        .words
+        .iter()
+        .map(|&w| u32::try_from(w).unwrap())
+        .collect();
     assert_eq!(words.len(), 17);
     let mut r = [0; 16];
     r.copy_from_slice(&words[..16]);
-    Capture { regs: Regs { r, cpsr: words[16] }, stack: cap.stack, maps: cap.maps }
+    Capture {
+        regs: Regs { r, cpsr: words[16] },
+        stack: cap.stack,
+        maps: cap.maps,
+    }
 }
 
 fn host_file(path: &str) -> PathBuf {
@@ -80,14 +88,20 @@ fn names(chain: &Chain, procs: &ProcessImages, exe: &Path) -> Vec<String> {
 }
 
 fn unwind(cap: &Capture, procs: &ProcessImages) -> Chain {
-    let stack = Stack { sp: cap.regs.r[13], bytes: &cap.stack };
+    let stack = Stack {
+        sp: cap.regs.r[13],
+        bytes: &cap.stack,
+    };
     Unwinder::new(64).unwind(procs, &cap.regs, &stack)
 }
 
-
 /// The program's instructions by ELF address, from `arm-linux-gnueabihf-objdump -d`.
 fn objdump(exe: &Path) -> BTreeMap<u64, String> {
-    let out = Command::new("arm-linux-gnueabihf-objdump").arg("-d").arg(exe).output().unwrap();
+    let out = Command::new("arm-linux-gnueabihf-objdump")
+        .arg("-d")
+        .arg(exe)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -137,7 +151,10 @@ fn check_chain(exe: &Path, mode: &str, via: Via, thumb: bool) {
     for (i, f) in chain.frames.iter().enumerate() {
         let place = procs.find(u64::from(f.addr)).unwrap();
         if place.tables.path != exe {
-            assert!(f.via == Some(Via::Ehabi) || f.via.is_none(), "libc frames by libc's exidx: {ctx}");
+            assert!(
+                f.via == Some(Via::Ehabi) || f.via.is_none(),
+                "libc frames by libc's exidx: {ctx}"
+            );
             continue;
         }
         if got[i] != "_start" {
@@ -149,10 +166,15 @@ fn check_chain(exe: &Path, mode: &str, via: Via, thumb: bool) {
         if i == 0 {
             continue;
         }
-        let call = code.get(&(place.elf_addr - 4)).unwrap_or_else(|| panic!("frame {i}: {ctx}"));
+        let call = code
+            .get(&(place.elf_addr - 4))
+            .unwrap_or_else(|| panic!("frame {i}: {ctx}"));
         assert!(call.contains("\tbl"), "frame {i} follows {call:?}: {ctx}");
         if !got[i - 1].starts_with("lib:") {
-            assert!(call.ends_with(&format!("<{}>", got[i - 1])) || call.contains("blx\tr"), "frame {i}: {call:?} {ctx}");
+            assert!(
+                call.ends_with(&format!("<{}>", got[i - 1])) || call.contains("blx\tr"),
+                "frame {i}: {call:?} {ctx}"
+            );
         }
     }
 }
@@ -179,35 +201,95 @@ fn no_tables_no_guess_and_debug_file() {
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
     assert_eq!(names(&chain, &procs, &bare), ["leaf"]);
-    assert_eq!(chain.end, End::NoUnwindInfo { pc: u64::from(cap.regs.r[15]) });
+    assert_eq!(
+        chain.end,
+        End::NoUnwindInfo {
+            pc: u64::from(cap.regs.r[15])
+        }
+    );
 
     // EHABI tables but no symbols: the interrupted function's start is not known (ld merges
     // identical adjacent index entries), so its frame is not proved.
     let exidx = build(dir.path(), "o2-exidx", &["-O2", "-funwind-tables"]);
     let no_syms = dir.path().join("o2-exidx-stripped");
-    assert!(Command::new("arm-linux-gnueabihf-objcopy").arg("--strip-all").arg(&exidx).arg(&no_syms).status().unwrap().success());
+    assert!(Command::new("arm-linux-gnueabihf-objcopy")
+        .arg("--strip-all")
+        .arg(&exidx)
+        .arg(&no_syms)
+        .status()
+        .unwrap()
+        .success());
     let cap = capture(&no_syms, "b");
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
-    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: u64::from(cap.regs.r[15]) }));
+    assert_eq!(
+        (chain.frames.len(), chain.end),
+        (
+            1,
+            End::UnprovenLeaf {
+                pc: u64::from(cap.regs.r[15])
+            }
+        )
+    );
 
     let full = build(dir.path(), "o2g", &["-O2", "-g"]);
     let debug = dir.path().join("o2g.debug");
     let stripped = dir.path().join("o2g-stripped");
-    for args in [vec!["--only-keep-debug".as_ref(), full.as_os_str(), debug.as_os_str()], vec!["--strip-debug".as_ref(), full.as_os_str(), stripped.as_os_str()]] {
-        assert!(Command::new("arm-linux-gnueabihf-objcopy").args(args).status().unwrap().success());
+    for args in [
+        vec![
+            "--only-keep-debug".as_ref(),
+            full.as_os_str(),
+            debug.as_os_str(),
+        ],
+        vec![
+            "--strip-debug".as_ref(),
+            full.as_os_str(),
+            stripped.as_os_str(),
+        ],
+    ] {
+        assert!(Command::new("arm-linux-gnueabihf-objcopy")
+            .args(args)
+            .status()
+            .unwrap()
+            .success());
     }
     let cap = capture(&stripped, "b");
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
-    assert_eq!((chain.frames.len(), chain.end), (1, End::NoUnwindInfo { pc: u64::from(cap.regs.r[15]) }));
+    assert_eq!(
+        (chain.frames.len(), chain.end),
+        (
+            1,
+            End::NoUnwindInfo {
+                pc: u64::from(cap.regs.r[15])
+            }
+        )
+    );
     let mut procs = images(&cap);
-    let i = procs.images.iter().position(|t| t.path == stripped).unwrap();
+    let i = procs
+        .images
+        .iter()
+        .position(|t| t.path == stripped)
+        .unwrap();
     procs.images[i].add_debug_file(&debug).unwrap();
-    let sources: Vec<&Path> = procs.images[i].sources.iter().map(|s| s.path.as_path()).collect();
+    let sources: Vec<&Path> = procs.images[i]
+        .sources
+        .iter()
+        .map(|s| s.path.as_path())
+        .collect();
     assert_eq!(sources, [stripped.as_path(), debug.as_path()]);
     let chain = unwind(&cap, &procs);
-    assert_eq!(names(&chain, &procs, &stripped), ["leaf", "caller_b", "main", "lib:libc.so.6", "lib:libc.so.6", "_start"]);
+    assert_eq!(
+        names(&chain, &procs, &stripped),
+        [
+            "leaf",
+            "caller_b",
+            "main",
+            "lib:libc.so.6",
+            "lib:libc.so.6",
+            "_start"
+        ]
+    );
     assert_eq!(chain.frames[0].via, Some(Via::Cfi));
 }
 
@@ -223,14 +305,27 @@ fn corrupt_stack_ends_the_chain() {
         let good = unwind(&cap, &procs);
         let ra = good.frames[1].addr | u32::from(good.frames[1].thumb);
         // The leaf's saved LR: the first stack word holding caller_a's return address.
-        let slot = cap.stack.chunks_exact(4).position(|w| w == ra.to_le_bytes()).unwrap() * 4;
+        let slot = cap
+            .stack
+            .chunks_exact(4)
+            .position(|w| w == ra.to_le_bytes())
+            .unwrap()
+            * 4;
         let with = |word: u32| {
-            let mut c = Capture { regs: cap.regs, stack: cap.stack.clone(), maps: cap.maps.clone() };
+            let mut c = Capture {
+                regs: cap.regs,
+                stack: cap.stack.clone(),
+                maps: cap.maps.clone(),
+            };
             c.stack[slot..slot + 4].copy_from_slice(&word.to_le_bytes());
             unwind(&c, &procs)
         };
         let leaf_only = |c: &Chain, end: End| {
-            assert_eq!(c.frames.iter().map(|f| f.addr).collect::<Vec<_>>(), [cap.regs.r[15]], "{name}: {c:?}");
+            assert_eq!(
+                c.frames.iter().map(|f| f.addr).collect::<Vec<_>>(),
+                [cap.regs.r[15]],
+                "{name}: {c:?}"
+            );
             assert_eq!(c.end, end, "{name}: {c:?}");
         };
         // leaf's own first instruction: mapped code, not after a call.
@@ -245,7 +340,11 @@ fn corrupt_stack_ends_the_chain() {
         leaf_only(&with(0x1234_5679), End::NoMapping);
         // The stack (rw-) is mapped, but not executable.
         leaf_only(&with(cap.regs.r[13] | 1), End::NoMapping);
-        let short = Capture { regs: cap.regs, stack: cap.stack[..slot].to_vec(), maps: cap.maps.clone() };
+        let short = Capture {
+            regs: cap.regs,
+            stack: cap.stack[..slot].to_vec(),
+            maps: cap.maps.clone(),
+        };
         leaf_only(&unwind(&short, &procs), End::StackOutside);
     }
     // EHABI at the leaf's first instruction (before its push): not proved.
@@ -257,11 +356,25 @@ fn corrupt_stack_ends_the_chain() {
     let start = elf.symbols.lookup(place.elf_addr).unwrap().addr;
     let mut regs = cap.regs;
     regs.r[15] = cap.regs.r[15] - u32::try_from(place.elf_addr - start).unwrap();
-    let stack = Stack { sp: regs.r[13], bytes: &cap.stack };
+    let stack = Stack {
+        sp: regs.r[13],
+        bytes: &cap.stack,
+    };
     let chain = Unwinder::new(64).unwind(&procs, &regs, &stack);
-    assert_eq!((chain.frames.len(), chain.end), (1, End::UnprovenLeaf { pc: u64::from(regs.r[15]) }));
+    assert_eq!(
+        (chain.frames.len(), chain.end),
+        (
+            1,
+            End::UnprovenLeaf {
+                pc: u64::from(regs.r[15])
+            }
+        )
+    );
     // The depth bound.
-    let stack = Stack { sp: cap.regs.r[13], bytes: &cap.stack };
+    let stack = Stack {
+        sp: cap.regs.r[13],
+        bytes: &cap.stack,
+    };
     let chain = Unwinder::new(3).unwind(&procs, &cap.regs, &stack);
     assert_eq!((chain.frames.len(), chain.end), (3, End::Depth));
 }
@@ -287,20 +400,45 @@ void _Unwind_Resume(void *p) { g(p); for (;;); }
 
 /// Builds TABLES_SRC as a shared object with `flags`.
 fn build_tables(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let all = [&["-O2", "-funwind-tables", "-fexceptions", "-shared", "-fPIC", "-nostdlib"], flags].concat();
+    let all = [
+        &[
+            "-O2",
+            "-funwind-tables",
+            "-fexceptions",
+            "-shared",
+            "-fPIC",
+            "-nostdlib",
+        ],
+        flags,
+    ]
+    .concat();
     ARMHF.build(dir, name, TABLES_SRC, &all)
 }
 
 /// readelf's text of an op.
 fn readelf_text(op: Op) -> String {
-    let regs = |mask: u16| (0..16).filter(|n| mask & (1 << n) != 0).map(|n| format!("r{n}")).collect::<Vec<_>>().join(", ");
+    let regs = |mask: u16| {
+        (0..16)
+            .filter(|n| mask & (1 << n) != 0)
+            .map(|n| format!("r{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match op {
         Op::VspAdd(n) => format!("vsp = vsp + {n}"),
         Op::VspSub(n) => format!("vsp = vsp - {n}"),
         Op::Pop(mask) => format!("pop {{{}}}", regs(mask)),
         Op::SetVsp(n) => format!("vsp = r{n}"),
-        Op::PopVfp { first, count: 1, fstmx: false } => format!("pop {{D{first}}}"),
-        Op::PopVfp { first, count, fstmx: false } => format!("pop {{D{first}-D{}}}", first + count - 1),
+        Op::PopVfp {
+            first,
+            count: 1,
+            fstmx: false,
+        } => format!("pop {{D{first}}}"),
+        Op::PopVfp {
+            first,
+            count,
+            fstmx: false,
+        } => format!("pop {{D{first}-D{}}}", first + count - 1),
         Op::Finish => "finish".into(),
         other => format!("{other:?}"),
     }
@@ -309,12 +447,20 @@ fn readelf_text(op: Op) -> String {
 /// `arm-linux-gnueabihf-readelf -u` of `file`: per function address, `cantunwind` or the ops
 /// as (bytes, text) up to the first `finish`.
 fn readelf_unwind(file: &Path) -> BTreeMap<u64, Vec<(Vec<u8>, String)>> {
-    let out = Command::new("arm-linux-gnueabihf-readelf").arg("-u").arg(file).output().unwrap();
+    let out = Command::new("arm-linux-gnueabihf-readelf")
+        .arg("-u")
+        .arg(file)
+        .output()
+        .unwrap();
     let mut map: BTreeMap<u64, Vec<(Vec<u8>, String)>> = BTreeMap::new();
     let mut cur = None;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         if let Some(rest) = line.strip_prefix("0x") {
-            let addr = u64::from_str_radix(rest.split(|c: char| !c.is_ascii_hexdigit()).next().unwrap(), 16).unwrap();
+            let addr = u64::from_str_radix(
+                rest.split(|c: char| !c.is_ascii_hexdigit()).next().unwrap(),
+                16,
+            )
+            .unwrap();
             let ops = map.entry(addr).or_default();
             if line.ends_with("[cantunwind]") {
                 ops.push((vec![], "cantunwind".into()));
@@ -322,7 +468,12 @@ fn readelf_unwind(file: &Path) -> BTreeMap<u64, Vec<(Vec<u8>, String)>> {
             cur = Some(addr);
         } else if let (Some(a), Some(op)) = (cur, line.strip_prefix("  0x")) {
             let mut bytes = vec![];
-            let mut words = format!("0x{op}").split_whitespace().map(String::from).collect::<Vec<_>>().into_iter().peekable();
+            let mut words = format!("0x{op}")
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .peekable();
             while let Some(b) = words.next_if(|w| w.len() == 4 && w.starts_with("0x")) {
                 bytes.push(u8::from_str_radix(&b[2..], 16).unwrap());
             }
@@ -339,9 +490,19 @@ type Decoded = BTreeMap<u64, Vec<(Vec<u8>, String)>>;
 
 /// Asserts that both decodings have the same entries, naming the first differences.
 fn same_entries(ours: &Decoded, readelf: &Decoded, name: &str) {
-    let keys: std::collections::BTreeSet<u64> = ours.keys().chain(readelf.keys()).copied().collect();
-    let diff: Vec<_> = keys.iter().filter(|k| ours.get(k) != readelf.get(k)).take(5).map(|k| (k, ours.get(k), readelf.get(k))).collect();
-    assert!(diff.is_empty(), "{name}: {} entries, differences (address, ours, readelf): {diff:#x?}", ours.len());
+    let keys: std::collections::BTreeSet<u64> =
+        ours.keys().chain(readelf.keys()).copied().collect();
+    let diff: Vec<_> = keys
+        .iter()
+        .filter(|k| ours.get(k) != readelf.get(k))
+        .take(5)
+        .map(|k| (k, ours.get(k), readelf.get(k)))
+        .collect();
+    assert!(
+        diff.is_empty(),
+        "{name}: {} entries, differences (address, ours, readelf): {diff:#x?}",
+        ours.len()
+    );
 }
 
 /// Our decoding of every entry, in the same shape.
@@ -382,14 +543,25 @@ fn ehabi_tables_as_readelf_decodes_them() {
         // The forms the source is there for.
         let all: Vec<&String> = ours.values().flatten().map(|o| &o.1).collect();
         // gcc's frame pointer is r7 in Thumb code, r11 in ARM code.
-        let isa_forms: &[&str] = if flags.is_empty() { &["vsp = r7", "pop {r3}"] } else { &["vsp = r11", "vsp = vsp - 12"] };
-        for want in ["cantunwind", "pop {D8}", "pop {D8-D11}", "pop {r4, r14}"].iter().chain(isa_forms) {
+        let isa_forms: &[&str] = if flags.is_empty() {
+            &["vsp = r7", "pop {r3}"]
+        } else {
+            &["vsp = r11", "vsp = vsp - 12"]
+        };
+        for want in ["cantunwind", "pop {D8}", "pop {D8-D11}", "pop {r4, r14}"]
+            .iter()
+            .chain(isa_forms)
+        {
             assert!(all.iter().any(|t| *t == want), "{name}: {want} in {all:?}");
         }
         let t = ImageTables::load(&so).unwrap();
         let x = t.sources[0].exidx.as_ref().unwrap();
         let kinds = |f: fn(&Entry) -> bool| x.entries().iter().filter(|e| f(&e.1)).count();
-        assert!(kinds(|e| matches!(e, Entry::Inline(_))) > 0 && kinds(|e| matches!(e, Entry::Extab(_))) >= 3, "{name}");
+        assert!(
+            kinds(|e| matches!(e, Entry::Inline(_))) > 0
+                && kinds(|e| matches!(e, Entry::Extab(_))) >= 3,
+            "{name}"
+        );
     }
     // Debian's libc: every entry decodes as readelf decodes it.
     let libc = Path::new(ARMHF.sysroot).join("lib/libc.so.6");
@@ -399,18 +571,31 @@ fn ehabi_tables_as_readelf_decodes_them() {
     let mut ours = our_unwind(&libc);
     let readelf = readelf_unwind(&libc);
     assert!(ours.len() > 800, "{}", ours.len());
-    let generic: Vec<u64> = readelf.iter().filter(|e| e.1.is_empty()).map(|e| *e.0).collect();
+    let generic: Vec<u64> = readelf
+        .iter()
+        .filter(|e| e.1.is_empty())
+        .map(|e| *e.0)
+        .collect();
     assert!(generic.len() > 50, "{}", generic.len());
     for a in &generic {
         let ops = ours.remove(a).unwrap();
-        assert!(!ops.is_empty() && ops.iter().all(|o| o.1.starts_with("pop {r") || o.1.starts_with("vsp") || o.1 == "finish"), "{a:#x}: {ops:?}");
+        assert!(
+            !ops.is_empty()
+                && ops.iter().all(|o| o.1.starts_with("pop {r")
+                    || o.1.starts_with("vsp")
+                    || o.1 == "finish"),
+            "{a:#x}: {ops:?}"
+        );
     }
     let readelf = readelf.into_iter().filter(|e| !e.1.is_empty()).collect();
     same_entries(&ours, &readelf, "libc.so.6");
 }
 
 /// x86-64's DWARF registers 0-15 as readelf names them.
-const X86: [&str; 16] = ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"];
+const X86: [&str; 16] = [
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
+];
 
 /// DWARF register numbers of readelf's column names (ARM `rN`, AArch64 `xN` and `sp`, x86-64
 /// names).
@@ -424,7 +609,11 @@ fn dwarf_reg(name: &str, ra: u16) -> u16 {
     if let Some(i) = X86.iter().position(|n| *n == name) {
         return i as u16;
     }
-    name.strip_prefix('r').or(name.strip_prefix('x')).unwrap().parse().unwrap()
+    name.strip_prefix('r')
+        .or(name.strip_prefix('x'))
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// readelf's name of DWARF register `r` on `arch`.
@@ -444,10 +633,22 @@ fn check_cfi(readelf: &str, file: &Path, section: &str) -> usize {
     let obj = object::File::parse(&*data).unwrap();
     use object::{Object, ObjectSection};
     let sec = obj.section_by_name(section).unwrap();
-    let kind = if section == ".eh_frame" { Kind::EhFrame { addr: sec.address() } } else { Kind::DebugFrame };
+    let kind = if section == ".eh_frame" {
+        Kind::EhFrame {
+            addr: sec.address(),
+        }
+    } else {
+        Kind::DebugFrame
+    };
     let text = obj.section_by_name(".text").unwrap().address();
     let size = if obj.is_64() { 8 } else { 4 };
-    let cfi = Cfi::new(kind, std::rc::Rc::from(sec.data().unwrap()), gimli::RunTimeEndian::Little, size, text);
+    let cfi = Cfi::new(
+        kind,
+        std::rc::Rc::from(sec.data().unwrap()),
+        gimli::RunTimeEndian::Little,
+        size,
+        text,
+    );
     let out = Command::new(readelf).arg("-wF").arg(file).output().unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
     let mut ctx = gimli::UnwindContext::new();
@@ -469,7 +670,10 @@ fn check_cfi(readelf: &str, file: &Path, section: &str) -> usize {
             continue;
         }
         let loc = u64::from_str_radix(f[0], 16).unwrap();
-        let row = cfi.row(&mut ctx, loc).unwrap().unwrap_or_else(|| panic!("{section} {loc:#x}"));
+        let row = cfi
+            .row(&mut ctx, loc)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{section} {loc:#x}"));
         let cfa = match row.cfa {
             Cfa::RegOffset(r, o) => format!("{}{o:+}", reg_name(obj.architecture(), r)),
             Cfa::Expression => "exp".into(),
@@ -493,9 +697,15 @@ fn check_cfi(readelf: &str, file: &Path, section: &str) -> usize {
 fn cfi_rows_as_readelf_interprets_them() {
     let dir = tempfile::tempdir().unwrap();
     // armhf .debug_frame (Thumb-2 and ARM), with -g instead of EHABI-only tables.
-    for (name, flags) in [("thumb-g.so", &["-g"][..]), ("arm-g.so", &["-g", "-marm"][..])] {
+    for (name, flags) in [
+        ("thumb-g.so", &["-g"][..]),
+        ("arm-g.so", &["-g", "-marm"][..]),
+    ] {
         let so = build_tables(dir.path(), name, flags);
-        assert!(check_cfi("arm-linux-gnueabihf-readelf", &so, ".debug_frame") > 20, "{name}");
+        assert!(
+            check_cfi("arm-linux-gnueabihf-readelf", &so, ".debug_frame") > 20,
+            "{name}"
+        );
     }
     // x86-64 .eh_frame (a DWARF expression CFA in the PLT's FDE, rbp-based frames).
     let src = dir.path().join("x.c");
@@ -507,12 +717,24 @@ fn cfi_rows_as_readelf_interprets_them() {
     )
     .unwrap();
     let so = dir.path().join("x.so");
-    assert!(Command::new("gcc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().unwrap().success());
+    assert!(Command::new("gcc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
     assert!(check_cfi("readelf", &so, ".eh_frame") > 10);
     // AArch64 .eh_frame (x29-based frames after `add x29, sp`): the same code, no C library needed.
     let so = dir.path().join("xa.so");
-    let st = Command::new("aarch64-linux-gnu-gcc").args(["-O2", "-shared", "-fPIC", "-nostdlib", "-o"]).arg(&so).arg(&src).status();
-    assert!(st.expect("aarch64-linux-gnu-gcc (scripts/setup-host.sh)").success());
+    let st = Command::new("aarch64-linux-gnu-gcc")
+        .args(["-O2", "-shared", "-fPIC", "-nostdlib", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .status();
+    assert!(st
+        .expect("aarch64-linux-gnu-gcc (scripts/setup-host.sh)")
+        .success());
     assert!(check_cfi("aarch64-linux-gnu-readelf", &so, ".eh_frame") > 8);
 }
 
@@ -541,7 +763,9 @@ fn expand_turns_snapshots_into_frames() {
     let mut paths: Vec<String> = vec![];
     let mut maps = vec![];
     for (start, end, exec, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
-        let (Some(path), true) = (path, exec) else { continue };
+        let (Some(path), true) = (path, exec) else {
+            continue;
+        };
         if !paths.iter().any(|p| p == path) {
             paths.push(path.to_string());
         }
@@ -550,44 +774,117 @@ fn expand_turns_snapshots_into_frames() {
     }
     let place = |addr: u32| {
         let a = u64::from(addr);
-        maps.iter().find(|m| m.0 <= a && a < m.1).map(|m| (m.3, m.2 + a - m.0)).unwrap()
+        maps.iter()
+            .find(|m| m.0 <= a && a < m.1)
+            .map(|m| (m.3, m.2 + a - m.0))
+            .unwrap()
     };
     let (cookie, offset) = place(cap.regs.r[15] & !1);
-    let mut maps_words: Vec<u64> = user_maps_header(5, maps.len()).iter().map(|&w| w as u32 as u64).collect();
+    let mut maps_words: Vec<u64> = user_maps_header(5, maps.len())
+        .iter()
+        .map(|&w| w as u32 as u64)
+        .collect();
     maps_words.extend(maps.iter().flat_map(|m| [m.0, m.1, m.2, m.3]));
-    let stack: Vec<u64> = cap.stack.chunks_exact(4).map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect();
-    let mut stack_words: Vec<u64> = user_stack_header(stack.len()).iter().map(|&w| w as u32 as u64).collect();
+    let stack: Vec<u64> = cap
+        .stack
+        .chunks_exact(4)
+        .map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
+    let mut stack_words: Vec<u64> = user_stack_header(stack.len())
+        .iter()
+        .map(|&w| w as u32 as u64)
+        .collect();
     stack_words.extend(cap.regs.r.iter().map(|&r| u64::from(r)));
     stack_words.push(u64::from(cap.regs.cpsr));
     stack_words.extend(&stack);
     let none = || None::<R>;
     let words = stream_words(&[
         (Some(R::CpuSwitch { cpu: 0 }), vec![]),
-        (Some(R::CtxSwitch { pid: 5, tgid: 5, app_cookie: 1 }), vec![]),
+        (
+            Some(R::CtxSwitch {
+                pid: 5,
+                tgid: 5,
+                app_cookie: 1,
+            }),
+            vec![],
+        ),
         (Some(R::KernelExit), vec![]),
         (Some(R::TraceBegin), vec![]),
         (Some(R::CookieSwitch { cookie }), vec![]),
-        (Some(R::Sample { pc: offset, event: 0 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: offset,
+                event: 0,
+            }),
+            vec![],
+        ),
         (none(), maps_words.clone()),
         (none(), stack_words.clone()),
         // An untraced sample that relies on the elided mode and image: they must survive.
-        (Some(R::Sample { pc: offset, event: 1 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: offset,
+                event: 1,
+            }),
+            vec![],
+        ),
         // A kernel-mode sample whose chain never reaches user space: its snapshot adds nothing.
         (Some(R::KernelEnter), vec![]),
         (Some(R::TraceBegin), vec![]),
-        (Some(R::Sample { pc: 0xc000_1000, event: 0 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: 0xc000_1000,
+                event: 0,
+            }),
+            vec![],
+        ),
         (none(), stack_words.clone()),
-        (Some(R::Sample { pc: 0xc000_2000, event: 0 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: 0xc000_2000,
+                event: 0,
+            }),
+            vec![],
+        ),
         // A kernel-mode sample whose chain ends with the user PC it entered the kernel from.
         (Some(R::TraceBegin), vec![]),
-        (Some(R::Sample { pc: 0xc000_3000, event: 0 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: 0xc000_3000,
+                event: 0,
+            }),
+            vec![],
+        ),
         (none(), stack_words),
-        (Some(R::Sample { pc: 0xc000_4000, event: 0 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: 0xc000_4000,
+                event: 0,
+            }),
+            vec![],
+        ),
         (Some(R::KernelExit), vec![]),
-        (Some(R::Sample { pc: offset, event: 0 }), vec![]),
-        (Some(R::CtxSwitch { pid: 6, tgid: 6, app_cookie: 0 }), vec![]),
+        (
+            Some(R::Sample {
+                pc: offset,
+                event: 0,
+            }),
+            vec![],
+        ),
+        (
+            Some(R::CtxSwitch {
+                pid: 6,
+                tgid: 6,
+                app_cookie: 0,
+            }),
+            vec![],
+        ),
     ]);
-    let load = &mut |id: u64| paths.get(id as usize - 1).map(|p| ImageTables::load(&host_file(p)).unwrap());
+    let load = &mut |id: u64| {
+        paths
+            .get(id as usize - 1)
+            .map(|p| ImageTables::load(&host_file(p)).unwrap())
+    };
     let (out, stats) = expand::expand(&words, 4, Some(64), load).unwrap();
     assert!(!expand::has_snapshots(&out, 4) && expand::has_snapshots(&words, 4));
     let bytes: Vec<u8> = out.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
@@ -595,38 +892,97 @@ fn expand_turns_snapshots_into_frames() {
     // The unwinder's own chain, as the stream's frames: (image id, file offset) of each caller.
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
-    assert_eq!(names(&chain, &procs, &exe)[..3], ["leaf", "caller_a", "main"]);
+    assert_eq!(
+        names(&chain, &procs, &exe)[..3],
+        ["leaf", "caller_a", "main"]
+    );
     let want: Vec<StreamFrame> = chain.frames[1..]
         .iter()
         .map(|f| {
             let (c, o) = place(f.addr);
-            StreamFrame { pc: o, in_kernel: Some(false), cookie: Some(c) }
+            StreamFrame {
+                pc: o,
+                in_kernel: Some(false),
+                cookie: Some(c),
+            }
         })
         .collect();
     assert_eq!(d.samples.len(), 4);
     assert_eq!(d.samples[0].frames, want);
-    assert_eq!((d.samples[1].ctx.in_kernel, d.samples[1].ctx.cookie), (Some(false), Some(cookie)), "state restored");
+    assert_eq!(
+        (d.samples[1].ctx.in_kernel, d.samples[1].ctx.cookie),
+        (Some(false), Some(cookie)),
+        "state restored"
+    );
     assert!(d.samples[1].frames.is_empty() && d.samples[1].event == 1);
-    assert_eq!(d.samples[2].frames, [StreamFrame { pc: 0xc000_2000, in_kernel: Some(true), cookie: Some(cookie) }]);
+    assert_eq!(
+        d.samples[2].frames,
+        [StreamFrame {
+            pc: 0xc000_2000,
+            in_kernel: Some(true),
+            cookie: Some(cookie)
+        }]
+    );
     let entered = [
-        StreamFrame { pc: 0xc000_4000, in_kernel: Some(true), cookie: Some(cookie) },
-        StreamFrame { pc: offset, in_kernel: Some(false), cookie: Some(cookie) },
+        StreamFrame {
+            pc: 0xc000_4000,
+            in_kernel: Some(true),
+            cookie: Some(cookie),
+        },
+        StreamFrame {
+            pc: offset,
+            in_kernel: Some(false),
+            cookie: Some(cookie),
+        },
     ];
     assert_eq!(d.samples[3].frames, [&entered[..], &want].concat());
     let n = want.len() as u64;
-    assert_eq!((stats.snapshots, stats.frames, stats.cut, stats.no_maps, stats.depth_taken, stats.truncated), (3, 2 * n, 1, 0, 0, 0));
+    assert_eq!(
+        (
+            stats.snapshots,
+            stats.frames,
+            stats.cut,
+            stats.no_maps,
+            stats.depth_taken,
+            stats.truncated
+        ),
+        (3, 2 * n, 1, 0, 0, 0)
+    );
     // With a depth of 3 the first chain (no frames before its snapshot's) keeps 3 callers, the
     // unwinder ending at the depth; the kernel sample's chain (1 kernel frame) is still cut short.
     assert!(want.len() > 3);
     let (short, stats) = expand::expand(&words, 4, Some(3), load).unwrap();
-    let bytes: Vec<u8> = short.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
+    let bytes: Vec<u8> = short
+        .iter()
+        .flat_map(|&w| (w as u32).to_le_bytes())
+        .collect();
     let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
     assert_eq!(d.samples[0].frames, want[..3]);
-    assert_eq!(d.samples[3].frames, [&entered[..], &want[..1]].concat(), "3 frames, kernel and user together");
-    assert_eq!((stats.truncated, stats.cut, stats.depth_taken, stats.ends.get("depth")), (1, 1, 0, Some(&3)));
+    assert_eq!(
+        d.samples[3].frames,
+        [&entered[..], &want[..1]].concat(),
+        "3 frames, kernel and user together"
+    );
+    assert_eq!(
+        (
+            stats.truncated,
+            stats.cut,
+            stats.depth_taken,
+            stats.ends.get("depth")
+        ),
+        (1, 1, 0, Some(&3))
+    );
     let (_, stats) = expand::expand(&words, 4, Some(1), load).unwrap();
-    assert_eq!((stats.cut, stats.depth_taken, stats.truncated), (0, 1, 1), "depth 1: the kernel frame took it");
-    assert_eq!(stats.ends.values().sum::<u64>(), 3, "every snapshot unwound has its end counted");
+    assert_eq!(
+        (stats.cut, stats.depth_taken, stats.truncated),
+        (0, 1, 1),
+        "depth 1: the kernel frame took it"
+    );
+    assert_eq!(
+        stats.ends.values().sum::<u64>(),
+        3,
+        "every snapshot unwound has its end counted"
+    );
     // A stream cut inside a snapshot names the offset.
     let (_, stats) = expand::expand(&words, 4, None, load).unwrap();
     assert!(!stats.depth_known && stats.note().contains("give --backtrace-depth"));

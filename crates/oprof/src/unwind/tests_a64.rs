@@ -69,7 +69,11 @@ fn capture(exe: &Path, mode: &str) -> Capture {
 /// [`capture`] on QEMU's CPU model `cpu` (`max` has pointer authentication, `cortex-a53` not).
 fn capture_on(exe: &Path, mode: &str, cpu: &str) -> Capture {
     let cap = ARM64.capture(exe, mode, &["-cpu", cpu]);
-    Capture { regs: Regs64::from_words(&cap.words).unwrap(), stack: cap.stack, maps: cap.maps }
+    Capture {
+        regs: Regs64::from_words(&cap.words).unwrap(),
+        stack: cap.stack,
+        maps: cap.maps,
+    }
 }
 
 /// The host file of a target path: itself, else the sysroot's `lib/` copy.
@@ -82,7 +86,14 @@ fn images(cap: &Capture) -> ProcessImages {
 }
 
 fn unwind(cap: &Capture, procs: &ProcessImages) -> Chain64 {
-    Unwinder::new(64).unwind_a64(procs, &cap.regs, &Stack64 { sp: cap.regs.sp, bytes: &cap.stack })
+    Unwinder::new(64).unwind_a64(
+        procs,
+        &cap.regs,
+        &Stack64 {
+            sp: cap.regs.sp,
+            bytes: &cap.stack,
+        },
+    )
 }
 
 /// Each frame named `SYMBOL` (the program's symbols) or `lib:BASENAME` (other images).
@@ -92,7 +103,11 @@ fn names(chain: &Chain64, procs: &ProcessImages, exe: &Path) -> Vec<String> {
 
 /// The program's instructions by ELF address, from `aarch64-linux-gnu-objdump -d`.
 fn objdump(exe: &Path) -> BTreeMap<u64, String> {
-    let out = Command::new("aarch64-linux-gnu-objdump").arg("-d").arg(exe).output().unwrap();
+    let out = Command::new("aarch64-linux-gnu-objdump")
+        .arg("-d")
+        .arg(exe)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -106,7 +121,16 @@ fn objdump(exe: &Path) -> BTreeMap<u64, String> {
 /// -O0 (x29-based CFA rules).
 const VARIANTS: [(&str, &[&str]); 3] = [
     ("o2", &["-O2", "-fomit-frame-pointer"]),
-    ("o2-debug-frame", &["-O2", "-g", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"]),
+    (
+        "o2-debug-frame",
+        &[
+            "-O2",
+            "-g",
+            "-fomit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    ),
     ("o0g", &["-O0", "-g"]),
 ];
 
@@ -121,7 +145,16 @@ fn check_chain(exe: &Path, mode: &str) {
     let got = names(&chain, &procs, exe);
     let ctx = format!("{} {mode}: {got:?} {chain:x?}", exe.display());
     let libc = "lib:libc.so.6";
-    let mut want = vec!["leaf", if mode == "a" { "caller_a" } else if mode == "b" { "caller_b" } else { "cmp" }];
+    let mut want = vec![
+        "leaf",
+        if mode == "a" {
+            "caller_a"
+        } else if mode == "b" {
+            "caller_b"
+        } else {
+            "cmp"
+        },
+    ];
     if mode == "q" {
         let k = got.iter().skip(2).take_while(|n| *n == libc).count();
         assert!(k >= 1, "qsort's frames: {ctx}");
@@ -129,17 +162,29 @@ fn check_chain(exe: &Path, mode: &str) {
     }
     want.extend(["main", libc, libc, "_start"]);
     assert_eq!(got, want, "{ctx}");
-    assert_eq!((chain.frames[0], chain.end), (cap.regs.pc, End::Outermost), "{ctx}");
+    assert_eq!(
+        (chain.frames[0], chain.end),
+        (cap.regs.pc, End::Outermost),
+        "{ctx}"
+    );
     let code = objdump(exe);
     for (i, &f) in chain.frames.iter().enumerate().skip(1) {
         let place = procs.find(f).unwrap();
         if place.tables.path != exe {
             continue;
         }
-        let call = code.get(&(place.elf_addr - 4)).unwrap_or_else(|| panic!("frame {i}: {ctx}"));
-        assert!(call.contains("\tbl\t") || call.contains("\tblr\t"), "frame {i} follows {call:?}: {ctx}");
+        let call = code
+            .get(&(place.elf_addr - 4))
+            .unwrap_or_else(|| panic!("frame {i}: {ctx}"));
+        assert!(
+            call.contains("\tbl\t") || call.contains("\tblr\t"),
+            "frame {i} follows {call:?}: {ctx}"
+        );
         if !got[i - 1].starts_with("lib:") {
-            assert!(call.ends_with(&format!("<{}>", got[i - 1])), "frame {i}: {call:?} {ctx}");
+            assert!(
+                call.ends_with(&format!("<{}>", got[i - 1])),
+                "frame {i}: {call:?} {ctx}"
+            );
         }
     }
 }
@@ -162,16 +207,33 @@ fn a64_chains_through_callers_and_qsort() {
 #[test]
 fn a64_pointer_authentication() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "pac", &["-O2", "-fomit-frame-pointer", "-mbranch-protection=pac-ret"]);
+    let exe = build(
+        dir.path(),
+        "pac",
+        &["-O2", "-fomit-frame-pointer", "-mbranch-protection=pac-ret"],
+    );
     // The PAC (bits 48-54 with Linux's top-byte-ignore) is 0 in 1 of 128 runs: the keys are
     // random per process, so run again.
-    let cap = (0..8).map(|_| capture_on(&exe, "a", "max")).find(|c| c.regs.x[30] >> 48 != 0).unwrap();
+    let cap = (0..8)
+        .map(|_| capture_on(&exe, "a", "max"))
+        .find(|c| c.regs.x[30] >> 48 != 0)
+        .unwrap();
     let c = unwind(&cap, &images(&cap));
     assert_eq!((c.frames.len(), c.end), (1, End::Unsupported), "{c:x?}");
     let cap = capture_on(&exe, "a", "cortex-a53");
     let procs = images(&cap);
     let c = unwind(&cap, &procs);
-    assert_eq!(names(&c, &procs, &exe), ["leaf", "caller_a", "main", "lib:libc.so.6", "lib:libc.so.6", "_start"]);
+    assert_eq!(
+        names(&c, &procs, &exe),
+        [
+            "leaf",
+            "caller_a",
+            "main",
+            "lib:libc.so.6",
+            "lib:libc.so.6",
+            "_start"
+        ]
+    );
     assert_eq!(c.end, End::Outermost);
 }
 
@@ -187,31 +249,70 @@ fn a64_damage_ends_the_chain() {
     let good = unwind(&cap, &procs);
     assert!(good.frames.len() >= 6, "{good:x?}");
     // Only 8 bytes of stack: leaf's saved x29/x30 are outside.
-    let short = Unwinder::new(64).unwind_a64(&procs, &cap.regs, &Stack64 { sp: cap.regs.sp, bytes: &cap.stack[..8] });
+    let short = Unwinder::new(64).unwind_a64(
+        &procs,
+        &cap.regs,
+        &Stack64 {
+            sp: cap.regs.sp,
+            bytes: &cap.stack[..8],
+        },
+    );
     assert_eq!((short.frames.len(), short.end), (1, End::StackOutside));
     // Where leaf saved caller_a's return address: replace it (the doubleword equal to it).
-    let slot = (0..cap.stack.len() / 8).find(|&k| cap.stack[8 * k..8 * k + 8] == good.frames[1].to_le_bytes()).unwrap();
+    let slot = (0..cap.stack.len() / 8)
+        .find(|&k| cap.stack[8 * k..8 * k + 8] == good.frames[1].to_le_bytes())
+        .unwrap();
     let with = |ra: u64| {
         let mut s = cap.stack.clone();
         s[8 * slot..8 * slot + 8].copy_from_slice(&ra.to_le_bytes());
-        Unwinder::new(64).unwind_a64(&procs, &cap.regs, &Stack64 { sp: cap.regs.sp, bytes: &s })
+        Unwinder::new(64).unwind_a64(
+            &procs,
+            &cap.regs,
+            &Stack64 {
+                sp: cap.regs.sp,
+                bytes: &s,
+            },
+        )
     };
-    assert_eq!((with(good.frames[1] + 4).frames.len(), with(good.frames[1] + 4).end), (1, End::NotACall));
+    assert_eq!(
+        (
+            with(good.frames[1] + 4).frames.len(),
+            with(good.frames[1] + 4).end
+        ),
+        (1, End::NotACall)
+    );
     assert_eq!(with(good.frames[1] + 2).end, End::NotACall, "misaligned");
     assert_eq!(with(0x10).end, End::NoMapping);
     assert_eq!(with(0).end, End::Outermost);
     // The depth bound.
-    let c = Unwinder::new(3).unwind_a64(&procs, &cap.regs, &Stack64 { sp: cap.regs.sp, bytes: &cap.stack });
+    let c = Unwinder::new(3).unwind_a64(
+        &procs,
+        &cap.regs,
+        &Stack64 {
+            sp: cap.regs.sp,
+            bytes: &cap.stack,
+        },
+    );
     assert_eq!((&c.frames[..], c.end), (&good.frames[..3], End::Depth));
     // No .eh_frame: no unwind info at the sampled PC.
     let bare = dir.path().join("bare");
-    let st = Command::new("aarch64-linux-gnu-objcopy").args(["--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr"]).arg(&exe).arg(&bare).status();
+    let st = Command::new("aarch64-linux-gnu-objcopy")
+        .args([
+            "--remove-section=.eh_frame",
+            "--remove-section=.eh_frame_hdr",
+        ])
+        .arg(&exe)
+        .arg(&bare)
+        .status();
     assert!(st.unwrap().success());
     let mut procs = images(&cap);
     let i = procs.images.iter().position(|t| t.path == exe).unwrap();
     procs.images[i] = ImageTables::load(&bare).unwrap();
     let c = unwind(&cap, &procs);
-    assert_eq!((c.frames.len(), c.end), (1, End::NoUnwindInfo { pc: cap.regs.pc }));
+    assert_eq!(
+        (c.frames.len(), c.end),
+        (1, End::NoUnwindInfo { pc: cap.regs.pc })
+    );
 }
 
 /// A program whose CFI is only in `.debug_frame` (no `.eh_frame` FDEs of its own), stripped:
@@ -223,7 +324,11 @@ fn a64_debug_frame_from_a_debug_file() {
     let exe = build(dir.path(), "df", VARIANTS[1].1);
     let (stripped, debug) = (dir.path().join("df.stripped"), dir.path().join("df.debug"));
     let objcopy = |args: &[&str], out: &Path| {
-        let st = Command::new("aarch64-linux-gnu-objcopy").args(args).arg(&exe).arg(out).status();
+        let st = Command::new("aarch64-linux-gnu-objcopy")
+            .args(args)
+            .arg(&exe)
+            .arg(out)
+            .status();
         assert!(st.unwrap().success());
     };
     objcopy(&["--only-keep-debug"], &debug);
@@ -233,11 +338,18 @@ fn a64_debug_frame_from_a_debug_file() {
     let i = procs.images.iter().position(|t| t.path == exe).unwrap();
     procs.images[i] = ImageTables::load(&stripped).unwrap();
     let c = unwind(&cap, &procs);
-    assert_eq!((c.frames.len(), c.end), (1, End::NoUnwindInfo { pc: cap.regs.pc }));
+    assert_eq!(
+        (c.frames.len(), c.end),
+        (1, End::NoUnwindInfo { pc: cap.regs.pc })
+    );
     procs.images[i].add_debug_file(&debug).unwrap();
     let c = unwind(&cap, &procs);
     assert_eq!((c.frames.len(), c.end), (6, End::Outermost), "{c:x?}");
-    assert_eq!(c, unwind(&cap, &images(&cap)), "the same chain as the unstripped program's");
+    assert_eq!(
+        c,
+        unwind(&cap, &images(&cap)),
+        "the same chain as the unstripped program's"
+    );
 }
 
 /// An 8-byte-word stream with the module's USER_MAPS and USER_STACK records (34 registers):
@@ -252,14 +364,29 @@ fn a64_snapshots_expand_in_8_byte_streams() {
     let mut paths: Vec<String> = vec![];
     let mut maps = vec![];
     for (start, end, exec, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
-        let (Some(path), true) = (path, exec) else { continue };
+        let (Some(path), true) = (path, exec) else {
+            continue;
+        };
         if !paths.iter().any(|p| p == path) {
             paths.push(path.to_string());
         }
-        maps.push((start, end, offset, 1 + paths.iter().position(|p| p == path).unwrap() as u64));
+        maps.push((
+            start,
+            end,
+            offset,
+            1 + paths.iter().position(|p| p == path).unwrap() as u64,
+        ));
     }
-    assert!(!maps.is_empty() && maps.iter().all(|m| m.0 > u64::from(u32::MAX)), "mappings above 4 GiB parse: {maps:x?}");
-    let place = |a: u64| maps.iter().find(|m| m.0 <= a && a < m.1).map(|m| (m.3, m.2 + a - m.0)).unwrap();
+    assert!(
+        !maps.is_empty() && maps.iter().all(|m| m.0 > u64::from(u32::MAX)),
+        "mappings above 4 GiB parse: {maps:x?}"
+    );
+    let place = |a: u64| {
+        maps.iter()
+            .find(|m| m.0 <= a && a < m.1)
+            .map(|m| (m.3, m.2 + a - m.0))
+            .unwrap()
+    };
     let (cookie, offset) = place(cap.regs.pc);
     let mut words: Vec<u64> = vec![];
     let rec = |w: &mut Vec<u64>, r: R| {
@@ -268,46 +395,94 @@ fn a64_snapshots_expand_in_8_byte_streams() {
         w.extend(b[..n].iter().map(|&x| x as u64));
     };
     rec(&mut words, R::CpuSwitch { cpu: 0 });
-    rec(&mut words, R::CtxSwitch { pid: 9, tgid: 9, app_cookie: 1 });
+    rec(
+        &mut words,
+        R::CtxSwitch {
+            pid: 9,
+            tgid: 9,
+            app_cookie: 1,
+        },
+    );
     rec(&mut words, R::KernelExit);
     rec(&mut words, R::TraceBegin);
     rec(&mut words, R::CookieSwitch { cookie });
-    rec(&mut words, R::Sample { pc: offset, event: 0 });
+    rec(
+        &mut words,
+        R::Sample {
+            pc: offset,
+            event: 0,
+        },
+    );
     words.extend(user_maps_header(9, maps.len()).iter().map(|&w| w as u64));
     words.extend(maps.iter().flat_map(|m| [m.0, m.1, m.2, m.3]));
-    let stack: Vec<u64> = cap.stack.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let stack: Vec<u64> = cap
+        .stack
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     words.extend(user_stack_header(stack.len()).iter().map(|&w| w as u64));
     words.extend(cap.regs.x);
     words.extend([cap.regs.sp, cap.regs.pc, cap.regs.pstate]);
     words.extend(&stack);
     // An AArch32 (compat) task's snapshot: not unwound, counted.
     rec(&mut words, R::TraceBegin);
-    rec(&mut words, R::Sample { pc: offset, event: 0 });
+    rec(
+        &mut words,
+        R::Sample {
+            pc: offset,
+            event: 0,
+        },
+    );
     words.extend(user_stack_header(stack.len()).iter().map(|&w| w as u64));
     words.extend(cap.regs.x);
     words.extend([cap.regs.sp, cap.regs.pc, 0x10]);
     words.extend(&stack);
-    rec(&mut words, R::CtxSwitch { pid: 10, tgid: 10, app_cookie: 0 });
+    rec(
+        &mut words,
+        R::CtxSwitch {
+            pid: 10,
+            tgid: 10,
+            app_cookie: 0,
+        },
+    );
     assert!(expand::has_snapshots(&words, 8));
-    let load = &mut |id: u64| paths.get(id as usize - 1).map(|p| ImageTables::load(&host_file(p)).unwrap());
+    let load = &mut |id: u64| {
+        paths
+            .get(id as usize - 1)
+            .map(|p| ImageTables::load(&host_file(p)).unwrap())
+    };
     let (out, stats) = expand::expand(&words, 8, Some(64), load).unwrap();
     let bytes: Vec<u8> = out.iter().flat_map(|&w| w.to_le_bytes()).collect();
     let d = decode(&Stream::from_bytes(&bytes, 8).unwrap()).unwrap();
     let procs = images(&cap);
     let chain = unwind(&cap, &procs);
-    assert_eq!(names(&chain, &procs, &exe)[..3], ["leaf", "caller_b", "main"]);
+    assert_eq!(
+        names(&chain, &procs, &exe)[..3],
+        ["leaf", "caller_b", "main"]
+    );
     let want: Vec<StreamFrame> = chain.frames[1..]
         .iter()
         .map(|&f| {
             let (c, o) = place(f);
-            StreamFrame { pc: o, in_kernel: Some(false), cookie: Some(c) }
+            StreamFrame {
+                pc: o,
+                in_kernel: Some(false),
+                cookie: Some(c),
+            }
         })
         .collect();
     assert_eq!(d.samples.len(), 2);
     assert_eq!(d.samples[0].frames, want);
     assert!(d.samples[1].frames.is_empty(), "compat task: no frames");
-    assert_eq!((stats.snapshots, stats.frames, stats.no_maps), (2, want.len() as u64, 0));
-    assert_eq!((stats.ends.get("outermost"), stats.ends.get("compat task")), (Some(&1), Some(&1)), "{stats:?}");
+    assert_eq!(
+        (stats.snapshots, stats.frames, stats.no_maps),
+        (2, want.len() as u64, 0)
+    );
+    assert_eq!(
+        (stats.ends.get("outermost"), stats.ends.get("compat task")),
+        (Some(&1), Some(&1)),
+        "{stats:?}"
+    );
 
     // The same stream through `Inputs::load` and the report: leaf's callers are named in the
     // call graph. The images are the files qemu mapped (`host_file`): `--sysroot /`, then the
@@ -315,8 +490,19 @@ fn a64_snapshots_expand_in_8_byte_streams() {
     // /usr/lib/aarch64-linux-gnu/libc.so.6 when that exists, a build other than the cross
     // package's: with the other file the return into libc is no call, and the chain ends.)
     let buf = dir.path().join("s.buf");
-    std::fs::write(&buf, words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
-    let list: String = paths.iter().enumerate().map(|(i, p)| format!("{} {p}\n", i + 1)).collect();
+    std::fs::write(
+        &buf,
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let list: String = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{} {p}\n", i + 1))
+        .collect();
     std::fs::write(dir.path().join("s.images"), list).unwrap();
     let inputs = crate::inputs::Inputs {
         buffer: Some(buf),
@@ -328,16 +514,44 @@ fn a64_snapshots_expand_in_8_byte_streams() {
         ..Default::default()
     };
     let mut p = inputs.load(crate::inputs::Want::default()).unwrap();
-    let r = crate::report::build_counts(&p.counts, &mut p.res, &p.counters, crate::report::Options { lines: false, flame: true });
+    let r = crate::report::build_counts(
+        &p.counts,
+        &mut p.res,
+        &p.counters,
+        crate::report::Options {
+            lines: false,
+            flame: true,
+        },
+    );
     let cg = r.callgraph.as_ref().unwrap();
     let leaf = cg.iter().find(|e| e.symbol == "leaf").unwrap();
-    assert_eq!((leaf.callers[0].symbol.as_str(), leaf.callers[0].samples), ("caller_b", 1), "{cg:#?}");
+    assert_eq!(
+        (leaf.callers[0].symbol.as_str(), leaf.callers[0].samples),
+        ("caller_b", 1),
+        "{cg:#?}"
+    );
     let main = cg.iter().find(|e| e.symbol == "main").unwrap();
-    assert_eq!(main.callers.len(), 1, "libc's start code: {cg:#?} {:#?}", r.warnings);
+    assert_eq!(
+        main.callers.len(),
+        1,
+        "libc's start code: {cg:#?} {:#?}",
+        r.warnings
+    );
     let full = |l: &&String| {
-        l.starts_with("[unknown];_start [o2];") && l.ends_with(";main [o2];caller_b [o2];leaf [o2] 1") && l.matches(" [libc.so.6];").count() == 2
+        l.starts_with("[unknown];_start [o2];")
+            && l.ends_with(";main [o2];caller_b [o2];leaf [o2] 1")
+            && l.matches(" [libc.so.6];").count() == 2
     };
-    assert!(r.folded.lines().iter().any(|l| full(&l)), "{:?}", r.folded.lines());
-    let note = "user stack snapshots: 2 unwound into 5 frames; chains ended: 1 compat task, 1 outermost;";
-    assert!(r.warnings.iter().any(|w| w.starts_with(note)), "{:?}", r.warnings);
+    assert!(
+        r.folded.lines().iter().any(|l| full(&l)),
+        "{:?}",
+        r.folded.lines()
+    );
+    let note =
+        "user stack snapshots: 2 unwound into 5 frames; chains ended: 1 compat task, 1 outermost;";
+    assert!(
+        r.warnings.iter().any(|w| w.starts_with(note)),
+        "{:?}",
+        r.warnings
+    );
 }

@@ -142,8 +142,17 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let src = dir.join("fpchain.c");
     std::fs::write(&src, SRC).unwrap();
     let exe = dir.join(name);
-    let st = Command::new("aarch64-linux-gnu-gcc").args(flags).arg("-o").arg(&exe).arg(&src).status();
-    assert!(st.expect("aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)").success(), "{flags:?}");
+    let st = Command::new("aarch64-linux-gnu-gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status();
+    assert!(
+        st.expect("aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu)")
+            .success(),
+        "{flags:?}"
+    );
     exe
 }
 
@@ -165,14 +174,21 @@ struct Capture {
 fn run(exe: &Path) -> (Vec<Capture>, String) {
     let out = exe.with_extension("out");
     std::fs::create_dir_all(&out).unwrap();
-    let st = Command::new("qemu-aarch64").args(["-L", ARM64.sysroot]).arg(exe).arg(&out).output();
+    let st = Command::new("qemu-aarch64")
+        .args(["-L", ARM64.sysroot])
+        .arg(exe)
+        .arg(&out)
+        .output();
     let st = st.expect("qemu-aarch64 (package qemu-user)");
     assert!(st.status.success(), "{}: {st:?}", exe.display());
     let caps = (0..WANT)
         .map(|k| {
             let regs = std::fs::read(out.join(format!("regs.{k}"))).unwrap();
             Capture {
-                regs: regs.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect(),
+                regs: regs
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                    .collect(),
                 stack: std::fs::read(out.join(format!("stack.{k}"))).unwrap(),
             }
         })
@@ -200,15 +216,29 @@ impl Maps {
             if !paths.iter().any(|p| p == path) {
                 paths.push(path.to_string());
             }
-            maps.push((start, end, offset, 1 + paths.iter().position(|p| p == path).unwrap() as u64));
+            maps.push((
+                start,
+                end,
+                offset,
+                1 + paths.iter().position(|p| p == path).unwrap() as u64,
+            ));
         }
         let procs = ProcessImages::from_maps(text, |p| ImageTables::load(&host_file(p)).ok());
-        Maps { paths, maps, stack_end, procs }
+        Maps {
+            paths,
+            maps,
+            stack_end,
+            procs,
+        }
     }
 
     /// (image id, file offset) of runtime address `a`.
     fn place(&self, a: u64) -> (u64, u64) {
-        let m = self.maps.iter().find(|m| m.0 <= a && a < m.1).unwrap_or_else(|| panic!("{a:#x} in no file mapping"));
+        let m = self
+            .maps
+            .iter()
+            .find(|m| m.0 <= a && a < m.1)
+            .unwrap_or_else(|| panic!("{a:#x} in no file mapping"));
         (m.3, m.2 + a - m.0)
     }
 
@@ -216,13 +246,26 @@ impl Maps {
     fn walk(&self, c: &Capture) -> Vec<u64> {
         use super::Images;
         let (sp, pc) = (c.regs[31], c.regs[32]);
-        let end = self.stack_end.iter().find(|m| m.0 <= sp && sp < m.1).unwrap().1;
-        let regs = UserFrameRegs { fp: c.regs[29] as usize, lr: c.regs[30] as usize, sp: sp as usize, cpsr: c.regs[33] as usize, stack_end: end as usize };
+        let end = self
+            .stack_end
+            .iter()
+            .find(|m| m.0 <= sp && sp < m.1)
+            .unwrap()
+            .1;
+        let regs = UserFrameRegs {
+            fp: c.regs[29] as usize,
+            lr: c.regs[30] as usize,
+            sp: sp as usize,
+            cpsr: c.regs[33] as usize,
+            stack_end: end as usize,
+        };
         let read = |a: usize| -> Option<usize> {
             let a = a as u64;
             if a >= sp && a + 8 <= sp + c.stack.len() as u64 {
                 let off = (a - sp) as usize;
-                return Some(u64::from_le_bytes(c.stack[off..off + 8].try_into().unwrap()) as usize);
+                return Some(
+                    u64::from_le_bytes(c.stack[off..off + 8].try_into().unwrap()) as usize,
+                );
             }
             let place = self.procs.find(a)?;
             let b = place.tables.code(place.elf_addr..place.elf_addr + 4)?;
@@ -243,12 +286,16 @@ impl Maps {
         let (id, off) = self.place(a);
         let path = &self.paths[id as usize - 1];
         if Path::new(path) != exe {
-            return format!("lib:{}", Path::new(path).file_name().unwrap().to_string_lossy());
+            return format!(
+                "lib:{}",
+                Path::new(path).file_name().unwrap().to_string_lossy()
+            );
         }
         let data = std::fs::read(exe).unwrap();
         let f = object::File::parse(&*data).unwrap();
         // A return address: named by its call instruction.
-        let call = crate::elf::offset_to_vaddr(&ImageTables::load(exe).unwrap().loads, off).unwrap() - 4;
+        let call =
+            crate::elf::offset_to_vaddr(&ImageTables::load(exe).unwrap().loads, off).unwrap() - 4;
         f.symbols()
             .find(|s| s.address() <= call && call < s.address() + s.size())
             .and_then(|s| s.name().ok().map(str::to_string))
@@ -259,12 +306,25 @@ impl Maps {
 /// The 8-byte stream of `chains` (each: the user entries, the first the sampled PC; `kernel`:
 /// as kernel-mode samples whose chain continues into user space at that PC).
 fn stream(m: &Maps, chains: &[Vec<u64>], kernel: bool) -> Vec<u8> {
-    let mut recs = vec![Record::CpuSwitch { cpu: 0 }, Record::CtxSwitch { pid: 50, tgid: 50, app_cookie: 1 }];
+    let mut recs = vec![
+        Record::CpuSwitch { cpu: 0 },
+        Record::CtxSwitch {
+            pid: 50,
+            tgid: 50,
+            app_cookie: 1,
+        },
+    ];
     let mut cookie = None;
     for c in chains {
         recs.push(Record::TraceBegin);
         if kernel {
-            recs.extend([Record::KernelEnter, Record::Sample { pc: 0xffff_8000_80fa_0010, event: 0 }]);
+            recs.extend([
+                Record::KernelEnter,
+                Record::Sample {
+                    pc: 0xffff_8000_80fa_0010,
+                    event: 0,
+                },
+            ]);
         }
         recs.push(Record::KernelExit);
         for &a in c {
@@ -280,10 +340,20 @@ fn stream(m: &Maps, chains: &[Vec<u64>], kernel: bool) -> Vec<u8> {
 }
 
 /// `Inputs::load` of the stream `bytes` with the process's images; the report.
-fn load(dir: &Path, m: &Maps, name: &str, bytes: &[u8]) -> (crate::inputs::Profile, report::Report) {
+fn load(
+    dir: &Path,
+    m: &Maps,
+    name: &str,
+    bytes: &[u8],
+) -> (crate::inputs::Profile, report::Report) {
     let buf = dir.join(format!("{name}.buf"));
     std::fs::write(&buf, bytes).unwrap();
-    let list: String = m.paths.iter().enumerate().map(|(i, p)| format!("{} {p}\n", i + 1)).collect();
+    let list: String = m
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{} {p}\n", i + 1))
+        .collect();
     let images = dir.join(format!("{name}.images"));
     std::fs::write(&images, list).unwrap();
     let inputs = Inputs {
@@ -295,7 +365,15 @@ fn load(dir: &Path, m: &Maps, name: &str, bytes: &[u8]) -> (crate::inputs::Profi
         ..Default::default()
     };
     let mut p = inputs.load(Want::default()).unwrap();
-    let r = report::build_counts(&p.counts, &mut p.res, &p.counters, report::Options { lines: false, flame: true });
+    let r = report::build_counts(
+        &p.counts,
+        &mut p.res,
+        &p.counters,
+        report::Options {
+            lines: false,
+            flame: true,
+        },
+    );
     (p, r)
 }
 
@@ -306,13 +384,18 @@ fn hot_chains(exe: &Path) -> (Maps, Vec<Vec<u64>>) {
     let (caps, text) = run(exe);
     let m = Maps::new(&text);
     let (hot, size) = symbol(exe, "hot_b");
-    let exe_start = m.maps.iter().find(|x| m.paths[x.3 as usize - 1] == exe.to_str().unwrap()).unwrap();
+    let exe_start = m
+        .maps
+        .iter()
+        .find(|x| m.paths[x.3 as usize - 1] == exe.to_str().unwrap())
+        .unwrap();
     let (lo, hi) = (hot + 8, hot + size - 8);
     let chains: Vec<Vec<u64>> = caps
         .iter()
         .filter(|c| {
             let (id, off) = m.place(c.regs[32]);
-            let va = crate::elf::offset_to_vaddr(&ImageTables::load(exe).unwrap().loads, off).unwrap();
+            let va =
+                crate::elf::offset_to_vaddr(&ImageTables::load(exe).unwrap().loads, off).unwrap();
             id == exe_start.3 && (lo..hi).contains(&va)
         })
         .map(|c| std::iter::once(c.regs[32]).chain(m.walk(c)).collect())
@@ -332,16 +415,31 @@ fn fp_chain_of_a_leaf_is_cut_at_the_sample() {
     let (m, chains) = hot_chains(&exe);
     for c in &chains {
         assert!(c.len() >= 3, "{c:x?}");
-        assert_eq!(m.name(&exe, c[1]), "lib:libc.so.6", "the invented edge: hot_b's first 'caller' is libc's start code");
+        assert_eq!(
+            m.name(&exe, c[1]),
+            "lib:libc.so.6",
+            "the invented edge: hot_b's first 'caller' is libc's start code"
+        );
     }
     let n = chains.len() as u64;
     for (kernel, name) in [(false, "user"), (true, "kernel")] {
         let (p, r) = load(dir.path(), &m, name, &stream(&m, &chains, kernel));
         let cg = r.callgraph.as_ref().unwrap();
-        let hot = cg.iter().find(|e| e.symbol == "hot_b").unwrap_or_else(|| panic!("{cg:#?}"));
-        assert!(hot.callers.is_empty(), "{name}: no caller is proven: {cg:#?}");
+        let hot = cg
+            .iter()
+            .find(|e| e.symbol == "hot_b")
+            .unwrap_or_else(|| panic!("{cg:#?}"));
+        assert!(
+            hot.callers.is_empty(),
+            "{name}: no caller is proven: {cg:#?}"
+        );
         // Every chain keeps its sample and user PC only: (kernel PC,) hot_b.
-        for k in p.counts.parts.iter().flat_map(|c| c.keys.keys().map(|k| c.key(k).entries().count())) {
+        for k in p
+            .counts
+            .parts
+            .iter()
+            .flat_map(|c| c.keys.keys().map(|k| c.key(k).entries().count()))
+        {
             assert_eq!(k, 1 + usize::from(kernel), "{name}");
         }
         let dropped: usize = chains.iter().map(|c| c.len() - 1).sum();
@@ -371,15 +469,29 @@ fn fp_chains_are_cut_in_streams_with_snapshots() {
     };
     let hot_caps: Vec<&Capture> = caps.iter().filter(in_hot).collect();
     assert!(hot_caps.len() >= 2, "two captures in hot_b");
-    let chains: Vec<Vec<u64>> = hot_caps[1..].iter().map(|c| std::iter::once(c.regs[32]).chain(m.walk(c)).collect()).collect();
+    let chains: Vec<Vec<u64>> = hot_caps[1..]
+        .iter()
+        .map(|c| std::iter::once(c.regs[32]).chain(m.walk(c)).collect())
+        .collect();
     let mut bytes = stream(&m, &chains, false);
     // The first capture as a snapshot: the sample, the task's mappings, the registers and stack.
     let snap = hot_caps[0];
     let (id, off) = m.place(snap.regs[32]);
-    bytes.extend(crate::tests_arm64::stream8(&[Record::TraceBegin, Record::CookieSwitch { cookie: id }, Record::Sample { pc: off, event: 0 }]));
-    let mut words: Vec<u64> = user_maps_header(50, m.maps.len()).iter().map(|&w| w as u64).collect();
+    bytes.extend(crate::tests_arm64::stream8(&[
+        Record::TraceBegin,
+        Record::CookieSwitch { cookie: id },
+        Record::Sample { pc: off, event: 0 },
+    ]));
+    let mut words: Vec<u64> = user_maps_header(50, m.maps.len())
+        .iter()
+        .map(|&w| w as u64)
+        .collect();
     words.extend(m.maps.iter().flat_map(|x| [x.0, x.1, x.2, x.3]));
-    let stack: Vec<u64> = snap.stack.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let stack: Vec<u64> = snap
+        .stack
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     words.extend(user_stack_header(stack.len()).iter().map(|&w| w as u64));
     words.extend(&snap.regs);
     words.extend(&stack);
@@ -387,13 +499,27 @@ fn fp_chains_are_cut_in_streams_with_snapshots() {
     let (_, r) = load(dir.path(), &m, "snap", &bytes);
     let cg = r.callgraph.as_ref().unwrap();
     let hot_e = cg.iter().find(|e| e.symbol == "hot_b").unwrap();
-    let callers: Vec<(&str, u64)> = hot_e.callers.iter().map(|c| (c.symbol.as_str(), c.samples)).collect();
-    assert_eq!(callers, [("main", 1)], "the snapshot's caller only: {cg:#?}");
+    let callers: Vec<(&str, u64)> = hot_e
+        .callers
+        .iter()
+        .map(|c| (c.symbol.as_str(), c.samples))
+        .collect();
+    assert_eq!(
+        callers,
+        [("main", 1)],
+        "the snapshot's caller only: {cg:#?}"
+    );
     let n = chains.len();
     let dropped: usize = chains.iter().map(|c| c.len() - 1).sum();
     let note = format!("fp chains (arm64 frame records): {n} checked with CFI, {n} cut at an unproven edge ({dropped} frames left out): {n} leaf or no frame record");
     assert!(r.warnings.contains(&note), "{:?}", r.warnings);
-    assert!(r.warnings.iter().any(|w| w.starts_with("user stack snapshots: 1 unwound into")), "{:?}", r.warnings);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("user stack snapshots: 1 unwound into")),
+        "{:?}",
+        r.warnings
+    );
 }
 
 /// `-O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer`: every function keeps a record
@@ -402,15 +528,32 @@ fn fp_chains_are_cut_in_streams_with_snapshots() {
 #[test]
 fn fp_chain_with_frame_pointers_is_kept_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "fp", &["-O1", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"]);
+    let exe = build(
+        dir.path(),
+        "fp",
+        &[
+            "-O1",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+        ],
+    );
     let (m, chains) = hot_chains(&exe);
     for c in &chains {
         let names: Vec<String> = c[1..].iter().map(|&a| m.name(&exe, a)).collect();
         // main's callers: libc's start code (2 frames), crt1.o's _start.
-        assert_eq!(names, ["work", "main", "lib:libc.so.6", "lib:libc.so.6", "_start"], "{c:x?}");
+        assert_eq!(
+            names,
+            ["work", "main", "lib:libc.so.6", "lib:libc.so.6", "_start"],
+            "{c:x?}"
+        );
     }
     let (p, r) = load(dir.path(), &m, "fp", &stream(&m, &chains, false));
-    let mut lens: Vec<usize> = p.counts.parts.iter().flat_map(|c| c.keys.keys().map(|k| c.key(k).entries().count())).collect();
+    let mut lens: Vec<usize> = p
+        .counts
+        .parts
+        .iter()
+        .flat_map(|c| c.keys.keys().map(|k| c.key(k).entries().count()))
+        .collect();
     let mut want: Vec<usize> = chains.iter().map(Vec::len).collect();
     lens.sort_unstable();
     want.sort_unstable();
@@ -418,7 +561,15 @@ fn fp_chain_with_frame_pointers_is_kept_whole() {
     lens.dedup();
     assert_eq!(lens, want, "whole chains");
     let cg = r.callgraph.as_ref().unwrap();
-    let callers = |f: &str| -> Vec<String> { cg.iter().find(|e| e.symbol == f).unwrap().callers.iter().map(|c| c.symbol.clone()).collect() };
+    let callers = |f: &str| -> Vec<String> {
+        cg.iter()
+            .find(|e| e.symbol == f)
+            .unwrap()
+            .callers
+            .iter()
+            .map(|c| c.symbol.clone())
+            .collect()
+    };
     assert_eq!(callers("hot_b"), ["work"]);
     assert_eq!(callers("work"), ["main"]);
     let n = chains.len();
@@ -436,15 +587,31 @@ fn fp_record_through_the_prologue() {
     let mut ctx = gimli::UnwindContext::new();
     let cs = {
         use capstone::prelude::*;
-        Capstone::new().arm64().mode(capstone::arch::arm64::ArchMode::Arm).detail(true).build().unwrap()
+        Capstone::new()
+            .arm64()
+            .mode(capstone::arch::arm64::ArchMode::Arm)
+            .detail(true)
+            .build()
+            .unwrap()
     };
     let exe = build(dir.path(), "o2", &["-O2"]);
     let t = ImageTables::load(&exe).unwrap();
     let word = |a: u64| u32::from_le_bytes(t.code(a..a + 4).unwrap().try_into().unwrap());
     let (f, size) = symbol(&exe, "enter");
-    let stp = (f..f + size).step_by(4).find(|&a| word(a) & 0xFFC0_7FFF == 0xA980_7BFD).expect("stp x29, x30, [sp, #-N]!");
-    let mov = (stp..f + size).step_by(4).find(|&a| word(a) == 0x9100_03FD).expect("mov x29, sp");
-    assert!(mov > stp + 4, "an instruction between stp and mov: stp at +{:#x}, mov at +{:#x}", stp - f, mov - f);
+    let stp = (f..f + size)
+        .step_by(4)
+        .find(|&a| word(a) & 0xFFC0_7FFF == 0xA980_7BFD)
+        .expect("stp x29, x30, [sp, #-N]!");
+    let mov = (stp..f + size)
+        .step_by(4)
+        .find(|&a| word(a) == 0x9100_03FD)
+        .expect("mov x29, sp");
+    assert!(
+        mov > stp + 4,
+        "an instruction between stp and mov: stp at +{:#x}, mov at +{:#x}",
+        stp - f,
+        mov - f
+    );
     for a in (f..=mov + 4).step_by(4) {
         let want = if a <= stp {
             Err(Cut::NoRecord)
@@ -453,7 +620,14 @@ fn fp_record_through_the_prologue() {
         } else {
             Ok(())
         };
-        assert_eq!(record_at(&t, &mut ctx, Some(&cs), a), want, "enter+{:#x} (stp +{:#x}, mov +{:#x})", a - f, stp - f, mov - f);
+        assert_eq!(
+            record_at(&t, &mut ctx, Some(&cs), a),
+            want,
+            "enter+{:#x} (stp +{:#x}, mov +{:#x})",
+            a - f,
+            stp - f,
+            mov - f
+        );
     }
     // Every `bl work` in twoexit (the second after `ldp x29, x30, [sp], #32; ret`) keeps the
     // record; in clobber, the call after `mov x29, x1` does not.
@@ -462,17 +636,28 @@ fn fp_record_through_the_prologue() {
         let (s, size) = symbol(&exe, f);
         (s..s + size)
             .step_by(4)
-            .filter(|&a| word(a) & 0xFC00_0000 == 0x9400_0000 && a.wrapping_add((((word(a) << 6) as i32 >> 6) as i64 * 4) as u64) == work)
+            .filter(|&a| {
+                word(a) & 0xFC00_0000 == 0x9400_0000
+                    && a.wrapping_add((((word(a) << 6) as i32 >> 6) as i64 * 4) as u64) == work
+            })
             .collect()
     };
     let verdicts = |f: &str, ctx: &mut gimli::UnwindContext<usize>| -> Vec<Result<(), Cut>> {
-        calls_of_work(f).into_iter().map(|a| record_at(&t, ctx, Some(&cs), a)).collect()
+        calls_of_work(f)
+            .into_iter()
+            .map(|a| record_at(&t, ctx, Some(&cs), a))
+            .collect()
     };
     assert_eq!(verdicts("twoexit", &mut ctx), [Ok(()), Ok(())]);
     assert_eq!(verdicts("clobber", &mut ctx), [Ok(()), Err(Cut::FpNotSet)]);
     let (hot, size) = symbol(&exe, "hot_b");
     for a in (hot..hot + size).step_by(4) {
-        assert_eq!(record_at(&t, &mut ctx, Some(&cs), a), Err(Cut::NoRecord), "hot_b+{:#x}", a - hot);
+        assert_eq!(
+            record_at(&t, &mut ctx, Some(&cs), a),
+            Err(Cut::NoRecord),
+            "hot_b+{:#x}",
+            a - hot
+        );
     }
     // -fomit-frame-pointer: `work` saves x30 alone (`str x30, [sp, #-16]!`): no record at its
     // call of hot_b.
@@ -483,12 +668,18 @@ fn fp_record_through_the_prologue() {
     let (hot, _) = symbol(&exe, "hot_b");
     let call = (work..work + size)
         .step_by(4)
-        .find(|&a| word(a) & 0xFC00_0000 == 0x9400_0000 && a.wrapping_add((((word(a) << 6) as i32 >> 6) as i64 * 4) as u64) == hot)
+        .find(|&a| {
+            word(a) & 0xFC00_0000 == 0x9400_0000
+                && a.wrapping_add((((word(a) << 6) as i32 >> 6) as i64 * 4) as u64) == hot
+        })
         .expect("bl hot_b");
     assert_eq!(record_at(&t, &mut ctx, Some(&cs), call), Err(Cut::NoRecord));
     // The prover caches by (image, offset); without tables an edge is unproven.
     let mut p = Prover::new();
-    assert_eq!(p.keep(&[Some((1, 0x10)), Some((1, 0x20))], 3, &mut |_| None), 1);
+    assert_eq!(
+        p.keep(&[Some((1, 0x10)), Some((1, 0x20))], 3, &mut |_| None),
+        1
+    );
     assert_eq!(p.keep(&[None, Some((1, 0x20))], 1, &mut |_| None), 1);
     assert_eq!(p.stats.note().unwrap(), "fp chains (arm64 frame records): 4 checked with CFI, 4 cut at an unproven edge (4 frames left out): 4 no unwind info");
 }
@@ -503,21 +694,43 @@ fn fp_chains_of_4_byte_streams_are_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let recs = [
         Record::CpuSwitch { cpu: 0 },
-        Record::CtxSwitch { pid: 7, tgid: 7, app_cookie: 1 },
+        Record::CtxSwitch {
+            pid: 7,
+            tgid: 7,
+            app_cookie: 1,
+        },
         Record::KernelExit,
         Record::CookieSwitch { cookie: 1 },
         Record::TraceBegin,
-        Record::Sample { pc: 0x1040, event: 0 },
-        Record::Sample { pc: 0x1104, event: 0 },
+        Record::Sample {
+            pc: 0x1040,
+            event: 0,
+        },
+        Record::Sample {
+            pc: 0x1104,
+            event: 0,
+        },
         Record::CookieSwitch { cookie: 2 },
-        Record::Sample { pc: 0x2208, event: 0 },
+        Record::Sample {
+            pc: 0x2208,
+            event: 0,
+        },
         Record::TraceBegin,
         Record::KernelEnter,
-        Record::Sample { pc: 0xc010_0000, event: 0 },
+        Record::Sample {
+            pc: 0xc010_0000,
+            event: 0,
+        },
         Record::KernelExit,
         Record::CookieSwitch { cookie: 1 },
-        Record::Sample { pc: 0x1044, event: 0 },
-        Record::Sample { pc: 0x1104, event: 0 },
+        Record::Sample {
+            pc: 0x1044,
+            event: 0,
+        },
+        Record::Sample {
+            pc: 0x1104,
+            event: 0,
+        },
     ];
     let render = |r: &report::Report| {
         format!(
@@ -543,24 +756,66 @@ fn fp_chains_of_4_byte_streams_are_left_alone() {
         };
         let buf = dir.path().join(format!("s{word_size}.buf"));
         std::fs::write(&buf, &bytes).unwrap();
-        std::fs::write(dir.path().join("images"), "1 /usr/bin/prog\n2 /lib/libc.so.6\n").unwrap();
-        let inputs = Inputs { buffer: Some(buf.clone()), images: Some(dir.path().join("images")), word_size: Some(word_size), ..Default::default() };
-        let mut p = inputs.load(Want { keys: crate::aggregate::Options { app: true, task: false }, ..Default::default() }).unwrap();
-        let opts = report::Options { lines: false, flame: true };
+        std::fs::write(
+            dir.path().join("images"),
+            "1 /usr/bin/prog\n2 /lib/libc.so.6\n",
+        )
+        .unwrap();
+        let inputs = Inputs {
+            buffer: Some(buf.clone()),
+            images: Some(dir.path().join("images")),
+            word_size: Some(word_size),
+            ..Default::default()
+        };
+        let mut p = inputs
+            .load(Want {
+                keys: crate::aggregate::Options {
+                    app: true,
+                    task: false,
+                },
+                ..Default::default()
+            })
+            .unwrap();
+        let opts = report::Options {
+            lines: false,
+            flame: true,
+        };
         let r = report::build_counts(&p.counts, &mut p.res, &p.counters, opts);
-        let lens: Vec<usize> = p.counts.parts.iter().flat_map(|c| c.keys.keys().map(|k| c.key(k).entries().count())).collect();
-        let bare = crate::aggregate::read(std::fs::File::open(&buf).unwrap(), word_size, crate::aggregate::Options { app: true, task: false }, Default::default()).unwrap();
+        let lens: Vec<usize> = p
+            .counts
+            .parts
+            .iter()
+            .flat_map(|c| c.keys.keys().map(|k| c.key(k).entries().count()))
+            .collect();
+        let bare = crate::aggregate::read(
+            std::fs::File::open(&buf).unwrap(),
+            word_size,
+            crate::aggregate::Options {
+                app: true,
+                task: false,
+            },
+            Default::default(),
+        )
+        .unwrap();
         let r0 = report::build_counts(&bare, &mut p.res, &p.counters, opts);
         let fp_note = r.warnings.iter().find(|w| w.starts_with("fp chains"));
         if word_size == 4 {
-            assert_eq!(render(&r), render(&r0), "4-byte words: the report without a proof stage");
+            assert_eq!(
+                render(&r),
+                render(&r0),
+                "4-byte words: the report without a proof stage"
+            );
             let mut lens = lens;
             lens.sort_unstable();
             assert_eq!(lens, [3, 3], "whole chains");
             assert_eq!(fp_note, None);
         } else {
             assert_ne!(render(&r), render(&r0));
-            assert_eq!(lens.iter().sum::<usize>(), 1 + 2, "8-byte words: cut at the user PC");
+            assert_eq!(
+                lens.iter().sum::<usize>(),
+                1 + 2,
+                "8-byte words: cut at the user PC"
+            );
             let note = "fp chains (arm64 frame records): 2 checked with CFI, 2 cut at an unproven edge (3 frames left out): 2 no unwind info";
             assert_eq!(fp_note.map(String::as_str), Some(note));
         }
