@@ -39,7 +39,23 @@ impl State {
 
 /// Hash maps of the hot path (keys are not attacker-chosen in a way that matters here, and
 /// iteration order never reaches the output: every table is sorted before it is printed).
-type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
+type FastMap<K, V> = HashMap<K, V, FastState>;
+
+/// ahash with constant seeds. `ahash::RandomState::new()` and even `AHasher::default()` (its
+/// "fixed" keys are drawn once per process) read getrandom(2), which blocks until the kernel's
+/// entropy pool is ready: on a board without a hardware RNG that is minutes after boot (the
+/// QEMU realview-pb-a8 guest's `oprof report` waited 328 s for "crng init done").
+#[derive(Clone, Copy, Default)]
+pub struct FastState;
+
+impl std::hash::BuildHasher for FastState {
+    type Hasher = ahash::AHasher;
+
+    fn build_hasher(&self) -> ahash::AHasher {
+        const SEEDS: ahash::RandomState = ahash::RandomState::with_seeds(1, 2, 3, 4);
+        SEEDS.build_hasher()
+    }
+}
 
 /// Sample counts by key, from one or more segments of a stream.
 ///
