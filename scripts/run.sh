@@ -73,14 +73,14 @@ print(r["image"] + "\t" + r["symbol"] if r else "")')
     if [ -n "$hottest" ]; then
         img=${hottest%%$'\t'*} sym=${hottest#*$'\t'}
         step "the hottest user function: oprof annotate $out/session --image $img --symbol $sym"
-        "$oprof" annotate "$out/session" "${host[@]}" --image "$img" --symbol "$sym" | head -n 60
+        "$oprof" annotate "$out/session" "${host[@]}" --image "$img" --symbol "$sym" | awk 'NR <= 60'
         echo
     fi
 fi
 if grep -q cmp_u32 <("$oprof" report "$out/session" "${host[@]}" --folded 2>/dev/null); then
     step "opwork's qsort callback cmp_u32, unwound through libc back to main (the heaviest stacks, oprof report --folded)"
     "$oprof" report "$out/session" "${host[@]}" --folded 2>/dev/null | grep cmp_u32 |
-        awk '{ n = $NF; $NF = ""; print n "\t" $0 }' | sort -rn | head -n 3
+        awk '{ n = $NF; $NF = ""; print n "\t" $0 }' | sort -rn | awk 'NR <= 3'
     echo
 fi
 if [ -f "$out/session/profile_points" ]; then
