@@ -18,7 +18,7 @@
 //! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
 //! | `stats/cpuN/*`, `stats/*` | 0444 | `"%lu\n"` | – |
 //! | `stats/period_ns` | 0444 | length of the current or last profiling period, ns | – |
-//! | `stats/N/*` | 0444 | `"%lu\n"`: losses of counter N (`sample_lost_no_irq`, `sample_lost_overrun`, `event_throttled`) and its rejected readings (`event_read_rejected`) | – |
+//! | `stats/N/*` | 0444 | `"%lu\n"`: losses of counter N (`sample_lost_no_irq`, `sample_lost_overrun`, `event_throttled`) and its rejected readings (`event_read_rejected`, `event_read_rejected_overflows`) | – |
 //! | `N/enabled`, `N/event`, `N/count`, `N/unit_mask`, `N/kernel`, `N/user` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `N/total` | 0444 | events counted by counter N in the current or last period (less rejected readings' intervals) | – |
 //! | `N/time_running` | 0444 | ns counter N's perf events counted in that period, summed over CPUs | – |

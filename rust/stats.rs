@@ -128,6 +128,11 @@ stat_counters! {
         /// handler calls between the rejected reading and the one before it are left out of
         /// `N/total`, `N/time_running` and the loss estimates.
         event_read_rejected,
+        /// Overflow handler calls (sampling periods the PMU signalled) in the intervals left
+        /// out for [`Self::event_read_rejected`]: their samples are delivered as usual, but no
+        /// count says how many periods elapsed there, so they are left out of the loss
+        /// estimates too. A check of samples against periods subtracts them.
+        event_read_rejected_overflows,
     }
 }
 
@@ -176,6 +181,9 @@ stat_counters! {
         /// Counter readings rejected as impossible; hardware models only. Sum of
         /// `stats/N/event_read_rejected`.
         event_read_rejected,
+        /// Overflow handler calls in the intervals of rejected readings; hardware models
+        /// only. Sum of `stats/N/event_read_rejected_overflows`.
+        event_read_rejected_overflows,
     }
 }
 

@@ -190,6 +190,8 @@ struct Retired {
     lost_no_irq: usize,
     lost_overrun: usize,
     rejected: usize,
+    /// Overflow handler calls in the rejected readings' intervals.
+    rejected_overflows: usize,
 }
 
 /// What the periodic refresh keeps.
@@ -312,30 +314,39 @@ impl PerfRun {
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
                 .fold(0usize, |acc, s| acc.saturating_add(lost(s).load(Relaxed)))
         };
+        // Rejected readings, and the overflow handler calls in their intervals.
         let rejected = |counter: Option<usize>| {
             st.events
                 .iter()
                 .map(|(s, _)| s)
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
-                .fold(0usize, |acc, s| {
-                    acc.saturating_add(
-                        usize::try_from(s.count.rejected.load(Relaxed)).unwrap_or(usize::MAX),
+                .fold((0usize, 0usize), |(r, h), s| {
+                    let get = |a: &Atomic<u64>| usize::try_from(a.load(Relaxed)).unwrap_or(usize::MAX);
+                    (
+                        r.saturating_add(get(&s.count.rejected)),
+                        h.saturating_add(get(&s.count.handled_rejected)),
                     )
                 })
         };
-        // What the released events lost and rejected: (no_irq, overrun, rejected).
+        // What the released events lost and rejected: (no_irq, overrun, (rejected, handled)).
         let retired = |counter: Option<usize>| {
             st.retired
                 .iter()
                 .enumerate()
                 .filter(|(n, _)| counter.is_none_or(|c| *n == c))
-                .fold((0usize, 0usize, 0usize), |(i, o, r), (_, x)| {
+                .fold((0usize, 0usize, (0usize, 0usize)), |(i, o, (r, h)), (_, x)| {
                     (
                         i.saturating_add(x.lost_no_irq),
                         o.saturating_add(x.lost_overrun),
-                        r.saturating_add(x.rejected),
+                        (
+                            r.saturating_add(x.rejected),
+                            h.saturating_add(x.rejected_overflows),
+                        ),
                     )
                 })
+        };
+        let add = |(r, h): (usize, usize), (r2, h2): (usize, usize)| {
+            (r.saturating_add(r2), h.saturating_add(h2))
         };
         for (n, c) in stats.counter.iter().enumerate() {
             let (no_irq, overrun, gone) = retired(Some(n));
@@ -347,8 +358,9 @@ impl PerfRun {
                 sum(Some(n), |s| &s.lost_overrun).saturating_add(overrun),
                 Relaxed,
             );
-            c.event_read_rejected
-                .store(rejected(Some(n)).saturating_add(gone), Relaxed);
+            let (readings, overflows) = add(rejected(Some(n)), gone);
+            c.event_read_rejected.store(readings, Relaxed);
+            c.event_read_rejected_overflows.store(overflows, Relaxed);
         }
         for (cpu, c) in stats.cpu.iter().enumerate() {
             let overrun = st
@@ -372,9 +384,11 @@ impl PerfRun {
             sum(None, |s| &s.lost_overrun).saturating_add(overrun),
             Relaxed,
         );
+        let (readings, overflows) = add(rejected(None), gone);
+        stats.event_read_rejected.store(readings, Relaxed);
         stats
-            .event_read_rejected
-            .store(rejected(None).saturating_add(gone), Relaxed);
+            .event_read_rejected_overflows
+            .store(overflows, Relaxed);
         let throttled = stats.event_throttled.load(Relaxed);
         if throttled > 0 && !st.warned_throttle {
             st.warned_throttle = true;
@@ -447,6 +461,9 @@ impl PerfRun {
             r.rejected = r
                 .rejected
                 .saturating_add(usize::try_from(count.rejected).unwrap_or(usize::MAX));
+            r.rejected_overflows = r
+                .rejected_overflows
+                .saturating_add(usize::try_from(count.handled_rejected).unwrap_or(usize::MAX));
             if let Some(c) = st.retired_cpu_overrun.get_mut(slot.cpu as usize) {
                 *c = c.saturating_add(overrun);
             }

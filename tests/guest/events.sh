@@ -30,7 +30,7 @@ done
 expect "mode of 0/total" 444 stat -c %a $OP/0/total
 expect "mode of 0/time_running" 444 stat -c %a $OP/0/time_running
 expect "mode of stats/period_ns" 444 stat -c %a $OP/stats/period_ns
-expect "per-counter loss files stats/$last/ and their mode" "event_read_rejected event_throttled sample_lost_no_irq sample_lost_overrun 444 444" \
+expect "per-counter loss files stats/$last/ and their mode" "event_read_rejected event_read_rejected_overflows event_throttled sample_lost_no_irq sample_lost_overrun 444 444" \
     sh -c "cd $OP/stats/$last && echo \$(ls) \$(stat -c %a sample_lost_overrun event_read_rejected)"
 expect "defaults enabled/event/count/unit_mask/kernel/user" "0 0 0 0 1 1" \
     sh -c "echo \$(cat $OP/1/enabled $OP/1/event $OP/1/count $OP/1/unit_mask $OP/1/kernel $OP/1/user)"
