@@ -183,15 +183,61 @@ impl Overflow for Slot {
     }
 }
 
+/// One event's (or a sum of events') figures for the per-counter stats files.
+#[derive(Clone, Copy, Default)]
+struct Lost {
+    /// `sample_lost_no_irq`.
+    no_irq: usize,
+    /// `sample_lost_overrun`.
+    overrun: usize,
+    /// `event_read_rejected`: rejected readings.
+    rejected: usize,
+    /// `event_read_rejected_overflows`: overflow handler calls in their intervals.
+    rejected_overflows: usize,
+}
+
+impl Lost {
+    /// `slot`'s figures as its last refresh left them.
+    fn of(slot: &Slot) -> Self {
+        let wide = |a: &Atomic<u64>| usize::try_from(a.load(Relaxed)).unwrap_or(usize::MAX);
+        Lost {
+            no_irq: slot.lost_no_irq.load(Relaxed),
+            overrun: slot.lost_overrun.load(Relaxed),
+            rejected: wide(&slot.count.rejected),
+            rejected_overflows: wide(&slot.count.handled_rejected),
+        }
+    }
+
+    /// The sum of `self` and `o`.
+    fn plus(self, o: Self) -> Self {
+        Lost {
+            no_irq: self.no_irq.saturating_add(o.no_irq),
+            overrun: self.overrun.saturating_add(o.overrun),
+            rejected: self.rejected.saturating_add(o.rejected),
+            rejected_overflows: self.rejected_overflows.saturating_add(o.rejected_overflows),
+        }
+    }
+
+    /// Stores the figures in the stats files of their names (one counter's or the global).
+    fn store(
+        &self,
+        no_irq: &Atomic<usize>,
+        overrun: &Atomic<usize>,
+        rejected: &Atomic<usize>,
+        overflows: &Atomic<usize>,
+    ) {
+        no_irq.store(self.no_irq, Relaxed);
+        overrun.store(self.overrun, Relaxed);
+        rejected.store(self.rejected, Relaxed);
+        overflows.store(self.rejected_overflows, Relaxed);
+    }
+}
+
 /// What the events of CPUs gone offline counted, per counter ([`PerfRun::retire`]).
 #[derive(Clone, Copy, Default)]
 struct Retired {
     total: CounterTotal,
-    lost_no_irq: usize,
-    lost_overrun: usize,
-    rejected: usize,
-    /// Overflow handler calls in the rejected readings' intervals.
-    rejected_overflows: usize,
+    lost: Lost,
 }
 
 /// What the periodic refresh keeps.
@@ -307,60 +353,27 @@ impl PerfRun {
         }
         // Per counter (`stats/N/`), then the global sums; each file is stored once per refresh.
         let stats = &self.session.stats;
-        let sum = |counter: Option<usize>, lost: fn(&Slot) -> &Atomic<usize>| {
-            st.events
+        // Live events' figures plus the released ones', for one counter or all.
+        let lost = |counter: Option<usize>| {
+            let live = st
+                .events
                 .iter()
                 .map(|(s, _)| s)
                 .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
-                .fold(0usize, |acc, s| acc.saturating_add(lost(s).load(Relaxed)))
-        };
-        // Rejected readings, and the overflow handler calls in their intervals.
-        let rejected = |counter: Option<usize>| {
-            st.events
-                .iter()
-                .map(|(s, _)| s)
-                .filter(|s| counter.is_none_or(|c| s.counter as usize == c))
-                .fold((0usize, 0usize), |(r, h), s| {
-                    let get = |a: &Atomic<u64>| usize::try_from(a.load(Relaxed)).unwrap_or(usize::MAX);
-                    (
-                        r.saturating_add(get(&s.count.rejected)),
-                        h.saturating_add(get(&s.count.handled_rejected)),
-                    )
-                })
-        };
-        // What the released events lost and rejected: (no_irq, overrun, (rejected, handled)).
-        let retired = |counter: Option<usize>| {
+                .fold(Lost::default(), |acc, s| acc.plus(Lost::of(s)));
             st.retired
                 .iter()
                 .enumerate()
                 .filter(|(n, _)| counter.is_none_or(|c| *n == c))
-                .fold((0usize, 0usize, (0usize, 0usize)), |(i, o, (r, h)), (_, x)| {
-                    (
-                        i.saturating_add(x.lost_no_irq),
-                        o.saturating_add(x.lost_overrun),
-                        (
-                            r.saturating_add(x.rejected),
-                            h.saturating_add(x.rejected_overflows),
-                        ),
-                    )
-                })
-        };
-        let add = |(r, h): (usize, usize), (r2, h2): (usize, usize)| {
-            (r.saturating_add(r2), h.saturating_add(h2))
+                .fold(live, |acc, (_, r)| acc.plus(r.lost))
         };
         for (n, c) in stats.counter.iter().enumerate() {
-            let (no_irq, overrun, gone) = retired(Some(n));
-            c.sample_lost_no_irq.store(
-                sum(Some(n), |s| &s.lost_no_irq).saturating_add(no_irq),
-                Relaxed,
+            lost(Some(n)).store(
+                &c.sample_lost_no_irq,
+                &c.sample_lost_overrun,
+                &c.event_read_rejected,
+                &c.event_read_rejected_overflows,
             );
-            c.sample_lost_overrun.store(
-                sum(Some(n), |s| &s.lost_overrun).saturating_add(overrun),
-                Relaxed,
-            );
-            let (readings, overflows) = add(rejected(Some(n)), gone);
-            c.event_read_rejected.store(readings, Relaxed);
-            c.event_read_rejected_overflows.store(overflows, Relaxed);
         }
         for (cpu, c) in stats.cpu.iter().enumerate() {
             let overrun = st
@@ -375,20 +388,12 @@ impl PerfRun {
             c.sample_lost_overrun
                 .store(overrun.saturating_add(gone), Relaxed);
         }
-        let (no_irq, overrun, gone) = retired(None);
-        stats.sample_lost_no_irq.store(
-            sum(None, |s| &s.lost_no_irq).saturating_add(no_irq),
-            Relaxed,
+        lost(None).store(
+            &stats.sample_lost_no_irq,
+            &stats.sample_lost_overrun,
+            &stats.event_read_rejected,
+            &stats.event_read_rejected_overflows,
         );
-        stats.sample_lost_overrun.store(
-            sum(None, |s| &s.lost_overrun).saturating_add(overrun),
-            Relaxed,
-        );
-        let (readings, overflows) = add(rejected(None), gone);
-        stats.event_read_rejected.store(readings, Relaxed);
-        stats
-            .event_read_rejected_overflows
-            .store(overflows, Relaxed);
         let throttled = stats.event_throttled.load(Relaxed);
         if throttled > 0 && !st.warned_throttle {
             st.warned_throttle = true;
@@ -453,19 +458,12 @@ impl PerfRun {
     fn retire(st: &mut RunState, slot: &Slot) {
         let count = slot.count.get();
         if let Some(r) = st.retired.get_mut(slot.counter as usize) {
-            let overrun = slot.lost_overrun.load(Relaxed);
+            let lost = Lost::of(slot);
             r.total.events = r.total.events.saturating_add(count.total);
             r.total.running_ns = r.total.running_ns.saturating_add(count.running_ns);
-            r.lost_no_irq = r.lost_no_irq.saturating_add(slot.lost_no_irq.load(Relaxed));
-            r.lost_overrun = r.lost_overrun.saturating_add(overrun);
-            r.rejected = r
-                .rejected
-                .saturating_add(usize::try_from(count.rejected).unwrap_or(usize::MAX));
-            r.rejected_overflows = r
-                .rejected_overflows
-                .saturating_add(usize::try_from(count.handled_rejected).unwrap_or(usize::MAX));
+            r.lost = r.lost.plus(lost);
             if let Some(c) = st.retired_cpu_overrun.get_mut(slot.cpu as usize) {
-                *c = c.saturating_add(overrun);
+                *c = c.saturating_add(lost.overrun);
             }
         }
     }
