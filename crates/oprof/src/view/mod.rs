@@ -1,0 +1,14 @@
+//! Views: what the subcommands print of aggregated samples. [`report`] (images, symbols, source
+//! lines, with [`callgraph`], [`flame`] and [`pprof`] output), [`annotate`] (source lines and
+//! instructions), [`diff`] (two profiles); [`kprof`] and [`points`] print the module's own
+//! tables; [`percent`] is the share every view prints.
+
+pub mod annotate;
+pub mod callgraph;
+pub mod diff;
+pub mod flame;
+pub mod kprof;
+pub mod percent;
+pub mod points;
+pub mod pprof;
+pub mod report;
