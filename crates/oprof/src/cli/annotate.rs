@@ -7,6 +7,7 @@ use crate::view::annotate;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// `oprof annotate` options.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -6,6 +6,7 @@ use crate::target::events;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// `oprof decode` options.
 #[derive(clap::Args)]
 pub struct Args {
     /// Captured stream (bytes read from /dev/oprofile/buffer).

@@ -7,6 +7,7 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+/// `oprof diff` options.
 #[derive(clap::Args)]
 pub struct Args {
     /// Baseline: session directory or stream.

@@ -4,6 +4,7 @@ use super::emit;
 use crate::target::events;
 use anyhow::Result;
 
+/// `oprof events` options.
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU type, e.g. arm/armv7 (default: /dev/oprofile/cpu_type of this machine).

@@ -5,6 +5,7 @@ use crate::view::kprof;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// `oprof kprof` options.
 #[derive(clap::Args)]
 pub struct Args {
     /// Kernel image with symbols (_stext, _etext and functions) the histogram was taken on.

@@ -5,6 +5,7 @@ use crate::view::points;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// `oprof points` options.
 #[derive(clap::Args)]
 pub struct Args {
     /// Copy of /dev/oprofile/profile_points, or a kernel log (dmesg) with its `print` output.

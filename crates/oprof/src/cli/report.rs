@@ -7,6 +7,7 @@ use crate::view::{pprof, report};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
+/// `oprof report` options.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]

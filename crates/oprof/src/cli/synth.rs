@@ -5,6 +5,7 @@ use crate::input::synth;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// `oprof synth` options.
 #[derive(clap::Args)]
 pub struct Args {
     /// Captured stream whose samples (PCs, images, tasks, CPUs, call chains) are replicated.

@@ -14,6 +14,7 @@ use crate::input::session::{
     self, CounterInfo, Losses, SessionInfo, Settings, Time, Totals, DEFAULT_DIR,
 };
 use crate::input::stream::{self, Stream};
+use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
 use crate::target::events::{self, Placement};
@@ -31,7 +32,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-/// `oprof record` options.
 /// `--user-stack` default, bytes: perf's `--call-graph dwarf` takes 8192; 2048 holds the chains
 /// of C programs (a qsort comparison back to main) at a quarter of the words per sample.
 const DEFAULT_USER_STACK: u64 = 2048;
@@ -39,6 +39,7 @@ const DEFAULT_USER_STACK: u64 = 2048;
 /// 540 words, so the legacy 131072 would hold 100 ms of 2 CPUs at 1,000 samples/s, no more.
 const SNAPSHOT_BUFFER_SIZE: u64 = 1 << 20;
 
+/// `oprof record` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RecordArgs {
     /// Hardware event, `NAME[:COUNT[:UNITMASK[:KERNEL[:USER]]]]` as opcontrol/operf spell it
@@ -488,13 +489,9 @@ fn archive_file(root: &Path, path: &Path) -> Result<PathBuf> {
 /// Copies the target file `path` under `root` ([`archive_file`]) and records its build-id and
 /// `.gnu_debuglink` (read from the copy; nothing for a file with neither, or no ELF file) in
 /// `ids` by target path: what a host needs to find the debug file later. Errors: the copy's.
-pub fn archive_image(
-    root: &Path,
-    path: &Path,
-    ids: &mut BTreeMap<String, crate::resolve::debugfile::Ids>,
-) -> Result<()> {
+pub fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, Ids>) -> Result<()> {
     let dest = archive_file(root, path)?;
-    if let Some(found) = crate::resolve::debugfile::Ids::read(&dest).filter(|i| !i.is_empty()) {
+    if let Some(found) = Ids::read(&dest).filter(|i| !i.is_empty()) {
         ids.insert(path.display().to_string(), found);
     }
     Ok(())
@@ -629,16 +626,47 @@ fn placements(args: &RecordArgs, cpu_type: &str) -> Result<Vec<Placement>> {
     })
 }
 
-fn record(
-    args: &RecordArgs,
-    argv: &[String],
-    sys: &mut System,
-    outdir: &mut OutputDir,
-    cmd: Option<(OsString, PathBuf, Vec<OsString>)>,
-    limit: Option<Duration>,
-) -> Result<i32> {
-    let dir = &args.output;
-    let fs = &mut sys.fs;
+/// Why the capture ended: [`SessionInfo::ended_by`] says it as [`End::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// CMD exited (or was killed by someone else).
+    Command,
+    /// SIGINT or SIGTERM (the signal's number); CMD, if any, was sent SIGTERM.
+    Signal(usize),
+    /// `--duration` passed.
+    Duration,
+    /// The reader of `buffer` ended early (an error): the session is incomplete.
+    ReaderError,
+}
+
+impl End {
+    /// `command`, `SIGINT`, `SIGTERM` (`signal` for another), `duration` or `reader error`.
+    fn as_str(self) -> &'static str {
+        match self {
+            End::Command => "command",
+            End::Signal(sig) => signal_name(sig),
+            End::Duration => "duration",
+            End::ReaderError => "reader error",
+        }
+    }
+}
+
+/// The command to profile: the name it was given as (its `argv[0]`), its path, its arguments.
+type Cmd = (OsString, PathBuf, Vec<OsString>);
+
+/// The oprofilefs settings of a session, as written and read back.
+struct Configured {
+    cpu_type: String,
+    /// Bytes per stream word: 4 or 8.
+    pointer_size: usize,
+    placed: Vec<Placement>,
+    settings: Settings,
+}
+
+/// Writes the session's settings (buffer sizes, `backtrace_depth`, `user_stack_size`, the
+/// counters) and reads them back. Errors: an unexpected `pointer_size`, events that do not fit,
+/// options this module lacks, a watershed not below the buffer size.
+fn configure(args: &RecordArgs, fs: &mut Fs) -> Result<Configured> {
     let cpu_type = fs.read("cpu_type")?;
     let pointer_size = usize::try_from(fs.read_u64("pointer_size")?).unwrap_or(0);
     if pointer_size != 4 && pointer_size != 8 {
@@ -697,6 +725,24 @@ fn record(
             settings.buffer_size
         );
     }
+    Ok(Configured {
+        cpu_type,
+        pointer_size,
+        placed,
+        settings,
+    })
+}
+
+/// What `--points` and `--kprof` found before the run, to put back after it.
+struct Extras {
+    /// The profile-point table before `--points` reset it.
+    points_before: Option<Vec<points::Point>>,
+    /// Whether kprof was running before (it is started again after the run).
+    kprof_was_started: bool,
+}
+
+/// Checks `--kprof`'s file and starts `--points`. Errors: the module lacks one of them.
+fn start_extras(args: &RecordArgs, fs: &Fs) -> Result<Extras> {
     if args.kprof && !fs.exists("kprof/kpctl") {
         bail!(
             "--kprof: {} does not exist (a module without kprof?)",
@@ -708,81 +754,331 @@ fn record(
         None => None,
     };
     let kprof_was_started = args.kprof && kpctl(fs)?.get("state").is_some_and(|s| s == "started");
-    let chunk = usize::try_from(settings.buffer_size)
+    Ok(Extras {
+        points_before,
+        kprof_was_started,
+    })
+}
+
+/// Starts CMD, or says how long the whole system is profiled without one. Errors: CMD cannot
+/// be started ([`Failed`] with 127 when not found, else 126).
+fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::process::Child>> {
+    let Some((name, path, rest)) = cmd else {
+        let until = limit.map_or("Ctrl-C".to_string(), |d| {
+            format!("{:.1} s have passed or Ctrl-C", d.as_secs_f64())
+        });
+        eprintln!("oprof record: profiling the whole system until {until}");
+        return Ok(None);
+    };
+    use std::os::unix::process::CommandExt;
+    match std::process::Command::new(path)
+        .arg0(name)
+        .args(rest)
+        .spawn()
+    {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            Err(Failed {
+                code,
+                msg: format!("{}: {e}", name.to_string_lossy()),
+            }
+            .into())
+        }
+    }
+}
+
+/// Waits (polling every 20 ms) until CMD exits, a signal comes, `limit` has passed since `t0`
+/// or the reader ends; CMD still running then is sent SIGTERM and waited for. Returns why it
+/// ended and CMD's exit status ([`exit_code`]).
+fn supervise(
+    child: Option<&mut std::process::Child>,
+    cap: &Capture,
+    limit: Option<Duration>,
+    t0: Instant,
+) -> Result<(End, Option<i32>)> {
+    let mut child = child;
+    loop {
+        if let Some(c) = child.as_mut() {
+            if let Some(st) = c.try_wait().context("waiting for the command")? {
+                return Ok((End::Command, Some(exit_code(st))));
+            }
+        }
+        let sig = signal_received();
+        let end = if sig != 0 {
+            Some(End::Signal(sig))
+        } else if limit.is_some_and(|d| t0.elapsed() >= d) {
+            Some(End::Duration)
+        } else if cap.reader_ended() {
+            Some(End::ReaderError)
+        } else {
+            None
+        };
+        if let Some(end) = end {
+            let mut exit_status = None;
+            if let Some(c) = child.as_mut() {
+                // SAFETY: kill(2) of our own child's pid; harmless if it has exited already.
+                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+                exit_status = Some(exit_code(c.wait().context("waiting for the command")?));
+            }
+            return Ok((end, exit_status));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes a file of the session directory `dir`.
+fn write_file(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
+    let p = dir.join(name);
+    std::fs::write(&p, data).with_context(|| format!("writing {}", p.display()))
+}
+
+/// What [`collect`] copied of the system after the run.
+struct Collected {
+    stats: BTreeMap<String, u64>,
+    snapshot: ModuleSnapshot,
+    kprof_info: Option<BTreeMap<String, String>>,
+    notes: Vec<String>,
+}
+
+/// Copies the session files of the closed capture into `dir` (`images` keeps the closed
+/// session's ids until the next open): images, stats, kpdata, profile points, /proc/modules,
+/// module sections, kallsyms; puts kprof and the profile points back as [`Extras`] found them.
+fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Collected> {
+    let mut notes = vec![];
+    write_file(dir, session::IMAGES, &fs.read_bytes("images")?)?;
+    let stats = fs.stats()?;
+    write_file(
+        dir,
+        session::STATS,
+        (serde_json::to_string_pretty(&stats)? + "\n").as_bytes(),
+    )?;
+    let mut kprof_info = None;
+    if args.kprof {
+        write_file(dir, session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
+        kprof_info = Some(kpctl(fs)?);
+        if extras.kprof_was_started {
+            fs.write("kprof/kpctl", "start")?;
+        }
+    }
+    if let Some(before) = extras.points_before {
+        write_file(
+            dir,
+            session::PROFILE_POINTS,
+            &fs.read_bytes("profile_points")?,
+        )?;
+        fs.write("profile_points", "disable all")?;
+        for p in before.iter().filter(|p| p.enabled) {
+            fs.write("profile_points", &format!("enable {}", p.name))?;
+        }
+    }
+    let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
+    write_file(dir, session::PROC_MODULES, proc_modules.as_bytes())?;
+    let sections = module_sections();
+    write_file(dir, session::MODULE_SECTIONS, sections.as_bytes())?;
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
+    write_file(dir, session::KALLSYMS, kallsyms.as_bytes())?;
+    if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
+        let n =
+            "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
+                .to_string();
+        eprintln!("oprof record: note: {n}");
+        notes.push(n);
+    }
+    let mut snapshot = ModuleSnapshot::default();
+    snapshot.add_proc_modules(&proc_modules, "/proc/modules")?;
+    snapshot.add_sections(&sections, "module sections")?;
+    Ok(Collected {
+        stats,
+        snapshot,
+        kprof_info,
+        notes,
+    })
+}
+
+/// Counts the samples of the written stream (call-chain entries are not samples), finds what
+/// was sampled, and checks the count against the module's: samples + lost = taken. A stream
+/// that does not decode or a count that does not add up is a warning and a note.
+fn verify(
+    samples_path: &Path,
+    pointer_size: usize,
+    losses: &Losses,
+    notes: &mut Vec<String>,
+) -> Result<StreamFacts> {
+    let bytes = std::fs::read(samples_path)
+        .with_context(|| format!("reading {}", samples_path.display()))?;
+    let facts = match stream_facts(&bytes, pointer_size) {
+        Ok(f) => f,
+        Err(e) => {
+            let n = format!("samples: the stream does not decode: {e:#}");
+            eprintln!("oprof record: warning: {n}");
+            notes.push(n);
+            StreamFacts::default()
+        }
+    };
+    if facts.samples + losses.lost != losses.received {
+        let n = format!(
+            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received)",
+            facts.samples, losses.lost, losses.received
+        );
+        eprintln!("oprof record: warning: {n}");
+        notes.push(n);
+    }
+    Ok(facts)
+}
+
+/// Modules' .ko files on the target (module name → path): the one `sys` loaded, else under
+/// `/lib/modules/RELEASE`.
+fn module_files(
+    sys: &System,
+    snapshot: &ModuleSnapshot,
+    release: &str,
+) -> BTreeMap<String, String> {
+    let mut modules = BTreeMap::new();
+    let kos = find_kos(&Path::new("/lib/modules").join(release));
+    for name in snapshot.modules.keys() {
+        let found = if name == system::MODULE {
+            sys.module_path.as_deref().and_then(absolute)
+        } else {
+            None
+        };
+        if let Some(p) = found.or_else(|| kos.get(&name.replace('-', "_")).cloned()) {
+            modules.insert(name.clone(), p.display().to_string());
+        }
+    }
+    modules
+}
+
+/// `--archive`: copies the sampled user images and the sampled modules' .ko files into
+/// `dir/root` (created even when nothing is copied); returns their build ids. What cannot be
+/// copied is a note.
+fn archive(
+    dir: &Path,
+    facts: &StreamFacts,
+    c: &mut Collected,
+    modules: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, Ids>> {
+    let mut debug_ids = BTreeMap::new();
+    let root = dir.join(session::ROOT);
+    let map = crate::resolve::images::ImageMap::parse(
+        &std::fs::read(dir.join(session::IMAGES))?,
+        "images",
+    )?;
+    let notes = &mut c.notes;
+    let mut copied = 0;
+    for id in &facts.images {
+        match map.path(*id) {
+            Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => {
+                match archive_image(&root, Path::new(p), &mut debug_ids) {
+                    Ok(_) => copied += 1,
+                    Err(e) => notes.push(format!("archive: {e:#}")),
+                }
+            }
+            Some(p) => notes.push(format!("archive: {p}: not on the target any more")),
+            None => notes.push(format!("archive: image id {id} is not in the images file")),
+        }
+    }
+    for (name, m) in &c.snapshot.modules {
+        let Some((base, size)) = m.core else { continue };
+        let sampled = facts
+            .kernel_pcs
+            .iter()
+            .any(|&pc| pc >= base && pc - base < size);
+        if let (true, Some(p)) = (sampled, modules.get(name)) {
+            match archive_image(&root, Path::new(p), &mut debug_ids) {
+                Ok(_) => copied += 1,
+                Err(e) => notes.push(format!("archive: {e:#}")),
+            }
+        }
+    }
+    if copied == 0 {
+        std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    }
+    Ok(debug_ids)
+}
+
+/// The session's counters: the placed events with each counter's `total` read after the run.
+fn counter_infos(fs: &Fs, placed: &[Placement]) -> Vec<CounterInfo> {
+    placed
+        .iter()
+        .map(|p| CounterInfo {
+            counter: p.counter,
+            event: p.event.name.to_string(),
+            event_number: p.event.number,
+            count: p.count,
+            unit_mask: p.unit_mask,
+            kernel: p.kernel,
+            user: p.user,
+            total: fs.read_u64(&format!("{}/total", p.counter)).ok(),
+        })
+        .collect()
+}
+
+/// The module's `timer_hz` parameter in timer mode (no counters), if readable.
+fn timer_hz(placed: &[Placement]) -> Option<u64> {
+    placed.is_empty().then(|| {
+        std::fs::read_to_string("/sys/module/oprofile/parameters/timer_hz")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    })?
+}
+
+/// Prints the summary line: `oprof record: N samples (L lost[, T not taken]), M MiB in DIR`.
+fn print_summary(dir: &Path, samples: u64, losses: &Losses) {
+    let mib = dir_bytes(dir) as f64 / (1024.0 * 1024.0);
+    let not_taken = if losses.not_taken > 0 {
+        format!(", {} not taken", losses.not_taken)
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "oprof record: {} samples ({} lost{not_taken}), {mib:.1} MiB in {}",
+        samples,
+        losses.lost,
+        dir.display()
+    );
+}
+
+/// One session: settings, capture while CMD runs, collection of the session files,
+/// verification of the stream, `--archive`, session.json and the summary line. Returns CMD's
+/// exit status (0 without CMD). Errors: each step's; a reader that failed after the session
+/// was written.
+fn record(
+    args: &RecordArgs,
+    argv: &[String],
+    sys: &mut System,
+    outdir: &mut OutputDir,
+    cmd: Option<Cmd>,
+    limit: Option<Duration>,
+) -> Result<i32> {
+    let dir = &args.output;
+    let fs = &mut sys.fs;
+    let cfg = configure(args, fs)?;
+    let extras = start_extras(args, fs)?;
+    let chunk = usize::try_from(cfg.settings.buffer_size)
         .ok()
-        .and_then(|w| w.checked_mul(pointer_size))
+        .and_then(|w| w.checked_mul(cfg.pointer_size))
         .context("buffer_size too large")?;
     let samples_path = dir.join(session::SAMPLES);
     let out = File::create(&samples_path)
         .with_context(|| format!("creating {}", samples_path.display()))?;
+
+    // The capture.
     let start = Time::now();
     let t0 = Instant::now();
     let mut cap = Capture::start(fs, out, chunk)?;
     if args.kprof {
         fs.write("kprof/kpctl", "startclr")?;
     }
-    let mut child = match &cmd {
-        Some((name, path, rest)) => {
-            use std::os::unix::process::CommandExt;
-            let c = std::process::Command::new(path)
-                .arg0(name)
-                .args(rest)
-                .spawn();
-            match c {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    let code = if e.kind() == std::io::ErrorKind::NotFound {
-                        127
-                    } else {
-                        126
-                    };
-                    return Err(Failed {
-                        code,
-                        msg: format!("{}: {e}", name.to_string_lossy()),
-                    }
-                    .into());
-                }
-            }
-        }
-        None => {
-            let until = limit.map_or("Ctrl-C".to_string(), |d| {
-                format!("{:.1} s have passed or Ctrl-C", d.as_secs_f64())
-            });
-            eprintln!("oprof record: profiling the whole system until {until}");
-            None
-        }
-    };
+    let mut child = spawn(&cmd, limit)?;
     // From here on the session is written whatever happens (a CMD that cannot be started
     // leaves nothing, like the errors before).
     outdir.keep();
-    let mut exit_status = None;
-    let ended_by = loop {
-        if let Some(c) = child.as_mut() {
-            if let Some(st) = c.try_wait().context("waiting for the command")? {
-                exit_status = Some(exit_code(st));
-                break "command".to_string();
-            }
-        }
-        let sig = signal_received();
-        let why = if sig != 0 {
-            Some(signal_name(sig).to_string())
-        } else if limit.is_some_and(|d| t0.elapsed() >= d) {
-            Some("duration".to_string())
-        } else if cap.reader_ended() {
-            Some("reader error".to_string())
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            if let Some(c) = child.as_mut() {
-                // SAFETY: kill(2) of our own child's pid; harmless if it has exited already.
-                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
-                exit_status = Some(exit_code(c.wait().context("waiting for the command")?));
-            }
-            break why;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (end, exit_status) = supervise(child.as_mut(), &cap, limit, t0)?;
     let stop = Time::now();
     let duration_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let kprof_stopped = if args.kprof {
@@ -795,153 +1091,28 @@ fn record(
     kprof_stopped?;
     let read = read?;
 
-    // The session files. `images` keeps the closed session's ids until the next open.
-    let mut notes = vec![];
-    let write = |name: &str, data: &[u8]| -> Result<()> {
-        let p = dir.join(name);
-        std::fs::write(&p, data).with_context(|| format!("writing {}", p.display()))
-    };
-    write(session::IMAGES, &fs.read_bytes("images")?)?;
-    let stats = fs.stats()?;
-    write(
-        session::STATS,
-        (serde_json::to_string_pretty(&stats)? + "\n").as_bytes(),
-    )?;
-    let mut kprof_info = None;
-    if args.kprof {
-        write(session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
-        kprof_info = Some(kpctl(fs)?);
-        if kprof_was_started {
-            fs.write("kprof/kpctl", "start")?;
-        }
-    }
-    if let Some(before) = points_before {
-        write(session::PROFILE_POINTS, &fs.read_bytes("profile_points")?)?;
-        fs.write("profile_points", "disable all")?;
-        for p in before.iter().filter(|p| p.enabled) {
-            fs.write("profile_points", &format!("enable {}", p.name))?;
-        }
-    }
-    let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
-    write(session::PROC_MODULES, proc_modules.as_bytes())?;
-    let sections = module_sections();
-    write(session::MODULE_SECTIONS, sections.as_bytes())?;
-    let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-    write(session::KALLSYMS, kallsyms.as_bytes())?;
-    if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
-        let n =
-            "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
-                .to_string();
-        eprintln!("oprof record: note: {n}");
-        notes.push(n);
-    }
-    let mut snapshot = ModuleSnapshot::default();
-    snapshot.add_proc_modules(&proc_modules, "/proc/modules")?;
-    snapshot.add_sections(&sections, "module sections")?;
-
-    // The stream: count samples (call-chain entries are not samples) and find what was sampled.
-    let bytes = std::fs::read(&samples_path)
-        .with_context(|| format!("reading {}", samples_path.display()))?;
-    let facts = match stream_facts(&bytes, pointer_size) {
-        Ok(f) => f,
-        Err(e) => {
-            let n = format!("samples: the stream does not decode: {e:#}");
-            eprintln!("oprof record: warning: {n}");
-            notes.push(n);
-            StreamFacts::default()
-        }
-    };
-    let losses = Losses::of(&stats);
-    if facts.samples + losses.lost != losses.received {
-        let n = format!(
-            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received)",
-            facts.samples, losses.lost, losses.received
-        );
-        eprintln!("oprof record: warning: {n}");
-        notes.push(n);
-    }
-
-    // Modules' .ko files on the target: the one loaded here, else under /lib/modules.
+    // The session files, checked, archived, described.
+    let mut c = collect(args, fs, dir, extras)?;
+    let losses = Losses::of(&c.stats);
+    let facts = verify(&samples_path, cfg.pointer_size, &losses, &mut c.notes)?;
     let kernel = system::uname();
-    let mut modules = BTreeMap::new();
-    let kos = find_kos(&Path::new("/lib/modules").join(&kernel.release));
-    for name in snapshot.modules.keys() {
-        let found = if name == system::MODULE {
-            sys.module_path.as_deref().and_then(absolute)
-        } else {
-            None
-        };
-        if let Some(p) = found.or_else(|| kos.get(&name.replace('-', "_")).cloned()) {
-            modules.insert(name.clone(), p.display().to_string());
-        }
-    }
-    let mut debug_ids = BTreeMap::new();
-    if args.archive {
-        let root = dir.join(session::ROOT);
-        let map = crate::resolve::images::ImageMap::parse(
-            &std::fs::read(dir.join(session::IMAGES))?,
-            "images",
-        )?;
-        let mut copied = 0;
-        for id in &facts.images {
-            match map.path(*id) {
-                Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => {
-                    match archive_image(&root, Path::new(p), &mut debug_ids) {
-                        Ok(_) => copied += 1,
-                        Err(e) => notes.push(format!("archive: {e:#}")),
-                    }
-                }
-                Some(p) => notes.push(format!("archive: {p}: not on the target any more")),
-                None => notes.push(format!("archive: image id {id} is not in the images file")),
-            }
-        }
-        for (name, m) in &snapshot.modules {
-            let Some((base, size)) = m.core else { continue };
-            let sampled = facts
-                .kernel_pcs
-                .iter()
-                .any(|&pc| pc >= base && pc - base < size);
-            if let (true, Some(p)) = (sampled, modules.get(name)) {
-                match archive_image(&root, Path::new(p), &mut debug_ids) {
-                    Ok(_) => copied += 1,
-                    Err(e) => notes.push(format!("archive: {e:#}")),
-                }
-            }
-        }
-        if copied == 0 {
-            std::fs::create_dir_all(&root)
-                .with_context(|| format!("creating {}", root.display()))?;
-        }
-    }
-
-    let counters = placed
-        .iter()
-        .map(|p| CounterInfo {
-            counter: p.counter,
-            event: p.event.name.to_string(),
-            event_number: p.event.number,
-            count: p.count,
-            unit_mask: p.unit_mask,
-            kernel: p.kernel,
-            user: p.user,
-            total: fs.read_u64(&format!("{}/total", p.counter)).ok(),
-        })
-        .collect();
-    let timer_hz = placed.is_empty().then(|| {
-        std::fs::read_to_string("/sys/module/oprofile/parameters/timer_hz")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-    });
+    let modules = module_files(sys, &c.snapshot, &kernel.release);
+    let debug_ids = if args.archive {
+        archive(dir, &facts, &mut c, &modules)?
+    } else {
+        BTreeMap::new()
+    };
+    let fs = &sys.fs;
     let info = SessionInfo {
         format: session::FORMAT,
         oprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        cpu_type,
-        pointer_size,
+        counters: counter_infos(fs, &cfg.placed),
+        timer_hz: timer_hz(&cfg.placed),
+        cpu_type: cfg.cpu_type,
+        pointer_size: cfg.pointer_size,
         kernel,
         cpus: system::online_cpus(),
-        counters,
-        timer_hz: timer_hz.flatten(),
-        settings,
+        settings: cfg.settings,
         start,
         stop,
         duration_ns,
@@ -952,7 +1123,7 @@ fn record(
                 .collect()
         }),
         exit_status,
-        ended_by,
+        ended_by: end.as_str().to_string(),
         command_line: argv.to_vec(),
         totals: Totals {
             samples: facts.samples,
@@ -964,27 +1135,17 @@ fn record(
         },
         modules,
         archive: args.archive,
-        kprof: kprof_info,
-        notes,
+        kprof: c.kprof_info,
+        notes: c.notes,
         debug_ids,
     };
-    write(
+    write_file(
+        dir,
         session::SESSION,
         (serde_json::to_string_pretty(&info)? + "\n").as_bytes(),
     )?;
-    let mib = dir_bytes(dir) as f64 / (1024.0 * 1024.0);
-    let not_taken = if losses.not_taken > 0 {
-        format!(", {} not taken", losses.not_taken)
-    } else {
-        String::new()
-    };
-    eprintln!(
-        "oprof record: {} samples ({} lost{not_taken}), {mib:.1} MiB in {}",
-        facts.samples,
-        losses.lost,
-        dir.display()
-    );
-    if info.ended_by == "reader error" {
+    print_summary(dir, facts.samples, &losses);
+    if end == End::ReaderError {
         bail!("the reader of /dev/oprofile/buffer failed; the session is incomplete");
     }
     Ok(exit_status.unwrap_or(0))
