@@ -6,81 +6,15 @@ use crate::fixtures::stream;
 use crate::resolve::elf::ElfImage;
 use crate::resolve::images::{ImageMap, ModuleSnapshot};
 use crate::resolve::{self, Resolver};
+use crate::tests::programs::{a32_bl, file_offset, return_address_of_bl, symbol, Sym, ARMHF};
 use crate::view::report::{self, View};
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 use oprofile_common::event::Record;
-use std::path::{Path, PathBuf};
+
 use std::process::Command;
-
-const CC: &str = "arm-linux-gnueabihf-gcc";
-
-/// Compiles `src` (written as `dir/name.c`) with `args` into `dir/out`.
-fn cc(dir: &Path, name: &str, src: &str, args: &[&str], out: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let o = dir.join(out);
-    let st = Command::new(CC)
-        .args(["-g", "-O1", "-marm"])
-        .args(args)
-        .arg(&c)
-        .arg("-o")
-        .arg(&o)
-        .status()
-        .unwrap_or_else(|e| {
-            panic!(
-                "{CC} not runnable ({e}): install gcc-arm-linux-gnueabihf (scripts/setup-host.sh)"
-            )
-        });
-    assert!(st.success(), "{CC} failed on {name}.c");
-    o
-}
 
 /// The 1-based line of the first line of `src` containing `marker`.
 fn line_of(src: &str, marker: &str) -> u32 {
     src.lines().position(|l| l.contains(marker)).expect(marker) as u32 + 1
-}
-
-/// (vaddr, size, section name) of symbol `name`, read independently of the code under test.
-fn symbol(path: &Path, name: &str) -> (u64, u64, String) {
-    let data = std::fs::read(path).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let s = f
-        .symbols()
-        .chain(f.dynamic_symbols())
-        .find(|s| s.name() == Ok(name))
-        .expect(name);
-    let sec = f.section_by_index(s.section_index().unwrap()).unwrap();
-    (s.address() & !1, s.size(), sec.name().unwrap().to_string())
-}
-
-/// The file offset of `vaddr` (the inverse of the PT_LOAD mapping).
-fn file_offset(path: &Path, vaddr: u64) -> u64 {
-    let data = std::fs::read(path).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let seg = f
-        .segments()
-        .find(|g| vaddr >= g.address() && vaddr < g.address() + g.file_range().1)
-        .expect("vaddr in a PT_LOAD");
-    vaddr - seg.address() + seg.file_range().0
-}
-
-/// Address right after the ARM `bl target` inside `func` (the return address of that call).
-fn return_address_of_call(path: &Path, func: &str, target: u64) -> u64 {
-    let (start, size, _) = symbol(path, func);
-    let data = std::fs::read(path).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let text = f.section_by_name(".text").unwrap();
-    let bytes = text.data().unwrap();
-    (start..start + size)
-        .step_by(4)
-        .find(|&a| {
-            let off = (a - text.address()) as usize;
-            let w = u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap());
-            let imm = ((w & 0x00ff_ffff) << 8) as i32 >> 6; // sign-extended imm24 * 4
-            w & 0x0f00_0000 == 0x0b00_0000 && (a as i64 + 8 + imm as i64) as u64 == target
-        })
-        .map(|a| a + 4)
-        .expect("bl to target")
 }
 
 const PROG: &str = r#"static volatile int sink;
@@ -101,16 +35,26 @@ fn executable_offsets_symbols_lines_callgraph_and_flame() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir_all(root.join("usr/bin")).unwrap();
-    let exe = cc(dir.path(), "prog", PROG, &["-no-pie"], "root/usr/bin/prog");
+    let exe = ARMHF.build(
+        dir.path(),
+        "prog.c",
+        PROG,
+        &["-no-pie"],
+        "root/usr/bin/prog",
+    );
 
-    let (hot, hot_size, _) = symbol(&exe, "hot");
+    let Sym {
+        addr: hot,
+        size: hot_size,
+        ..
+    } = symbol(&exe, "hot");
     assert!(
         hot >= 0x1_0000,
         "non-PIE: vaddr {hot:#x} differs from its file offset"
     );
     let hot_off = file_offset(&exe, hot);
     assert_ne!(hot, hot_off);
-    let ret = return_address_of_call(&exe, "main", hot);
+    let ret = return_address_of_bl(&exe, "main", hot, a32_bl);
     let ret_off = file_offset(&exe, ret);
 
     // ElfImage alone: offset → vaddr, symbol, source line.
@@ -136,9 +80,9 @@ fn executable_offsets_symbols_lines_callgraph_and_flame() {
     );
     // Compressed debug sections (SHF_COMPRESSED, as kernels built with
     // DEBUG_INFO_COMPRESSED) give the same lines.
-    let gz = cc(
+    let gz = ARMHF.build(
         dir.path(),
-        "prog",
+        "prog.c",
         PROG,
         &["-no-pie", "-gz=zlib"],
         "prog-gz",
@@ -249,9 +193,9 @@ fn stripped_shared_library_names_exported_functions() {
     let dir = tempfile::tempdir().unwrap();
     let libdir = dir.path().join("libs");
     std::fs::create_dir(&libdir).unwrap();
-    let so = cc(
+    let so = ARMHF.build(
         dir.path(),
-        "lib",
+        "lib.c",
         LIB,
         &["-shared", "-fPIC"],
         "libwork.so.1.full",
@@ -265,7 +209,7 @@ fn stripped_shared_library_names_exported_functions() {
         .status()
         .unwrap();
     assert!(st.success());
-    let (work, _, _) = symbol(&so, "lib_work");
+    let Sym { addr: work, .. } = symbol(&so, "lib_work");
     let off = file_offset(&so, work);
     let img = ElfImage::load(&stripped, true).unwrap();
     assert!(!img.has_lines());
@@ -354,9 +298,17 @@ fn kernel_module_placed_from_sections() {
     let kodir = dir.path().join("modules");
     std::fs::create_dir(&kodir).unwrap();
     // Module "my_mod" is found as my-mod.ko (`_`/`-` swapped).
-    let ko = cc(dir.path(), "mod", MODULE, &["-c"], "modules/my-mod.ko");
-    let (fn_val, _, fn_sec) = symbol(&ko, "mod_fn");
-    let (init_val, _, init_sec) = symbol(&ko, "mod_init");
+    let ko = ARMHF.build(dir.path(), "mod.c", MODULE, &["-c"], "modules/my-mod.ko");
+    let Sym {
+        addr: fn_val,
+        section: fn_sec,
+        ..
+    } = symbol(&ko, "mod_fn");
+    let Sym {
+        addr: init_val,
+        section: init_sec,
+        ..
+    } = symbol(&ko, "mod_init");
     assert_eq!(
         (fn_sec.as_str(), init_sec.as_str()),
         (".text", ".init.text")

@@ -5,84 +5,23 @@
 //! A64 call facts behind frame naming (`$x`/`$d` mapping symbols, `b` before a symbol), and
 //! `oprof annotate`'s A64 disassembly against binutils' `objdump`.
 
+use crate::fixtures;
 use crate::input::inputs::{Inputs, Want};
 use crate::input::session::{SessionInfo, FORMAT, KALLSYMS, PROC_MODULES, SAMPLES, SESSION};
 use crate::resolve::disasm;
 use crate::resolve::elf::ElfImage;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::isa::Isa;
+use crate::tests::programs::{a64_bl, file_offset, return_address_of_bl, symbol, Sym, ARM64};
 use crate::view::annotate;
 use crate::view::report;
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 use oprofile_common::event::Record;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-const CC: &str = "aarch64-linux-gnu-gcc";
-
-/// Runs `CC args... src -o dir/out` on `src` written as `dir/name`.
-fn cc(dir: &Path, name: &str, src: &str, args: &[&str], out: &str) -> PathBuf {
-    let c = dir.join(name);
-    std::fs::write(&c, src).unwrap();
-    let o = dir.join(out);
-    let st = Command::new(CC)
-        .args(args)
-        .arg(&c)
-        .arg("-o")
-        .arg(&o)
-        .status()
-        .unwrap_or_else(|e| panic!("{CC} not runnable ({e}): install gcc-aarch64-linux-gnu"));
-    assert!(st.success(), "{CC} failed on {name}");
-    o
-}
 
 /// The stream of `records` in 8-byte little-endian words (the arm64 module's `pointer_size`).
 pub(crate) fn stream8(records: &[Record]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in records {
-        let mut w = [0usize; 7];
-        let n = r.encode(&mut w).unwrap();
-        out.extend(w[..n].iter().flat_map(|&x| (x as u64).to_le_bytes()));
-    }
-    out
-}
-
-/// (vaddr, size) of symbol `name`, read independently of the code under test.
-fn symbol(path: &Path, name: &str) -> (u64, u64) {
-    let data = std::fs::read(path).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let s = f.symbols().find(|s| s.name() == Ok(name)).expect(name);
-    (s.address(), s.size())
-}
-
-/// The file offset of `vaddr` (the inverse of the PT_LOAD mapping).
-fn file_offset(path: &Path, vaddr: u64) -> u64 {
-    let data = std::fs::read(path).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let g = f
-        .segments()
-        .find(|g| vaddr >= g.address() && vaddr < g.address() + g.file_range().1)
-        .unwrap();
-    vaddr - g.address() + g.file_range().0
-}
-
-/// The address after the A64 `bl target` inside `func` (that call's return address).
-fn return_address_of_bl(path: &Path, func: &str, target: u64) -> u64 {
-    let (start, size) = symbol(path, func);
-    let data = std::fs::read(path).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let text = f.section_by_name(".text").unwrap();
-    let bytes = text.data().unwrap();
-    (start..start + size)
-        .step_by(4)
-        .find(|&a| {
-            let off = (a - text.address()) as usize;
-            let w = u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap());
-            let imm = ((w << 6) as i32 >> 6) as i64 * 4; // sign-extended imm26 * 4
-            w & 0xFC00_0000 == 0x9400_0000 && (a as i64 + imm) as u64 == target
-        })
-        .map(|a| a + 4)
-        .expect("bl to target")
+    fixtures::bytes(&fixtures::words(records, 8), 8)
 }
 
 const PROG: &str = r#"static volatile int sink;
@@ -115,7 +54,7 @@ fn arm64_session_of_8_byte_words_end_to_end() {
     std::fs::create_dir(d.join("host")).unwrap();
     // `hot` keeps a frame record (a leaf has none by default): its traced chain's edge to main
     // is proven with the CFI (`unwind::fpchain`).
-    let exe = cc(
+    let exe = ARM64.build(
         d,
         "prog.c",
         PROG,
@@ -128,9 +67,9 @@ fn arm64_session_of_8_byte_words_end_to_end() {
         ],
         "host/prog",
     );
-    let (hot, _) = symbol(&exe, "hot");
+    let Sym { addr: hot, .. } = symbol(&exe, "hot");
     let hot_off = file_offset(&exe, hot);
-    let ret_off = file_offset(&exe, return_address_of_bl(&exe, "main", hot));
+    let ret_off = file_offset(&exe, return_address_of_bl(&exe, "main", hot, a64_bl));
 
     let s = |pc| Record::Sample { pc, event: 0 };
     let recs = [
@@ -275,14 +214,14 @@ __attribute__((noinline)) int mod_fn(int x) { /* fn-begin */
 #[test]
 fn arm64_module_placed_from_sections() {
     let dir = tempfile::tempdir().unwrap();
-    let ko = cc(
+    let ko = ARM64.build(
         dir.path(),
         "mod.c",
         MODULE,
         &["-g", "-O1", "-c"],
         "my_mod.ko",
     );
-    let (fn_val, _) = symbol(&ko, "mod_fn");
+    let Sym { addr: fn_val, .. } = symbol(&ko, "mod_fn");
     let mut snap = ModuleSnapshot::default();
     snap.add_proc_modules("my_mod 16384 0 - Live 0xffff80007a000000 (O)\n", "pm")
         .unwrap();
@@ -327,7 +266,7 @@ after_data:
 #[test]
 fn a64_symbols_entered_without_a_call() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = cc(
+    let exe = ARM64.build(
         dir.path(),
         "k.S",
         ENTRIES,
@@ -335,7 +274,7 @@ fn a64_symbols_entered_without_a_call() {
         "k",
     );
     let img = ElfImage::load(&exe, false).unwrap();
-    let at = |name: &str| symbol(&exe, name).0;
+    let at = |name: &str| symbol(&exe, name).addr;
     let (after_bl, after_b, after_data) = (at("after_bl"), at("after_b"), at("after_data"));
     let t = &img.symbols;
     assert!(
@@ -370,7 +309,7 @@ fn arm64_vmlinux_names_kernel_frames() {
     let dir = tempfile::tempdir().unwrap();
     let src = ENTRIES.replace("_start:\n", "_stext:\n_start:\n")
         + "    .globl _etext\n_etext:\n    nop\n";
-    let vm = cc(
+    let vm = ARM64.build(
         dir.path(),
         "vm.S",
         &src,
@@ -383,7 +322,7 @@ fn arm64_vmlinux_names_kernel_frames() {
         "vmlinux",
     );
     let k = crate::view::kprof::Kernel::load(&vm).unwrap();
-    let at = |name: &str| symbol(&vm, name).0;
+    let at = |name: &str| symbol(&vm, name).addr;
     assert_eq!(
         (k.base, k.end),
         (0xffff_8000_8001_0000, at("_etext")),
@@ -457,9 +396,11 @@ fn objdump(exe: &Path, func: &str) -> Vec<(u64, String)> {
 fn annotate_disassembles_a64() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let exe = cc(d, "prog.c", PROG, &["-g", "-O2", "-no-pie"], "prog");
+    let exe = ARM64.build(d, "prog.c", PROG, &["-g", "-O2", "-no-pie"], "prog");
     let img = ElfImage::load(&exe, true).unwrap();
-    let (hot, size) = symbol(&exe, "hot");
+    let Sym {
+        addr: hot, size, ..
+    } = symbol(&exe, "hot");
     let want = objdump(&exe, "hot");
     let got = disasm::disassemble(&img, hot..hot + size).unwrap();
     let got: Vec<(u64, String)> = got

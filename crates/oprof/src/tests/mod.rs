@@ -7,4 +7,5 @@ pub(crate) mod arm64;
 mod debugfile;
 mod frames;
 mod pprof;
+pub(crate) mod programs;
 pub(crate) mod streaming;

@@ -282,21 +282,9 @@ fn random_records(rng: &mut Rng, n: usize) -> Vec<Record> {
     v
 }
 
+/// `records` as a stream of `word_bytes`-byte words.
 fn encode(records: &[Record], word_bytes: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in records {
-        let mut w = [0usize; 7];
-        let n = r.encode(&mut w).unwrap();
-        for &x in &w[..n] {
-            let x = if word_bytes == 4 && x == usize::MAX {
-                u64::from(u32::MAX)
-            } else {
-                x as u64
-            };
-            out.extend_from_slice(&x.to_le_bytes()[..word_bytes]);
-        }
-    }
-    out
+    crate::fixtures::bytes(&crate::fixtures::words(records, word_bytes), word_bytes)
 }
 
 #[test]
