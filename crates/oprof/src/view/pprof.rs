@@ -372,3 +372,98 @@ pub fn write_file(p: &Profile, path: &Path) -> Result<()> {
         .and_then(|()| gz.finish()?.flush())
         .with_context(|| format!("writing {}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    /// Fields of messages: (message, field name) → (tag, type, repeated).
+    type Fields = BTreeMap<(String, String), (u32, String, bool)>;
+
+    /// The fields of `profile.proto`'s messages (`[repeated] TYPE NAME = TAG;` lines).
+    fn proto_fields(text: &str) -> Fields {
+        let mut out = Fields::new();
+        let mut message = None;
+        for line in text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or("").trim())
+        {
+            if let Some(m) = line.strip_prefix("message ") {
+                message = Some(m.trim_end_matches(" {").to_string());
+            } else if line == "}" {
+                message = None;
+            } else if let (Some(m), Some((decl, tag))) = (&message, line.split_once(" = ")) {
+                let words: Vec<&str> = decl.split_whitespace().collect();
+                let (repeated, ty, name) = match words[..] {
+                    ["repeated", ty, name] => (true, ty, name),
+                    [ty, name] => (false, ty, name),
+                    _ => panic!("profile.proto: {line}"),
+                };
+                let tag = tag.trim_end_matches(';').trim().parse().expect(line);
+                out.insert((m.clone(), name.into()), (tag, ty.into(), repeated));
+            }
+        }
+        out
+    }
+
+    /// The fields of this file's prost structs: their `#[prost(KIND[, repeated|optional], tag
+    /// = "N")]` attributes, KIND a message's name for `message` fields (from the Rust type).
+    fn prost_fields(src: &str) -> Fields {
+        let mut out = Fields::new();
+        let (mut message, mut attr) = (None, None);
+        for line in src.lines().map(str::trim) {
+            if let Some(m) = line.strip_prefix("pub struct ") {
+                message = Some(m.trim_end_matches(" {").to_string());
+            } else if let Some(a) = line.strip_prefix("#[prost(") {
+                attr = Some(a.trim_end_matches(")]").to_string());
+            } else if let (Some(m), Some(a)) = (&message, attr.take()) {
+                let (name, ty) = line.strip_prefix("pub ").unwrap().split_once(": ").unwrap();
+                let parts: Vec<&str> = a.split(", ").collect();
+                let tag = parts.last().unwrap();
+                let tag = tag.trim_start_matches("tag = \"").trim_end_matches('"');
+                let kind = match parts[0] {
+                    "message" => ty
+                        .trim_end_matches(',')
+                        .trim_start_matches("Vec<")
+                        .trim_start_matches("Option<")
+                        .trim_end_matches('>'),
+                    k => k,
+                };
+                out.insert(
+                    (m.clone(), name.trim_start_matches("r#").into()),
+                    (
+                        tag.parse().unwrap(),
+                        kind.into(),
+                        parts.contains(&"repeated"),
+                    ),
+                );
+            }
+        }
+        out
+    }
+
+    /// The structs follow the vendored profile.proto: every field's tag, type and repetition;
+    /// the proto's fields this tool does not write are exactly these.
+    #[test]
+    fn structs_match_profile_proto() {
+        let proto = proto_fields(include_str!("../../proto/profile.proto"));
+        let ours = prost_fields(include_str!("pprof.rs"));
+        assert_eq!(ours.len(), 40, "{ours:#?}");
+        for (key, field) in &ours {
+            assert_eq!(proto.get(key), Some(field), "{key:?}");
+        }
+        let unwritten: Vec<String> = proto
+            .keys()
+            .filter(|k| !ours.contains_key(*k))
+            .map(|(m, f)| format!("{m}.{f}"))
+            .collect();
+        let want = [
+            "Function.start_line",
+            "Location.is_folded",
+            "Profile.drop_frames",
+            "Profile.keep_frames",
+            "Profile.time_nanos",
+        ];
+        assert_eq!(unwritten, want);
+    }
+}
