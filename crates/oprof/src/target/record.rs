@@ -21,6 +21,8 @@ use crate::target::events::{self, Placement};
 use crate::target::system::{self, Fs, System, Want, OPROFILEFS};
 use crate::view::points;
 use anyhow::{anyhow, bail, Context, Result};
+use nix::sys::signal::{kill, pthread_sigmask, SigSet, SigmaskHow, Signal};
+use nix::unistd::Pid;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -273,20 +275,16 @@ fn drain(mut buffer: File, mut out: File, chunk: usize, stop: &AtomicBool) -> Re
 /// Runs `f` with SIGINT, SIGTERM and SIGCHLD blocked, so that a thread it spawns inherits the
 /// mask and the signals go to the main thread.
 fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: `sigset_t` is plain old data, initialised by sigemptyset before use; the masks
-    // are valid pointers.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        let r = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        r
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
+        set.add(s);
     }
+    let mut old = SigSet::empty();
+    // pthread_sigmask(3) fails only for an invalid `how`.
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old));
+    let r = f();
+    let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    r
 }
 
 /// Opens `buffer`; errors say why in the module's terms (for EINVAL the reason the module
@@ -398,11 +396,14 @@ impl Drop for Capture {
     }
 }
 
-/// Signal number (SIGINT/SIGTERM) received, 0 while none.
+/// The name of signal `sig` (SIGINT/SIGTERM; `signal` for another) for `ended_by`.
 fn signal_name(sig: usize) -> &'static str {
-    match sig as libc::c_int {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
+    match i32::try_from(sig)
+        .ok()
+        .and_then(|s| Signal::try_from(s).ok())
+    {
+        Some(Signal::SIGINT) => "SIGINT",
+        Some(Signal::SIGTERM) => "SIGTERM",
         _ => "signal",
     }
 }
@@ -821,8 +822,11 @@ fn supervise(
         if let Some(end) = end {
             let mut exit_status = None;
             if let Some(c) = child.as_mut() {
-                // SAFETY: kill(2) of our own child's pid; harmless if it has exited already.
-                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+                // Our own child, not yet waited for: kill(2) reaches it even if it has exited (a
+                // zombie takes the signal harmlessly).
+                if let Ok(pid) = i32::try_from(c.id()) {
+                    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+                }
                 exit_status = Some(exit_code(c.wait().context("waiting for the command")?));
             }
             return Ok((end, exit_status));
