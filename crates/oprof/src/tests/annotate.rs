@@ -6,10 +6,10 @@
 
 use crate::fixtures::stream;
 use crate::input::inputs::{Inputs, Want};
-use crate::input::session::{SessionInfo, FORMAT, SAMPLES, SESSION};
 use crate::resolve::disasm;
 use crate::resolve::elf::ElfImage;
 use crate::resolve::isa::Isa;
+use crate::tests::programs::write_session;
 use crate::view::annotate;
 use crate::view::diff;
 use crate::view::report;
@@ -408,18 +408,8 @@ fn annotate_errors_are_one_line() {
 /// A session directory of `stream` with `cpu_type`.
 fn session(dir: &Path, name: &str, buf: &Path, images: &Path, cpu_type: &str) -> PathBuf {
     let d = dir.join(name);
-    std::fs::create_dir(&d).unwrap();
-    std::fs::copy(buf, d.join(SAMPLES)).unwrap();
-    std::fs::copy(images, d.join("images")).unwrap();
-    let cpu_type = cpu_type.into();
-    let mut info = SessionInfo {
-        format: FORMAT,
-        cpu_type,
-        pointer_size: 4,
-        ..Default::default()
-    };
-    info.totals.bytes = std::fs::metadata(buf).unwrap().len();
-    std::fs::write(d.join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
+    let images = std::fs::read_to_string(images).unwrap();
+    write_session(&d, &std::fs::read(buf).unwrap(), &images, cpu_type, 4);
     d
 }
 

@@ -7,12 +7,14 @@
 
 use crate::fixtures;
 use crate::input::inputs::{Inputs, Want};
-use crate::input::session::{SessionInfo, FORMAT, KALLSYMS, PROC_MODULES, SAMPLES, SESSION};
+use crate::input::session::{KALLSYMS, PROC_MODULES, SAMPLES};
 use crate::resolve::disasm;
 use crate::resolve::elf::ElfImage;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::isa::Isa;
-use crate::tests::programs::{a64_bl, file_offset, return_address_of_bl, symbol, Sym, ARM64};
+use crate::tests::programs::{
+    a64_bl, file_offset, return_address_of_bl, symbol, write_session, Sym, ARM64,
+};
 use crate::view::annotate;
 use crate::view::report;
 use oprofile_common::event::Record;
@@ -101,29 +103,18 @@ fn arm64_session_of_8_byte_words_end_to_end() {
         s(0xffff_8000_9000_0000), // past _etext, in no module
     ];
     let sess = d.join("sess");
-    std::fs::create_dir(&sess).unwrap();
     let bytes = stream8(&recs);
     assert!(
         bytes.len() % 8 == 0 && bytes[..8] == [0xFF; 8],
         "escape code u64::MAX"
     );
-    std::fs::write(sess.join(SAMPLES), &bytes).unwrap();
-    std::fs::write(sess.join("images"), "1 /usr/bin/prog\n").unwrap();
+    write_session(&sess, &bytes, "1 /usr/bin/prog\n", "arm/armv8-ca53", 8);
     std::fs::write(sess.join(KALLSYMS), KALLSYMS_ARM64).unwrap();
     std::fs::write(
         sess.join(PROC_MODULES),
         "oprofile 8192 0 - Live 0xffff80007a000000 (O)\n",
     )
     .unwrap();
-    let cpu_type = "arm/armv8-ca53".into();
-    let mut info = SessionInfo {
-        format: FORMAT,
-        cpu_type,
-        pointer_size: 8,
-        ..Default::default()
-    };
-    info.totals.bytes = bytes.len() as u64;
-    std::fs::write(sess.join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
 
     let inputs = Inputs {
         buffer: Some(sess.clone()),

@@ -6,9 +6,10 @@
 
 use crate::fixtures::stream;
 use crate::input::inputs::{Inputs, Want};
-use crate::input::session::{SessionInfo, FORMAT, IMAGES, SAMPLES, SESSION};
+use crate::input::session::{IMAGES, SAMPLES, SESSION};
 use crate::resolve::debugfile::{self, Ids};
 use crate::resolve::elf::ElfImage;
+use crate::tests::programs::session_info;
 use crate::view::annotate;
 use crate::view::report::{self, Report};
 use object::{Object, ObjectSegment, ObjectSymbol};
@@ -722,15 +723,8 @@ fn archived_build_ids_find_debug_files_on_the_host() {
     std::fs::remove_dir_all(sess.join("root")).unwrap();
     let bytes = std::fs::metadata(sess.join(SAMPLES)).unwrap().len();
     let info = |ids| {
-        let cpu_type = "timer".into();
-        let mut i = SessionInfo {
-            format: FORMAT,
-            cpu_type,
-            pointer_size: 4,
-            ..Default::default()
-        };
+        let mut i = session_info("timer", 4, bytes);
         i.debug_ids = ids;
-        i.totals.bytes = bytes;
         i
     };
     let recorded = [("/bin/prog".to_string(), kept.clone())]

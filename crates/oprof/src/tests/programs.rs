@@ -1,6 +1,8 @@
 //! Programs of the end-to-end tests: built with a cross gcc at test time, and the facts of their
-//! ELF files the tests check against, read with `object` independently of the code under test.
+//! ELF files the tests check against, read with `object` independently of the code under test;
+//! session directories of their streams.
 
+use crate::input::session::{SessionInfo, FORMAT, IMAGES, SAMPLES, SESSION};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -133,4 +135,33 @@ pub(crate) fn return_address_of_bl(
         })
         .map(|a| a + 4)
         .expect("bl to target")
+}
+
+/// The session.json of a test session: `cpu_type`, words of `pointer_size` bytes, a samples
+/// file of `bytes` bytes; the rest as `SessionInfo::default()`.
+pub(crate) fn session_info(cpu_type: &str, pointer_size: usize, bytes: u64) -> SessionInfo {
+    let mut info = SessionInfo {
+        format: FORMAT,
+        cpu_type: cpu_type.into(),
+        pointer_size,
+        ..Default::default()
+    };
+    info.totals.bytes = bytes;
+    info
+}
+
+/// Writes the session directory `dir` (created) of the stream `samples` and the `images` file
+/// text, with [`session_info`]'s session.json.
+pub(crate) fn write_session(
+    dir: &Path,
+    samples: &[u8],
+    images: &str,
+    cpu_type: &str,
+    pointer_size: usize,
+) {
+    std::fs::create_dir(dir).unwrap();
+    std::fs::write(dir.join(SAMPLES), samples).unwrap();
+    std::fs::write(dir.join(IMAGES), images).unwrap();
+    let info = session_info(cpu_type, pointer_size, samples.len() as u64);
+    std::fs::write(dir.join(SESSION), serde_json::to_string(&info).unwrap()).unwrap();
 }
