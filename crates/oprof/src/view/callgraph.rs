@@ -147,11 +147,7 @@ pub fn render(entries: &[Entry], limit: usize, all: u64) -> String {
         "{:<9} {:>8}  {:<28} symbol name",
         "samples", "%", "image name"
     );
-    let n = if limit == 0 {
-        entries.len()
-    } else {
-        limit.min(entries.len())
-    };
+    let n = super::shown(entries.len(), limit);
     for e in &entries[..n] {
         let _ = writeln!(out, "{rule}");
         for a in &e.callers {

@@ -159,11 +159,7 @@ pub fn render(d: &Diff, limit: usize) -> String {
         "delta",
         if with_sym { "symbol  image" } else { "image" }
     ));
-    let n = if limit == 0 {
-        d.rows.len()
-    } else {
-        limit.min(d.rows.len())
-    };
+    let n = super::shown(d.rows.len(), limit);
     for r in &d.rows[..n] {
         let name = match &r.symbol {
             Some(s) => format!("{s}  {}", r.image),

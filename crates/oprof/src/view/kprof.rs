@@ -265,11 +265,7 @@ pub fn render(p: &Profile, limit: usize) -> String {
         "Text: {:#x}..{:#x} (_stext.._etext), {} bytes per slot",
         p.base, p.end, p.granularity
     );
-    let n = if limit == 0 {
-        p.symbols.len()
-    } else {
-        limit.min(p.symbols.len())
-    };
+    let n = super::shown(p.symbols.len(), limit);
     let _ = writeln!(out, "{:<9} {:>6} {:>6}  symbol name", "ticks", "%", "%text");
     for r in &p.symbols[..n] {
         let _ = writeln!(

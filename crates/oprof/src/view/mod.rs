@@ -12,3 +12,12 @@ pub mod percent;
 pub mod points;
 pub mod pprof;
 pub mod report;
+
+/// How many of `len` rows a view shows with `-n limit`: all for 0, else at most `limit`.
+pub fn shown(len: usize, limit: usize) -> usize {
+    if limit == 0 {
+        len
+    } else {
+        limit.min(len)
+    }
+}

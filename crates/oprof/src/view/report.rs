@@ -680,11 +680,7 @@ fn render_table(
         s
     };
     let head: Vec<String> = labels.iter().map(|(h, _)| h.to_string()).collect();
-    let n = if limit == 0 {
-        rows.len()
-    } else {
-        limit.min(rows.len())
-    };
+    let n = super::shown(rows.len(), limit);
     if r.counters.len() > 1 {
         // One `samples %` pair per counter, as opreport with several events.
         let mut h = String::new();
