@@ -15,7 +15,7 @@ APT_PKGS=(rustc-web rust-web-src rust-web-clippy clang-19 lld-19 llvm-19 libclan
           python3 pyflakes3 ca-certificates
           mtools u-boot-tools fdisk dkms   # make image (FAT, boot.scr, sfdisk), the DKMS test
           time                             # make bench: /usr/bin/time (wall time, peak RSS)
-          golang-go)                       # `go tool pprof`: the pprof output test (tests_pprof.rs)
+          golang-go)                       # `go tool pprof`: the pprof output test (src/tests/pprof.rs)
 
 sources_ok() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&
@@ -104,7 +104,7 @@ main() {
             -t bookworm-backports qemu-system-arm
     fi
     # qemu-user (qemu-arm): runs armhf test programs on the host; the unwinder's tests
-    # (crates/oprof/src/unwind/tests.rs) capture real stacks with it. Same version as above.
+    # (crates/oprof/src/resolve/unwind/tests.rs) capture real stacks with it. Same version as above.
     if [ -z "$(missing_pkgs qemu-user)" ] && qemu-arm --version | grep -q 'version 10'; then :; else
         need_root; apt_update
         step "apt-get install -t bookworm-backports qemu-user"

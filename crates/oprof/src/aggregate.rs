@@ -14,8 +14,8 @@
 //! follow the pattern, or a candidate that was not a real CPU_SWITCH record), the whole stream
 //! is decoded again sequentially, so the result is always the sequential decoder's.
 
+use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::Space;
-use crate::stream::{self, ChainState, Role, SampleCtx};
 use anyhow::{anyhow, Context, Result};
 use oprofile_common::event::{code, escape_code, DecodeError, Decoder, Record, MAX_RECORD_WORDS};
 use std::collections::{BTreeMap, HashMap};
@@ -797,7 +797,7 @@ pub fn from_words(words: &[u64], word_bytes: usize, opts: Options) -> Result<Agg
 }
 
 /// Opens the stream file `path` for [`read`], checking the word size and (for a regular file)
-/// that it holds whole words, with the errors of [`crate::stream::Stream::read`].
+/// that it holds whole words, with the errors of [`crate::input::stream::Stream::read`].
 pub fn open(path: &Path, word_bytes: usize) -> Result<std::fs::File> {
     let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let meta = f

@@ -7,6 +7,7 @@ use std::path::Path;
 
 mod common;
 use common::{oprof_status, words};
+use oprof::fixtures::noise;
 
 /// A stream as the module writes one: a pass on CPU 0 with two kernel samples of counter 0.
 fn good() -> Vec<Record> {
@@ -27,19 +28,6 @@ fn good() -> Vec<Record> {
             event: 0,
         },
     ]
-}
-
-/// Deterministic noise (xorshift64).
-fn noise(n: usize) -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Runs `oprof ARGS` and checks the refusal: status 2, one line naming `file` and `offset`.

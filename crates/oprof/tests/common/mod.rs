@@ -1,20 +1,9 @@
-//! What the integration tests share: streams made of records, and running the `oprof` binary.
+//! What the integration tests share: streams made of records (the crate's [`oprof::fixtures`],
+//! which the unit tests use too), and running the `oprof` binary.
 
-use oprofile_common::event::Record;
 use std::process::Command;
 
-/// `records` as a 32-bit little-endian stream (ARM32's `/dev/oprofile/buffer`).
-pub fn words(records: &[Record]) -> Vec<u8> {
-    let mut out = vec![];
-    for r in records {
-        let mut w = [0usize; 7];
-        let n = r.encode(&mut w).unwrap();
-        for x in &w[..n] {
-            out.extend_from_slice(&(*x as u32).to_le_bytes());
-        }
-    }
-    out
-}
+pub use oprof::fixtures::bytes32 as words;
 
 /// Runs `oprof ARGS`: whether it succeeded, its stdout and its stderr.
 #[allow(dead_code)]

@@ -1,0 +1,371 @@
+//! Session directories: what `oprof record -o DIR` writes and `oprof report DIR` reads.
+//!
+//! | file | content |
+//! |---|---|
+//! | `samples` | the raw `/dev/oprofile/buffer` stream (native words, `pointer_size` bytes) |
+//! | `images` | `/dev/oprofile/images` after the session (image id → target path) |
+//! | `proc_modules` | `/proc/modules` after the session |
+//! | `module_sections` | `NAME SECTION 0xADDR` from `/sys/module/*/sections/*` |
+//! | `kallsyms` | `/proc/kallsyms` (kernel and module symbols without vmlinux or `.ko`) |
+//! | `stats.json` | every `/dev/oprofile/stats` file, `{"cpu0/sample_received": N, ...}` |
+//! | `session.json` | [`SessionInfo`] |
+//! | `kpdata` | `/dev/oprofile/kprof/kpdata` (`--kprof`) |
+//! | `profile_points` | `/dev/oprofile/profile_points` (`--points`) |
+//! | `root/` | `--archive`: copies of the sampled user images and `.ko` files at their target paths |
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `oprof record`'s and `oprof report`'s default directory (like `perf.data`).
+pub const DEFAULT_DIR: &str = "oprofile_data";
+pub const SAMPLES: &str = "samples";
+pub const IMAGES: &str = "images";
+pub const PROC_MODULES: &str = "proc_modules";
+pub const MODULE_SECTIONS: &str = "module_sections";
+pub const KALLSYMS: &str = "kallsyms";
+pub const STATS: &str = "stats.json";
+pub const SESSION: &str = "session.json";
+pub const KPDATA: &str = "kpdata";
+pub const PROFILE_POINTS: &str = "profile_points";
+pub const ROOT: &str = "root";
+/// Format version of `session.json`.
+pub const FORMAT: u32 = 1;
+
+/// The running kernel (`uname`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// `uname -r`.
+    pub release: String,
+    /// `uname -v`.
+    pub version: String,
+    /// `uname -m`.
+    pub machine: String,
+    /// `uname -n`.
+    pub nodename: String,
+}
+
+/// One hardware counter of the session (absent in timer mode).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CounterInfo {
+    /// Counter number (the samples' event word).
+    pub counter: u32,
+    /// Event name, e.g. `CPU_CYCLES`.
+    pub event: String,
+    /// Event number written to `N/event`.
+    pub event_number: u32,
+    /// Sampling period in events (`N/count`); 0 = counting only.
+    pub count: u64,
+    pub unit_mask: u64,
+    pub kernel: bool,
+    pub user: bool,
+    /// `N/total`: events counted in the session.
+    pub total: Option<u64>,
+}
+
+/// The oprofilefs settings in force (read back after writing them).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Settings {
+    /// Event buffer size, words.
+    pub buffer_size: u64,
+    /// Words left free when the reader is woken.
+    pub buffer_watershed: u64,
+    /// Per-CPU ring size, samples.
+    pub cpu_buffer_size: u64,
+    /// Frames recorded per sample.
+    pub backtrace_depth: u64,
+    /// Bytes of user stack copied per traced sample (0: none; sessions before it: 0).
+    #[serde(default)]
+    pub user_stack_size: u64,
+}
+
+/// A point in time: Unix nanoseconds and the same as UTC text.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Time {
+    pub unix_ns: u64,
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    pub utc: String,
+}
+
+impl Time {
+    pub fn now() -> Time {
+        let ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        Time {
+            unix_ns: ns,
+            utc: utc(ns),
+        }
+    }
+}
+
+/// `unix_ns` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (proleptic Gregorian, H. Hinnant's `civil_from_days`).
+pub fn utc(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let ms = (unix_ns / 1_000_000) % 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Sample totals of the session.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Totals {
+    /// Samples in `samples` (call-chain entries are not samples).
+    pub samples: u64,
+    /// Sum of `stats/cpuN/sample_received`: samples taken.
+    pub sample_received: u64,
+    /// Samples taken but lost (see [`Losses`]).
+    pub lost: u64,
+    /// Sampling periods never sampled (`sample_lost_no_irq`, `sample_lost_overrun`: see
+    /// [`Losses`]).
+    pub not_taken: u64,
+    /// Bytes of `samples`.
+    pub bytes: u64,
+    /// `read`s of `buffer` that returned data.
+    pub reads: u64,
+}
+
+/// `session.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// Version of the `oprof` that recorded.
+    pub oprof_version: String,
+    /// `/dev/oprofile/cpu_type`.
+    pub cpu_type: String,
+    /// `/dev/oprofile/pointer_size`: bytes per word of `samples`.
+    pub pointer_size: usize,
+    pub kernel: KernelInfo,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// Hardware counters; empty in timer mode.
+    pub counters: Vec<CounterInfo>,
+    /// Timer mode: samples per second per CPU (module parameter `timer_hz`).
+    pub timer_hz: Option<u64>,
+    pub settings: Settings,
+    pub start: Time,
+    pub stop: Time,
+    pub duration_ns: u64,
+    /// The profiled command (`-- CMD ARGS`), if any.
+    pub command: Option<Vec<String>>,
+    /// Its exit status (128 + signal number when killed).
+    pub exit_status: Option<i32>,
+    /// What ended the session: `command`, `duration`, `SIGINT`, `SIGTERM`, `reader error`.
+    pub ended_by: String,
+    /// `oprof`'s own command line.
+    pub command_line: Vec<String>,
+    pub totals: Totals,
+    /// Kernel modules whose `.ko` was found on the target: name → target path.
+    #[serde(default)]
+    pub modules: BTreeMap<String, String>,
+    /// Whether `root/` holds copies of the images (`--archive`).
+    #[serde(default)]
+    pub archive: bool,
+    /// `--kprof`: the `kprof/kpctl` settings (`hz`, `granularity`, `text`, ...).
+    #[serde(default)]
+    pub kprof: Option<BTreeMap<String, String>>,
+    /// Notes (e.g. kallsyms hidden by kptr_restrict).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// `--archive`: build-id and `.gnu_debuglink` of each archived image, by target path, so
+    /// that a host finds their debug files (the board has none) and can tell a different copy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub debug_ids: BTreeMap<String, crate::resolve::debugfile::Ids>,
+}
+
+/// Samples taken and lost, from a `stats.json` map (the accounting of
+/// `Documentation/oprofilefs.rst`: taken = in the stream + lost), and the periods never sampled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Sum of `cpuN/sample_received`.
+    pub received: u64,
+    /// `cpuN/sample_lost_overflow`, `cpuN/sample_invalid_eip` (also perf overflows that came
+    /// without registers), `cpuN/sample_lost_nmi_overflow`, `cpuN/sample_lost_nmi_task`,
+    /// `sample_lost_no_mm`, `sample_lost_no_mapping`, `event_lost_overflow`.
+    pub lost: u64,
+    /// The global `sample_lost_no_irq` and `sample_lost_overrun`: sampling periods that passed
+    /// without a sample (no overflow interrupt; an interrupt, or in timer mode an hrtimer tick,
+    /// more than a period late), which are no samples taken. `cpuN/sample_lost_overrun` and
+    /// `N/sample_lost_*` split the same periods by CPU and by counter: not added again.
+    pub not_taken: u64,
+}
+
+impl Losses {
+    pub fn of(stats: &BTreeMap<String, u64>) -> Losses {
+        let mut l = Losses::default();
+        for (k, &v) in stats {
+            let leaf = k.rsplit('/').next().unwrap_or(k);
+            let per_cpu = k.starts_with("cpu") && k.contains('/');
+            let global = !k.contains('/');
+            match leaf {
+                "sample_received" if per_cpu => l.received += v,
+                "sample_lost_overflow"
+                | "sample_invalid_eip"
+                | "sample_lost_nmi_overflow"
+                | "sample_lost_nmi_task"
+                    if per_cpu =>
+                {
+                    l.lost += v
+                }
+                "sample_lost_no_mm" | "sample_lost_no_mapping" | "event_lost_overflow"
+                    if global =>
+                {
+                    l.lost += v
+                }
+                "sample_lost_no_irq" | "sample_lost_overrun" if global => l.not_taken += v,
+                _ => {}
+            }
+        }
+        l
+    }
+}
+
+/// A session directory opened for reading.
+#[derive(Debug)]
+pub struct Session {
+    pub dir: PathBuf,
+    pub info: SessionInfo,
+}
+
+impl Session {
+    /// Whether `dir` looks like a session directory (has `session.json` or `samples`).
+    pub fn is_session(dir: &Path) -> bool {
+        dir.join(SESSION).is_file() || dir.join(SAMPLES).is_file()
+    }
+
+    /// Opens `dir`: reads `session.json`. Errors name the file.
+    pub fn open(dir: &Path) -> Result<Session> {
+        let p = dir.join(SESSION);
+        let text = std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "{}: not a session directory (reading {SESSION})",
+                dir.display()
+            )
+        })?;
+        let info: SessionInfo = serde_json::from_str(&text)
+            .with_context(|| format!("{}: bad session file", p.display()))?;
+        Ok(Session {
+            dir: dir.to_path_buf(),
+            info,
+        })
+    }
+
+    /// `dir/name` if that file exists.
+    pub fn file(&self, name: &str) -> Option<PathBuf> {
+        let p = self.dir.join(name);
+        p.is_file().then_some(p)
+    }
+
+    /// `dir/root` if `--archive` filled it.
+    pub fn archive_root(&self) -> Option<PathBuf> {
+        let p = self.dir.join(ROOT);
+        p.is_dir().then_some(p)
+    }
+
+    /// Whether the running system is the one that recorded (same kernel release, version,
+    /// machine and node name): then the target paths in the session are this system's files.
+    pub fn recorded_here(&self, here: &KernelInfo) -> bool {
+        !self.info.kernel.release.is_empty() && self.info.kernel == *here
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_text() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc(951_782_400_123_000_000), "2000-02-29T00:00:00.123Z");
+        assert_eq!(utc(1_700_000_000_999_999_999), "2023-11-14T22:13:20.999Z");
+        assert_eq!(utc(4_107_542_399_000_000_000), "2100-02-28T23:59:59.000Z");
+    }
+
+    #[test]
+    fn losses_follow_the_accounting() {
+        let st: BTreeMap<String, u64> = [
+            ("cpu0/sample_received", 100),
+            ("cpu1/sample_received", 50),
+            ("cpu0/sample_lost_overflow", 3),
+            ("cpu1/sample_invalid_eip", 1),
+            ("cpu0/backtrace_aborted", 7),
+            ("sample_lost_no_mm", 2),
+            ("sample_lost_no_mapping", 1),
+            ("event_lost_overflow", 4),
+            ("bt_lost_no_mapping", 9),
+            ("sample_lost_no_irq", 5),
+            ("sample_lost_overrun", 6),
+            // The same periods by CPU and by counter, and readings rejected: no losses.
+            ("cpu0/sample_lost_overrun", 2),
+            ("cpu1/sample_lost_overrun", 4),
+            ("0/sample_lost_overrun", 6),
+            ("0/sample_lost_no_irq", 5),
+            ("0/event_throttled", 3),
+            ("0/event_read_rejected", 1),
+            ("event_read_rejected", 1),
+            ("period_ns", 1_000_000),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(
+            Losses::of(&st),
+            Losses {
+                received: 150,
+                lost: 11,
+                not_taken: 11
+            }
+        );
+    }
+
+    #[test]
+    fn session_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!Session::is_session(dir.path()));
+        let e = format!("{:#}", Session::open(dir.path()).unwrap_err());
+        assert!(e.contains("not a session directory"), "{e}");
+        let info = SessionInfo {
+            format: FORMAT,
+            cpu_type: "timer".into(),
+            pointer_size: 4,
+            ..Default::default()
+        };
+        std::fs::write(
+            dir.path().join(SESSION),
+            serde_json::to_string(&info).unwrap(),
+        )
+        .unwrap();
+        let s = Session::open(dir.path()).unwrap();
+        assert_eq!(
+            (s.info.cpu_type.as_str(), s.info.pointer_size),
+            ("timer", 4)
+        );
+        assert!(s.file(SAMPLES).is_none() && s.archive_root().is_none());
+        assert!(
+            !s.recorded_here(&KernelInfo::default()),
+            "an unknown kernel is not this one"
+        );
+        std::fs::write(dir.path().join(SESSION), "{").unwrap();
+        assert!(
+            format!("{:#}", Session::open(dir.path()).unwrap_err()).contains("bad session file")
+        );
+    }
+}

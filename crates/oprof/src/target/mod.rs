@@ -1,0 +1,7 @@
+//! The target side: [`record`] profiles the system and writes a session directory, through
+//! [`system`] (oprofilefs, the module, the mount); [`events`] knows the hardware events of each
+//! `cpu_type` and places them on counters (`oprof events`, `oprof setup`).
+
+pub mod events;
+pub mod record;
+pub mod system;

@@ -1,0 +1,518 @@
+//! The target system as `oprof record` uses it: oprofilefs files, loading the module, mounting
+//! oprofilefs, and putting the system back as it was (like `opcontrol --init`/`--deinit`).
+//!
+//! oprofilefs files are written as one `write(2)` of `VALUE\n` at offset 0 (the filesystem
+//! takes nothing else, see `Documentation/oprofilefs.rst`); errors name the file and the value.
+
+use crate::input::session::KernelInfo;
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Where `opcontrol` and the README mount oprofilefs.
+pub const OPROFILEFS: &str = "/dev/oprofile";
+/// The module's name (legacy tools match it: `lsmod | grep oprofile`).
+pub const MODULE: &str = "oprofile";
+
+/// `uname(2)` of the running kernel (empty fields if it fails).
+pub fn uname() -> KernelInfo {
+    // SAFETY: `utsname` is plain old data; all-zero is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `utsname`.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return KernelInfo::default();
+    }
+    let s = |f: &[libc::c_char]| {
+        let b: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    KernelInfo {
+        release: s(&u.release),
+        version: s(&u.version),
+        machine: s(&u.machine),
+        nodename: s(&u.nodename),
+    }
+}
+
+/// Whether the effective user is root (opening `buffer` needs CAP_SYS_ADMIN, loading the module
+/// CAP_SYS_MODULE, mounting CAP_SYS_ADMIN).
+pub fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Number of CPUs in a `/sys/devices/system/cpu/online`-style list (`0-1,3`).
+pub fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0usize;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            None => {
+                let a = part.parse::<usize>().ok()?;
+                (a, a)
+            }
+        };
+        n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
+    }
+    Some(n)
+}
+
+/// Online CPUs of the running system.
+pub fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(&s))
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1)
+}
+
+/// Whether a `/proc/modules` text lists module `name`.
+pub fn modules_has(proc_modules: &str, name: &str) -> bool {
+    proc_modules
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(name))
+}
+
+/// Whether a `/proc/mounts` text has a mount of type `fstype` at `dir`.
+pub fn mounts_has(mounts: &str, dir: &Path, fstype: &str) -> bool {
+    let want = dir.to_string_lossy().replace(' ', "\\040");
+    mounts.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() >= 3 && f[1] == want && f[2] == fstype
+    })
+}
+
+/// The last kernel log line containing `tag` (e.g. `"oprofile: "`), the text after the tag:
+/// the module logs why it rejected a `buffer` open (EINVAL). `None` if the log cannot be read.
+pub fn last_kernel_message(tag: &str) -> Option<String> {
+    const SYSLOG_ACTION_READ_ALL: libc::c_int = 3;
+    const SYSLOG_ACTION_SIZE_BUFFER: libc::c_int = 10;
+    // SAFETY: SIZE_BUFFER ignores the buffer arguments.
+    let size = unsafe { libc::klogctl(SYSLOG_ACTION_SIZE_BUFFER, std::ptr::null_mut(), 0) };
+    let len = usize::try_from(size).ok().filter(|&n| n > 0)?;
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` is writable for `size` bytes.
+    let n = unsafe { libc::klogctl(SYSLOG_ACTION_READ_ALL, buf.as_mut_ptr().cast(), size) };
+    buf.truncate(usize::try_from(n).ok()?);
+    let text = String::from_utf8_lossy(&buf);
+    text.lines()
+        .rev()
+        .find_map(|l| l.find(tag).map(|i| l[i + tag.len()..].trim().to_string()))
+}
+
+/// A mounted oprofilefs: reads and writes its files, remembering the original value of every
+/// setting written with [`Fs::set`] so that [`Fs::restore`] can put it back.
+#[derive(Debug)]
+pub struct Fs {
+    pub dir: PathBuf,
+    /// (file, original value) in first-write order.
+    saved: Vec<(String, String)>,
+}
+
+impl Fs {
+    pub fn new(dir: &Path) -> Fs {
+        Fs {
+            dir: dir.to_path_buf(),
+            saved: vec![],
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn exists(&self, name: &str) -> bool {
+        self.path(name).exists()
+    }
+
+    /// The file's bytes. Errors name the file.
+    pub fn read_bytes(&self, name: &str) -> Result<Vec<u8>> {
+        let p = self.path(name);
+        let mut v = vec![];
+        std::fs::File::open(&p)
+            .and_then(|mut f| f.read_to_end(&mut v))
+            .with_context(|| format!("reading {}", p.display()))?;
+        Ok(v)
+    }
+
+    /// The file's first line without surrounding whitespace (settings are one line).
+    pub fn read(&self, name: &str) -> Result<String> {
+        let b = self.read_bytes(name)?;
+        Ok(String::from_utf8_lossy(&b)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string())
+    }
+
+    /// The file as a decimal number.
+    pub fn read_u64(&self, name: &str) -> Result<u64> {
+        let t = self.read(name)?;
+        t.parse()
+            .map_err(|_| anyhow!("{}: not a number: {t:?}", self.path(name).display()))
+    }
+
+    /// Writes `value` + newline in one `write(2)`. Errors name the file and the value.
+    pub fn write(&self, name: &str, value: &str) -> Result<()> {
+        let p = self.path(name);
+        let data = format!("{value}\n");
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .and_then(|mut f| f.write(data.as_bytes()));
+        match r {
+            Ok(n) if n == data.len() => Ok(()),
+            Ok(n) => bail!(
+                "writing {value} to {}: short write ({n} of {} bytes)",
+                p.display(),
+                data.len()
+            ),
+            Err(e) => {
+                let why = match e.raw_os_error() {
+                    Some(libc::EINVAL) => " (value rejected: out of range or invalid, see Documentation/oprofilefs.rst)",
+                    Some(libc::EBUSY) => " (profiling is running: another session has /dev/oprofile/buffer open)",
+                    _ => "",
+                };
+                Err(anyhow!("writing {value} to {}: {e}{why}", p.display()))
+            }
+        }
+    }
+
+    /// Writes a setting, first saving its current value for [`Fs::restore`].
+    pub fn set(&mut self, name: &str, value: u64) -> Result<()> {
+        if !self.saved.iter().any(|(n, _)| n == name) {
+            let old = self.read(name)?;
+            self.saved.push((name.to_string(), old));
+        }
+        self.write(name, &value.to_string())
+    }
+
+    /// Writes back every setting [`Fs::set`] changed, in reverse order; all are tried, the
+    /// first error is returned.
+    pub fn restore(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        while let Some((name, old)) = self.saved.pop() {
+            if let Err(e) = self.write(&name, &old) {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    /// Every number under `stats/`, keyed by its path below `stats/` (`cpu0/sample_received`).
+    pub fn stats(&self) -> Result<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        let root = self.path("stats");
+        let mut dirs = vec![root.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
+                let p = e
+                    .with_context(|| format!("reading {}", d.display()))?
+                    .path();
+                if p.is_dir() {
+                    dirs.push(p);
+                    continue;
+                }
+                let rel = p
+                    .strip_prefix(&root)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .into_owned();
+                let t = std::fs::read_to_string(&p)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                let v = t
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("{}: not a number: {:?}", p.display(), t.trim()))?;
+                out.insert(rel, v);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `finit_module(2)` of the `.ko` at `path` with `params` (`name=value` words). Loading a
+/// module already loaded is not an error. Errors name the file and explain the usual errnos.
+pub fn insmod(path: &Path, params: &str) -> Result<()> {
+    let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let cparams =
+        CString::new(params).map_err(|_| anyhow!("module parameters contain a NUL byte"))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid fd and a NUL-terminated string; flags 0.
+    let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), cparams.as_ptr(), 0) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    let why = match e.raw_os_error() {
+        Some(libc::EEXIST) => return Ok(()),
+        Some(libc::ENOEXEC) => {
+            " (invalid module format: built for another kernel or architecture? see dmesg)"
+        }
+        Some(libc::EINVAL) => " (rejected: bad parameter or symbol mismatch, see dmesg)",
+        Some(libc::EPERM) => " (loading modules needs root / CAP_SYS_MODULE)",
+        _ => "",
+    };
+    bail!("loading {}: {e}{why}", path.display())
+}
+
+/// `delete_module(2)` of `name` (non-blocking: EBUSY while in use).
+pub fn rmmod(name: &str) -> Result<()> {
+    let c = CString::new(name).map_err(|_| anyhow!("module name contains a NUL byte"))?;
+    // SAFETY: a NUL-terminated name and flags.
+    let r = unsafe { libc::syscall(libc::SYS_delete_module, c.as_ptr(), libc::O_NONBLOCK) };
+    if r != 0 {
+        bail!(
+            "unloading module {name}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// `modprobe NAME PARAMS...`; the error is modprobe's first line of stderr (or why it could not
+/// run).
+pub fn modprobe(name: &str, params: &[String]) -> std::result::Result<(), String> {
+    match std::process::Command::new("modprobe")
+        .arg(name)
+        .args(params)
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            Err(err
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .map_or_else(|| o.status.to_string(), |l| l.trim().to_string()))
+        }
+        Err(e) => Err(format!("cannot run modprobe: {e}")),
+    }
+}
+
+fn errno_result(r: libc::c_int) -> std::io::Result<()> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn cpath(p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| anyhow!("{}: path contains a NUL byte", p.display()))
+}
+
+/// How to get the module and the filesystem ready.
+#[derive(Debug, Clone, Default)]
+pub struct Want {
+    /// oprofilefs mount point.
+    pub dir: PathBuf,
+    /// `--module PATH`: the `.ko` to load; default: `modprobe oprofile`, then `oprofile.ko`
+    /// beside the running binary.
+    pub module: Option<PathBuf>,
+    /// Module parameters when it is loaded here (`timer=1` for timer mode).
+    pub params: Vec<String>,
+}
+
+/// The module and oprofilefs, set up by [`System::acquire`] and put back as found by
+/// [`System::release`] (also on drop): settings restored, and only what was done here undone
+/// (unmount, remove the mount point directory, unload).
+#[derive(Debug)]
+pub struct System {
+    pub fs: Fs,
+    /// The module was loaded here.
+    pub loaded: bool,
+    /// The `.ko` loaded here, if loaded from a file.
+    pub module_path: Option<PathBuf>,
+    mounted: bool,
+    created_dir: bool,
+}
+
+impl System {
+    /// Loads the module if `/proc/modules` does not list it, and mounts oprofilefs at `want.dir`
+    /// if `/proc/mounts` has no oprofilefs there. Errors: one line saying what failed and why.
+    pub fn acquire(want: &Want) -> Result<System> {
+        let mut sys = System {
+            fs: Fs::new(&want.dir),
+            loaded: false,
+            module_path: None,
+            mounted: false,
+            created_dir: false,
+        };
+        let modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
+        if !modules_has(&modules, MODULE) {
+            sys.module_path = load_module(want)?;
+            sys.loaded = true;
+        }
+        let mounts = std::fs::read_to_string("/proc/mounts").context("reading /proc/mounts")?;
+        if !mounts_has(&mounts, &want.dir, "oprofilefs") {
+            if let Err(e) = sys.mount() {
+                let _ = sys.release();
+                return Err(e);
+            }
+        }
+        Ok(sys)
+    }
+
+    fn mount(&mut self) -> Result<()> {
+        let dir = self.fs.dir.clone();
+        if !dir.exists() {
+            std::fs::create_dir(&dir).with_context(|| {
+                format!("creating the oprofilefs mount point {}", dir.display())
+            })?;
+            self.created_dir = true;
+        }
+        let (src, target, fstype) = (c"nodev", cpath(&dir)?, c"oprofilefs");
+        // SAFETY: NUL-terminated strings; no mount data.
+        errno_result(unsafe {
+            libc::mount(
+                src.as_ptr(),
+                target.as_ptr(),
+                fstype.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        })
+        .with_context(|| format!("mount -t oprofilefs nodev {}", dir.display()))?;
+        self.mounted = true;
+        Ok(())
+    }
+
+    /// Restores the settings, unmounts what was mounted here, removes the mount point created
+    /// here and unloads the module loaded here. Idempotent; errors are collected (all steps are
+    /// tried) and returned as lines.
+    pub fn release(&mut self) -> Vec<String> {
+        let mut errs = vec![];
+        if let Err(e) = self.fs.restore() {
+            errs.push(format!("{e:#}"));
+        }
+        if std::mem::take(&mut self.mounted) {
+            let r = cpath(&self.fs.dir).and_then(|c| {
+                // SAFETY: a NUL-terminated path.
+                errno_result(unsafe { libc::umount2(c.as_ptr(), 0) }).map_err(anyhow::Error::from)
+            });
+            if let Err(e) = r {
+                errs.push(format!("umount {}: {e:#}", self.fs.dir.display()));
+            }
+        }
+        if std::mem::take(&mut self.created_dir) {
+            if let Err(e) = std::fs::remove_dir(&self.fs.dir) {
+                errs.push(format!("removing {}: {e}", self.fs.dir.display()));
+            }
+        }
+        if std::mem::take(&mut self.loaded) {
+            if let Err(e) = rmmod(MODULE) {
+                errs.push(format!("{e:#}"));
+            }
+        }
+        errs
+    }
+}
+
+impl Drop for System {
+    fn drop(&mut self) {
+        for e in self.release() {
+            eprintln!("oprof: warning: {e}");
+        }
+    }
+}
+
+/// Loads the module (see [`Want::module`]); returns the `.ko` path when loaded from a file.
+fn load_module(want: &Want) -> Result<Option<PathBuf>> {
+    let params = want.params.join(" ");
+    if let Some(p) = &want.module {
+        insmod(p, &params).context("cannot load the oprofile module")?;
+        return Ok(Some(p.clone()));
+    }
+    let probe = match modprobe(MODULE, &want.params) {
+        Ok(()) => return Ok(None),
+        Err(e) => e,
+    };
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("oprofile.ko")));
+    match beside {
+        Some(ko) if ko.is_file() => {
+            insmod(&ko, &params).context("cannot load the oprofile module")?;
+            Ok(Some(ko))
+        }
+        Some(ko) => bail!(
+            "cannot load the oprofile module: `modprobe oprofile` failed ({probe}) and there is no {} beside oprof; give --module PATH",
+            ko.display()
+        ),
+        None => bail!("cannot load the oprofile module: `modprobe oprofile` failed ({probe}); give --module PATH"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers() {
+        assert_eq!(count_cpu_list("0-1\n"), Some(2));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,5,7-8"), Some(7));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+        let pm = "oprofile 65536 0 - Live 0xbf000000 (O)\noprofile_x 1 0 - Live 0x0\n";
+        assert!(
+            modules_has(pm, "oprofile")
+                && !modules_has(pm, "oprof")
+                && modules_has(pm, "oprofile_x")
+        );
+        let m = "proc /proc proc rw 0 0\nnodev /dev/oprofile oprofilefs rw,relatime 0 0\nx /a\\040b tmpfs rw 0 0\n";
+        assert!(mounts_has(m, Path::new("/dev/oprofile"), "oprofilefs"));
+        assert!(!mounts_has(m, Path::new("/dev/oprofile"), "tmpfs"));
+        assert!(!mounts_has(m, Path::new("/mnt"), "oprofilefs"));
+        assert!(mounts_has(m, Path::new("/a b"), "tmpfs"));
+    }
+
+    #[test]
+    fn fs_set_and_restore() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("0")).unwrap();
+        std::fs::write(d.path().join("buffer_size"), "131072\n").unwrap();
+        std::fs::write(d.path().join("0/count"), "0\n").unwrap();
+        let mut fs = Fs::new(d.path());
+        fs.set("buffer_size", 262144).unwrap();
+        fs.set("0/count", 100000).unwrap();
+        fs.set("buffer_size", 4096).unwrap();
+        assert_eq!(fs.read_u64("buffer_size").unwrap(), 4096);
+        assert_eq!(fs.read("0/count").unwrap(), "100000");
+        fs.restore().unwrap();
+        assert_eq!(
+            fs.read_u64("buffer_size").unwrap(),
+            131072,
+            "the value before the first set"
+        );
+        assert_eq!(fs.read_u64("0/count").unwrap(), 0);
+        let e = format!("{:#}", fs.set("nope", 1).unwrap_err());
+        assert!(e.contains("reading") && e.contains("nope"), "{e}");
+        let e = format!("{:#}", fs.write("1/count", "5").unwrap_err());
+        assert!(
+            e.starts_with("writing 5 to ") && e.contains("1/count"),
+            "{e}"
+        );
+        std::fs::create_dir_all(d.path().join("stats/cpu0")).unwrap();
+        std::fs::write(d.path().join("stats/cpu0/sample_received"), "12\n").unwrap();
+        std::fs::write(d.path().join("stats/event_lost_overflow"), "0\n").unwrap();
+        let st = fs.stats().unwrap();
+        assert_eq!(st.get("cpu0/sample_received"), Some(&12));
+        assert_eq!(st.get("event_lost_overflow"), Some(&0));
+        std::fs::write(d.path().join("stats/bad"), "x\n").unwrap();
+        assert!(format!("{:#}", fs.stats().unwrap_err()).contains("not a number"));
+    }
+}
