@@ -33,6 +33,7 @@ mod images;
 mod inputs;
 mod kallsyms;
 mod kprof;
+mod legacy;
 mod percent;
 mod points;
 mod pprof;
@@ -91,6 +92,9 @@ enum Cmd {
     /// session.json} (+ kpdata, profile_points, root/). `oprof report DIR` reads it.
     #[command(verbatim_doc_comment)]
     Record(record::RecordArgs),
+    /// Run a legacy OProfile 0.9.x command (opcontrol) with `lookup_dcookie` served from
+    /// /dev/oprofile/images (a seccomp supervisor; Documentation/legacy-client.rst).
+    Legacy(legacy::LegacyArgs),
     /// Print every record of a buffer stream with its byte offset.
     ///
     /// A stream that is not as the module writes one is refused (exit status 2) with the byte
@@ -425,6 +429,7 @@ fn main() {
 fn run(cli: Cli, argv: &[String]) -> Result<i32> {
     match cli.cmd {
         Cmd::Record(args) => return record::run(&args, argv),
+        Cmd::Legacy(args) => return legacy::run(&args),
         Cmd::Generate {
             what: Generate::Man { dir },
         } => {
