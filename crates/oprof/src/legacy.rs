@@ -20,7 +20,6 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 /// `AUDIT_ARCH_ARM` (`EM_ARM | __AUDIT_ARCH_LE`): ARM EABI tasks, arm64 compat tasks too.
@@ -60,16 +59,39 @@ pub struct LegacyArgs {
 /// Runs `args.command` under the filter and forks the supervisor; returns the command's exit
 /// status (`128 + signal` when killed).
 pub fn run(args: &LegacyArgs) -> Result<i32> {
-    let (program, rest) = args.command.split_first().context("no command given")?;
-    let (child, listener) = spawn_filtered(program, rest)?;
-    start_supervisor(listener, args)?;
-    let st = wait_child(child)?;
-    use std::os::unix::process::ExitStatusExt;
-    Ok(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)))
+    let pid = match spawn_filtered(args)? {
+        Spawned::Running(pid) => pid,
+        Spawned::ExecFailed(e) => {
+            let name = args.command[0].to_string_lossy();
+            eprintln!("oprof: error: running {name}: {e}");
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    wait_child(pid)
 }
 
-fn wait_child(mut child: std::process::Child) -> Result<std::process::ExitStatus> {
-    child.wait().context("waiting for the command")
+/// Waits for `pid`: its exit code, or `128 + signal` when a signal killed it.
+fn wait_child(pid: libc::pid_t) -> Result<i32> {
+    let mut st = 0;
+    loop {
+        // SAFETY: waits for our own child; `st` receives its status.
+        if unsafe { libc::waitpid(pid, &mut st, 0) } == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e).context("waiting for the command");
+        }
+    }
+    Ok(if libc::WIFEXITED(st) {
+        libc::WEXITSTATUS(st)
+    } else {
+        128 + libc::WTERMSIG(st)
+    })
 }
 
 /// `pipe2(O_CLOEXEC)`: (read end, write end).
@@ -116,86 +138,129 @@ fn bpf(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     }
 }
 
-/// Spawns CMD with the filter installed between fork and exec; returns the child and the
-/// filter's listener, taken from the child with `pidfd_getfd` before it executes CMD (the
-/// listener is `O_CLOEXEC`: CMD does not inherit it).
-fn spawn_filtered(program: &OsString, rest: &[OsString]) -> Result<(std::process::Child, OwnedFd)> {
-    let (mut info_r, info_w) = pipe()?;
-    let (ack_r, mut ack_w) = pipe()?;
-    let prog = filter_program();
-    let taker = std::thread::spawn(move || -> Result<OwnedFd> {
-        let mut info = [0u8; 8];
-        info_r
-            .read_exact(&mut info)
-            .context("the command's filter was not installed")?;
-        let pid = i32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
-        let fd = i32::from_ne_bytes([info[4], info[5], info[6], info[7]]);
-        let listener = take_fd(pid, fd)?;
-        ack_w
-            .write_all(b"k")
-            .context("acknowledging the listener")?;
-        Ok(listener)
-    });
-    let info_fd = info_w.as_raw_fd();
-    let ack_fd = ack_r.as_raw_fd();
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(rest);
-    // SAFETY: the closure runs in the forked child before exec and only makes system calls
-    // (no allocation, no lock): async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || install_in_child(&prog, info_fd, ack_fd));
-    }
-    let spawned = cmd.spawn();
-    drop(info_w); // the taker sees EOF if the child died before writing
-    let listener = taker
-        .join()
-        .map_err(|_| anyhow::anyhow!("listener thread panicked"))?;
-    drop(ack_r);
-    let child = spawned.with_context(|| format!("running {}", program.to_string_lossy()))?;
-    Ok((child, listener?))
+/// What [`spawn_filtered`] started.
+enum Spawned {
+    /// CMD runs (pid) under the filter, served by the supervisor.
+    Running(libc::pid_t),
+    /// The filter is installed but CMD could not be executed (the child has exited).
+    ExecFailed(std::io::Error),
 }
 
-/// In the child: installs the filter (with `no_new_privs` only if it is needed: without
-/// CAP_SYS_ADMIN), sends `(pid, listener fd)` and waits for the parent to have taken it.
-fn install_in_child(
+/// Forks, installs the filter in the child and executes CMD there; the listener is taken from
+/// the child with `pidfd_getfd` and the supervisor forked with it before the child executes CMD
+/// (the listener is `O_CLOEXEC`: CMD does not inherit it). Not `std::process::Command`: its
+/// fork path needs AF_UNIX sockets (a SOCK_SEQPACKET pair), which the guest kernels lack.
+fn spawn_filtered(args: &LegacyArgs) -> Result<Spawned> {
+    use std::os::unix::ffi::OsStrExt;
+    let argv = args
+        .command
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_bytes()).context("a NUL byte in the command"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let prog = filter_program();
+    let (mut info_r, info_w) = pipe()?;
+    let (ack_r, mut ack_w) = pipe()?;
+    // SAFETY: oprof is single-threaded; the child only makes system calls until it executes
+    // CMD or exits (`child` below).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()).context("fork");
+    }
+    if pid == 0 {
+        child(&prog, &ptrs, info_w.as_raw_fd(), ack_r.as_raw_fd());
+    }
+    drop((info_w, ack_r));
+    let mut info = [0u8; 8];
+    if let Err(e) = info_r.read_exact(&mut info) {
+        wait_child(pid)?;
+        return Err(e).context("the command's child ended before installing the filter");
+    }
+    let (status, value) = two_words(&info);
+    if status != 0 {
+        wait_child(pid)?;
+        let e = std::io::Error::from_raw_os_error(value);
+        return Err(e).context("installing the seccomp filter (CONFIG_SECCOMP_FILTER?)");
+    }
+    let ours = [info_r.as_raw_fd(), ack_w.as_raw_fd()];
+    start_supervisor(take_fd(pid, value)?, args, &ours)?;
+    ack_w
+        .write_all(b"k")
+        .context("acknowledging the listener")?;
+    // Then the pipe stays empty (EOF at exec) unless exec fails: its errno.
+    let mut err = [0u8; 4];
+    match info_r.read_exact(&mut err) {
+        Ok(()) => {
+            wait_child(pid)?;
+            Ok(Spawned::ExecFailed(std::io::Error::from_raw_os_error(
+                i32::from_ne_bytes(err),
+            )))
+        }
+        Err(_) => Ok(Spawned::Running(pid)),
+    }
+}
+
+fn two_words(b: &[u8; 8]) -> (i32, i32) {
+    (
+        i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+        i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
+    )
+}
+
+/// The forked child: installs the filter (with `no_new_privs` only if it is needed: without
+/// CAP_SYS_ADMIN), sends `(0, listener fd)` or `(1, errno)` on `info_fd`, waits for the parent
+/// to have taken the listener, executes CMD; if that fails, sends its errno and exits 127.
+fn child(
     prog: &[libc::sock_filter],
+    argv: &[*const libc::c_char],
     info_fd: RawFd,
     ack_fd: RawFd,
-) -> std::io::Result<()> {
+) -> ! {
+    let send = |a: i32, b: i32| {
+        let mut w = [0u8; 8];
+        w[..4].copy_from_slice(&a.to_ne_bytes());
+        w[4..].copy_from_slice(&b.to_ne_bytes());
+        // SAFETY: writes 8 bytes from `w`.
+        unsafe { libc::write(info_fd, w.as_ptr().cast(), 8) };
+    };
+    let errno = || {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL)
+    };
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
         filter: prog.as_ptr().cast_mut(),
     };
     let mut fd = seccomp_install(&fprog);
-    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EACCES) {
+    if fd < 0 && errno() == libc::EACCES {
         // SAFETY: prctl with integer arguments.
-        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
         fd = seccomp_install(&fprog);
     }
     if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+        send(1, errno());
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(126) };
     }
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() };
-    let mut info = [0u8; 8];
-    info[..4].copy_from_slice(&pid.to_ne_bytes());
-    info[4..].copy_from_slice(&(fd as i32).to_ne_bytes());
-    // SAFETY: writes 8 bytes from `info` to the pipe.
-    if unsafe { libc::write(info_fd, info.as_ptr().cast(), 8) } != 8 {
-        return Err(std::io::Error::last_os_error());
-    }
+    send(0, fd as i32);
     let mut ack = 0u8;
-    // SAFETY: reads at most 1 byte into `ack`.
-    if unsafe { libc::read(ack_fd, (&raw mut ack).cast(), 1) } != 1 {
-        return Err(std::io::Error::other(
-            "the supervisor did not take the listener",
-        ));
+    // SAFETY: reads at most 1 byte into `ack`; then closes our copy of the listener (the
+    // parent has its own) and executes CMD with a NULL-terminated argv of live CStrings.
+    unsafe {
+        if libc::read(ack_fd, (&raw mut ack).cast(), 1) != 1 {
+            libc::_exit(126);
+        }
+        libc::close(fd as RawFd);
+        libc::execvp(argv[0], argv.as_ptr());
     }
-    // SAFETY: `fd` is the listener this child opened; the parent holds its own copy.
-    unsafe { libc::close(fd as RawFd) };
-    Ok(())
+    let e = errno();
+    // SAFETY: writes 4 bytes from `e`, then ends the child.
+    unsafe {
+        libc::write(info_fd, e.to_ne_bytes().as_ptr().cast(), 4);
+        libc::_exit(127)
+    }
 }
 
 /// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, prog)`: the listener's
@@ -213,7 +278,7 @@ fn seccomp_install(fprog: &libc::sock_fprog) -> libc::c_long {
 }
 
 /// A copy of descriptor `fd` of process `pid` (`pidfd_open` + `pidfd_getfd`).
-fn take_fd(pid: i32, fd: i32) -> Result<OwnedFd> {
+fn take_fd(pid: libc::pid_t, fd: i32) -> Result<OwnedFd> {
     // SAFETY: plain system calls; the results are checked before use.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if pidfd < 0 {
@@ -231,9 +296,9 @@ fn take_fd(pid: i32, fd: i32) -> Result<OwnedFd> {
 }
 
 /// Forks the supervisor: a new session, stdin/stdout on /dev/null, stderr on the log or
-/// /dev/null; it serves `listener` until no process holds the filter, then exits. The parent
-/// keeps nothing of the listener.
-fn start_supervisor(listener: OwnedFd, args: &LegacyArgs) -> Result<()> {
+/// /dev/null, `close` closed (the parent's ends of its pipes to the child); it serves `listener`
+/// until no process holds the filter, then exits. The parent keeps nothing of the listener.
+fn start_supervisor(listener: OwnedFd, args: &LegacyArgs, close: &[RawFd]) -> Result<()> {
     let null = File::options()
         .read(true)
         .write(true)
@@ -249,8 +314,7 @@ fn start_supervisor(listener: OwnedFd, args: &LegacyArgs) -> Result<()> {
         ),
         None => None,
     };
-    // SAFETY: oprof is single-threaded here (the listener thread was joined); the child only
-    // continues with this thread's state.
+    // SAFETY: oprof is single-threaded; the child continues with this thread's state only.
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()).context("fork of the supervisor"),
         0 => {
@@ -261,6 +325,9 @@ fn start_supervisor(listener: OwnedFd, args: &LegacyArgs) -> Result<()> {
                 libc::dup2(null.as_raw_fd(), 0);
                 libc::dup2(null.as_raw_fd(), 1);
                 libc::dup2(err, 2);
+                for &fd in close {
+                    libc::close(fd);
+                }
             }
             let mut sup = Supervisor {
                 listener,
