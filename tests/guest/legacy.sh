@@ -4,7 +4,7 @@
 # as OProfile 0.9.9's daemon/opd_cookie.c does. ARMv7 kernels only (the arm64 fragment has no
 # CONFIG_SECCOMP_FILTER yet).
 . /tests/lib.sh
-plan 21
+plan 23
 echo 1 > /proc/sys/kernel/printk
 L="oprof legacy --log /tmp/legacy.log --"
 
