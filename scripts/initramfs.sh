@@ -26,6 +26,8 @@ chmod 0755 "$root"   # the guest "/" must be traversable by non-root
 install -m 0755 "$BUSYBOX" "$root/bin/busybox"
 "${CROSS}gcc" -static -O2 -Wall -Werror -o "$root/bin/optool" "$REPO/tests/guest/optool.c"
 "${CROSS}gcc" -static -O2 -Wall -Werror -pthread -o "$root/bin/opfuzz" "$REPO/tests/guest/opfuzz.c"
+# lookup_dcookie as OProfile 0.9.9 calls it (tests/guest/legacy.sh, under `oprof legacy`).
+"${CROSS}gcc" -static -O2 -Wall -Werror -o "$root/bin/dcookie" "$REPO/tests/guest/dcookie.c"
 # Profiled programs: frame pointers are what the user backtrace walker follows (armhf: ARM code,
 # -marm, whose frames are {fp, lr}; AArch64, which has no Thumb: frame records {x29, x30}).
 case "$KARCH" in

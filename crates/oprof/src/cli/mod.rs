@@ -13,6 +13,7 @@ mod setup;
 mod synth;
 
 use crate::input::validate;
+use crate::target::legacy::{self, LegacyArgs};
 use crate::target::record::{self, RecordArgs};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -40,6 +41,9 @@ enum Cmd {
     /// session.json} (+ kpdata, profile_points, root/). `oprof report DIR` reads it.
     #[command(verbatim_doc_comment)]
     Record(RecordArgs),
+    /// Run a legacy OProfile 0.9.x command (opcontrol) with `lookup_dcookie` served from
+    /// /dev/oprofile/images (a seccomp supervisor; Documentation/legacy-client.rst).
+    Legacy(LegacyArgs),
     /// Print every record of a buffer stream with its byte offset.
     ///
     /// A stream that is not as the module writes one is refused (exit status 2) with the byte
@@ -128,6 +132,7 @@ fn emit_json<T: serde::Serialize>(v: &T) -> Result<()> {
 pub fn run(cli: Cli, argv: &[String]) -> Result<i32> {
     match cli.cmd {
         Cmd::Record(args) => return record::run(&args, argv),
+        Cmd::Legacy(args) => return legacy::run(&args),
         Cmd::Generate { what } => generate::run(&what)?,
         Cmd::Decode(a) => decode::run(&a)?,
         Cmd::Synth(a) => synth::run(&a)?,
