@@ -87,8 +87,11 @@ impl Tree for Oprofile {
         root.file::<Buffer>(c"buffer", ())?;
         for (name, setting) in SETTINGS {
             root.file::<Rw<SettingFile>>(name, setting)?;
+            if setting == Setting::CpuBufferSize {
+                // Legacy creation order, which an unsorted `readdir` shows.
+                root.file::<CpuType>(c"cpu_type", ())?;
+            }
         }
-        root.file::<CpuType>(c"cpu_type", ())?;
         root.file::<Ro<PointerSize, 0o644>>(c"pointer_size", ())?;
         root.file::<Images>(c"images", ())?;
         root.file::<ProfilePoints>(c"profile_points", ())?;
