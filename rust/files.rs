@@ -4,9 +4,8 @@
 //! `oprofile_perf_create_files`): every file, one line each (the settings from [`SETTINGS`]), in
 //! [`Oprofile`]'s [`Tree::fill`], and the kinds of the files the profiler itself answers. Each
 //! kind gives its mode and the type of its id (which setting, CPU or counter a file shows,
-//! [`OpFile::Id`]). The layer is
-//! [`crate::oprofilefs`]; `Documentation/oprofilefs.rst` and `Documentation/ABI/` describe each
-//! file.
+//! [`OpFile::Id`]). The layer is [`crate::oprofilefs`]; `Documentation/oprofilefs.rst` and
+//! `Documentation/ABI/` describe each file.
 //!
 //! | file | mode | read | write |
 //! |---|---|---|---|

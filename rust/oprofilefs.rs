@@ -474,6 +474,9 @@ pub(crate) struct Dir<C> {
 }
 
 impl<C: Tree> Dir<C> {
+    /// Creates the entry `name` with permissions `mode`: a directory if `fops` is `None`, else a
+    /// file with those operations whose `i_private` is the word `id` (a [`FileId`], not a
+    /// pointer). Errors: `ENOMEM`.
     fn create(
         &self,
         name: &CStr,
@@ -481,7 +484,6 @@ impl<C: Tree> Dir<C> {
         fops: Option<&'static bindings::file_operations>,
         id: usize,
     ) -> Result<*mut bindings::dentry> {
-        // `id` becomes `i_private`: a plain word (`FileId`), not a pointer.
         // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
         // `'static`; the shim copies the name.
         let d = unsafe {
