@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The oprofilefs tree (legacy `oprofile_files.c`, `oprofile_stats.c`,
-//! `oprofile_perf_create_files`): every file, one line each, in [`Oprofile`]'s
-//! [`Tree::fill`], and the kinds of the files the profiler itself answers. The layer is
-//! [`crate::oprofilefs`]; `Documentation/oprofilefs.rst` and `Documentation/ABI/` describe each
-//! file.
+//! `oprofile_perf_create_files`): every file, one line each (the settings from [`SETTINGS`]), in
+//! [`Oprofile`]'s [`Tree::fill`], and the kinds of the files the profiler itself answers. Each
+//! kind gives its mode and the type of its id (which setting, CPU or counter a file shows,
+//! [`OpFile::Id`]). The layer is [`crate::oprofilefs`]; `Documentation/oprofilefs.rst` and
+//! `Documentation/ABI/` describe each file.
 //!
 //! | file | mode | read | write |
 //! |---|---|---|---|
@@ -54,7 +55,7 @@ use crate::event_buffer::WORD;
 use crate::kprof::{KpCtl, KpData};
 use crate::oprof::{Oprofile, Setting};
 use crate::oprofilefs::{
-    capable_sys_admin, read_bytes, Access, Dir, Key, OpFile, Open, Ro, Rw, Tree, Ulong,
+    capable_sys_admin, read_bytes, Access, Dir, FileId, OpFile, Open, Ro, Rw, Tree, Ulong,
     UlongSetting,
 };
 use crate::profile_point::ProfilePoints;
@@ -63,72 +64,87 @@ use kernel::fs::file::Offset;
 use kernel::prelude::*;
 use kernel::uaccess::UserSliceWriter;
 
+/// The settings of the root directory, by file name, in legacy order.
+const SETTINGS: [(&CStr, Setting); 5] = [
+    (c"buffer_size", Setting::BufferSize),
+    (c"buffer_watershed", Setting::BufferWatershed),
+    (c"cpu_buffer_size", Setting::CpuBufferSize),
+    (c"backtrace_depth", Setting::BacktraceDepth),
+    (c"user_stack_size", Setting::UserStackSize),
+];
+
 impl Tree for Oprofile {
     type Owner = crate::OprofileModule;
 
     /// Builds the whole tree (legacy order: generic files, stats, then the model's files) and
-    /// restores the default settings.
+    /// restores the default settings. Errors: `ENOMEM`; `EINVAL` for 2^16 or more CPUs or
+    /// counters (their ids are `u16`).
     fn fill(&self, root: &Dir<Self>) -> Result {
         self.reset_settings();
-        root.file::<Enable>(c"enable", 0o644, Key::NONE)?;
-        root.file::<Dump>(c"dump", 0o200, Key::NONE)?;
-        root.file::<Buffer>(c"buffer", 0o644, Key::NONE)?;
-        root.file::<Rw<SettingFile>>(c"buffer_size", 0o644, SettingFile::key(Setting::BufferSize))?;
-        root.file::<Rw<SettingFile>>(
-            c"buffer_watershed",
-            0o644,
-            SettingFile::key(Setting::BufferWatershed),
-        )?;
-        root.file::<Rw<SettingFile>>(
-            c"cpu_buffer_size",
-            0o644,
-            SettingFile::key(Setting::CpuBufferSize),
-        )?;
-        root.file::<CpuType>(c"cpu_type", 0o644, Key::NONE)?;
-        root.file::<Rw<SettingFile>>(
-            c"backtrace_depth",
-            0o644,
-            SettingFile::key(Setting::BacktraceDepth),
-        )?;
-        root.file::<Rw<SettingFile>>(
-            c"user_stack_size",
-            0o644,
-            SettingFile::key(Setting::UserStackSize),
-        )?;
-        root.file::<Ro<PointerSize>>(c"pointer_size", 0o644, Key::NONE)?;
-        root.file::<Images>(c"images", 0o400, Key::NONE)?;
-        root.file::<ProfilePoints>(c"profile_points", 0o644, Key::NONE)?;
+        root.file::<Enable>(c"enable", ())?;
+        root.file::<Dump>(c"dump", ())?;
+        root.file::<Buffer>(c"buffer", ())?;
+        for (name, setting) in SETTINGS {
+            root.file::<Rw<SettingFile>>(name, setting)?;
+            if setting == Setting::CpuBufferSize {
+                // Legacy creation order, which an unsorted `readdir` shows.
+                root.file::<CpuType>(c"cpu_type", ())?;
+            }
+        }
+        root.file::<Ro<PointerSize, 0o644>>(c"pointer_size", ())?;
+        root.file::<Images>(c"images", ())?;
+        root.file::<ProfilePoints>(c"profile_points", ())?;
         let kprof = root.mkdir(c"kprof")?;
-        kprof.file::<KpCtl>(c"kpctl", 0o644, Key::NONE)?;
-        kprof.file::<KpData>(c"kpdata", 0o400, Key::NONE)?;
+        kprof.file::<KpCtl>(c"kpctl", ())?;
+        kprof.file::<KpData>(c"kpdata", ())?;
 
         let stats = root.mkdir(c"stats")?;
-        for cpu in 0..self.stats().cpu.len() as u32 {
-            let dir = stats.mkdir_numbered(b"cpu", cpu)?;
-            for (i, (name, _)) in CpuStats::COUNTERS.iter().enumerate() {
-                dir.file::<Ro<CpuStat>>(name, 0o444, Key::new(cpu, i as u8))?;
-            }
+        for cpu in ids(self.stats().cpu.len())? {
+            stat_files::<CpuStat, _>(&stats.mkdir_numbered(b"cpu", cpu)?, cpu, CpuStats::COUNTERS)?;
         }
-        for (i, (name, _)) in GlobalStats::COUNTERS.iter().enumerate() {
-            stats.file::<Ro<GlobalStat>>(name, 0o444, Key::new(0, i as u8))?;
+        for (item, (name, _)) in positions(GlobalStats::COUNTERS)? {
+            stats.file::<Ro<GlobalStat>>(name, item)?;
         }
-        stats.file::<Ro<PeriodNs>>(c"period_ns", 0o444, Key::NONE)?;
+        stats.file::<Ro<PeriodNs>>(c"period_ns", ())?;
 
         // Counter directories (legacy `oprofile_perf_create_files`).
-        for counter in 0..self.num_counters() as u32 {
+        for counter in ids(self.num_counters())? {
             let dir = root.mkdir_numbered(b"", counter)?;
-            for (i, field) in Field::ALL.iter().enumerate() {
-                dir.file::<Rw<CounterField>>(field.name(), 0o644, Key::new(counter, i as u8))?;
+            for field in Field::ALL {
+                dir.file::<Rw<CounterField>>(field.name(), CounterFieldId { counter, field })?;
             }
-            dir.file::<Ro<CounterTotal>>(c"total", 0o444, Key::new(counter, 0))?;
-            dir.file::<Ro<CounterRunning>>(c"time_running", 0o444, Key::new(counter, 0))?;
+            dir.file::<Ro<CounterTotal>>(c"total", counter)?;
+            dir.file::<Ro<CounterRunning>>(c"time_running", counter)?;
             let dir = stats.mkdir_numbered(b"", counter)?;
-            for (i, (name, _)) in CounterStats::COUNTERS.iter().enumerate() {
-                dir.file::<Ro<CounterStat>>(name, 0o444, Key::new(counter, i as u8))?;
-            }
+            stat_files::<CounterStat, _>(&dir, counter, CounterStats::COUNTERS)?;
         }
         Ok(())
     }
+}
+
+/// The ids `0..n` of `n` CPUs or counters. Errors: `EINVAL` if `n` is 2^16 or more.
+fn ids(n: usize) -> Result<core::ops::Range<u16>> {
+    Ok(0..u16::try_from(n).map_err(|_| EINVAL)?)
+}
+
+/// The entries of `table` with their positions. Errors: `EINVAL` for a table of more than 256
+/// entries.
+fn positions<T>(table: &[T]) -> Result<impl Iterator<Item = (u8, &T)>> {
+    u8::try_from(table.len().saturating_sub(1)).map_err(|_| EINVAL)?;
+    Ok((0..=u8::MAX).zip(table))
+}
+
+/// Creates the files of a `stats/` group directory `dir` (group `group` of `table`: a CPU or a
+/// counter), one per counter of `table`, of kind `Ro<K>`.
+fn stat_files<K: Ulong<Oprofile, Id = (u16, u8)>, S>(
+    dir: &Dir<Oprofile>,
+    group: u16,
+    table: &[stats::Counter<S>],
+) -> Result {
+    for (item, (name, _)) in positions(table)? {
+        dir.file::<Ro<K>>(name, (group, item))?;
+    }
+    Ok(())
 }
 
 /// `enable`: `"0\n"`/`"1\n"`; writing non-zero starts profiling ([`Oprofile::start`]), 0 stops.
@@ -137,9 +153,12 @@ struct Enable;
 
 #[vtable]
 impl OpFile<Oprofile> for Enable {
+    const MODE: u16 = 0o644;
+    type Id = ();
+
     fn read(
         o: &Oprofile,
-        _key: Key,
+        (): (),
         _open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
@@ -147,7 +166,7 @@ impl OpFile<Oprofile> for Enable {
         read_bytes(if o.is_started() { b"1\n" } else { b"0\n" }, out, pos)
     }
 
-    fn write(o: &Oprofile, _key: Key, input: &[u8]) -> Result {
+    fn write(o: &Oprofile, (): (), input: &[u8]) -> Result {
         match crate::common::parse::parse_ulong(input) {
             Ok(0) => {
                 o.stop();
@@ -159,19 +178,22 @@ impl OpFile<Oprofile> for Enable {
     }
 }
 
-/// `dump` (legacy `dump_write`): any write flushes the CPU buffers and wakes the reader
-/// ([`Oprofile::dump`]); not readable.
+/// `dump` (mode 0200; legacy `dump_write`): any write flushes the CPU buffers and wakes the
+/// reader ([`Oprofile::dump`]); not readable.
 struct Dump;
 
 #[vtable]
 impl OpFile<Oprofile> for Dump {
-    fn write_any(o: &Oprofile, _key: Key) -> Result {
+    const MODE: u16 = 0o200;
+    type Id = ();
+
+    fn write_any(o: &Oprofile, (): ()) -> Result {
         o.dump();
         Ok(())
     }
 }
 
-/// `buffer`, the event stream (see [`crate::event_buffer`]).
+/// `buffer` (mode 0644), the event stream (see [`crate::event_buffer`]).
 ///
 /// Open: `EPERM` without CAP_SYS_ADMIN (legacy), `EINVAL` unless opened read-only (`O_RDONLY`;
 /// legacy set up a whole session for a write-only open too, which could only be a mistake),
@@ -183,9 +205,11 @@ struct Buffer;
 
 #[vtable]
 impl OpFile<Oprofile> for Buffer {
+    const MODE: u16 = 0o644;
+    type Id = ();
     const STREAM: bool = true;
 
-    fn open(o: &Oprofile, _key: Key, access: Access) -> Result<Open> {
+    fn open(o: &Oprofile, (): (), access: Access) -> Result<Open> {
         if !capable_sys_admin() {
             return Err(EPERM);
         }
@@ -196,13 +220,13 @@ impl OpFile<Oprofile> for Buffer {
         Ok(Open::default())
     }
 
-    fn release(o: &Oprofile, _key: Key) {
+    fn release(o: &Oprofile, (): ()) {
         o.shutdown();
     }
 
     fn read(
         o: &Oprofile,
-        _key: Key,
+        (): (),
         _open: Open,
         out: &mut UserSliceWriter,
         _pos: &mut Offset,
@@ -212,14 +236,17 @@ impl OpFile<Oprofile> for Buffer {
     }
 }
 
-/// `cpu_type`: the model's name, no newline.
+/// `cpu_type` (mode 0644, not writable): the model's name, no newline.
 struct CpuType;
 
 #[vtable]
 impl OpFile<Oprofile> for CpuType {
+    const MODE: u16 = 0o644;
+    type Id = ();
+
     fn read(
         o: &Oprofile,
-        _key: Key,
+        (): (),
         _open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
@@ -228,14 +255,17 @@ impl OpFile<Oprofile> for CpuType {
     }
 }
 
-/// `images`: the image ids of the open or last session ([`Oprofile::images_text`]).
+/// `images` (mode 0400): the image ids of the open or last session ([`Oprofile::images_text`]).
 struct Images;
 
 #[vtable]
 impl OpFile<Oprofile> for Images {
+    const MODE: u16 = 0o400;
+    type Id = ();
+
     fn read(
         o: &Oprofile,
-        _key: Key,
+        (): (),
         _open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
@@ -244,92 +274,137 @@ impl OpFile<Oprofile> for Images {
     }
 }
 
-/// `pointer_size`: bytes of an event word.
+/// `pointer_size` (mode 0644 as legacy, not writable): bytes of an event word.
 struct PointerSize;
 
 impl Ulong<Oprofile> for PointerSize {
-    fn get(_o: &Oprofile, _key: Key) -> Result<u64> {
+    type Id = ();
+
+    fn get(_o: &Oprofile, (): ()) -> Result<u64> {
         Ok(WORD as u64)
     }
 }
 
-/// The settings of the root directory; the key's item is the [`Setting`].
-struct SettingFile;
-
-impl SettingFile {
-    const ALL: [Setting; 5] = [
-        Setting::BufferSize,
-        Setting::BufferWatershed,
-        Setting::CpuBufferSize,
-        Setting::BacktraceDepth,
-        Setting::UserStackSize,
-    ];
-
-    fn key(s: Setting) -> Key {
-        Key::new(0, Self::ALL.iter().position(|&x| x == s).unwrap_or(0) as u8)
+/// A setting's file ids: the [`Setting`] itself.
+impl FileId for Setting {
+    fn to_word(self) -> usize {
+        match self {
+            Setting::BufferSize => 0,
+            Setting::BufferWatershed => 1,
+            Setting::CpuBufferSize => 2,
+            Setting::BacktraceDepth => 3,
+            Setting::UserStackSize => 4,
+        }
     }
 
-    fn of(key: Key) -> Result<Setting> {
-        Self::ALL.get(usize::from(key.item)).copied().ok_or(EINVAL)
+    fn from_word(word: usize) -> Result<Setting> {
+        match word {
+            0 => Ok(Setting::BufferSize),
+            1 => Ok(Setting::BufferWatershed),
+            2 => Ok(Setting::CpuBufferSize),
+            3 => Ok(Setting::BacktraceDepth),
+            4 => Ok(Setting::UserStackSize),
+            _ => Err(EIO),
+        }
     }
 }
 
+/// The settings of the root directory ([`SETTINGS`]); the id is the [`Setting`].
+struct SettingFile;
+
 impl Ulong<Oprofile> for SettingFile {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        Ok(o.setting(Self::of(key)?))
+    type Id = Setting;
+
+    fn get(o: &Oprofile, setting: Setting) -> Result<u64> {
+        Ok(o.setting(setting))
     }
 }
 
 impl UlongSetting<Oprofile> for SettingFile {
-    fn range(o: &Oprofile, key: Key) -> (u64, u64) {
-        Self::of(key).map_or((1, 0), |s| o.setting_range(s))
+    fn range(o: &Oprofile, setting: Setting) -> (u64, u64) {
+        o.setting_range(setting)
     }
 
-    fn set(o: &Oprofile, key: Key, value: u64) -> Result {
-        o.set_setting(Self::of(key)?, value)
+    fn set(o: &Oprofile, setting: Setting, value: u64) -> Result {
+        o.set_setting(setting, value)
     }
 }
 
-/// `N/<field>`: index the counter, item the position in [`Field::ALL`].
+/// The id of a file `N/<field>`: counter `N`'s [`Field`].
+#[derive(Clone, Copy, Debug)]
+struct CounterFieldId {
+    counter: u16,
+    field: Field,
+}
+
+impl FileId for CounterFieldId {
+    fn to_word(self) -> usize {
+        let field: u8 = match self.field {
+            Field::Enabled => 0,
+            Field::Event => 1,
+            Field::Count => 2,
+            Field::UnitMask => 3,
+            Field::Kernel => 4,
+            Field::User => 5,
+        };
+        (self.counter, field).to_word()
+    }
+
+    fn from_word(word: usize) -> Result<CounterFieldId> {
+        let (counter, field) = <(u16, u8)>::from_word(word)?;
+        let field = match field {
+            0 => Field::Enabled,
+            1 => Field::Event,
+            2 => Field::Count,
+            3 => Field::UnitMask,
+            4 => Field::Kernel,
+            5 => Field::User,
+            _ => return Err(EIO),
+        };
+        Ok(CounterFieldId { counter, field })
+    }
+}
+
+/// `N/<field>`. Errors: `EINVAL` for a counter the profiler does not have ([`Oprofile::counter`]).
 struct CounterField;
 
-impl CounterField {
-    fn of(key: Key) -> Result<Field> {
-        Field::ALL.get(usize::from(key.item)).copied().ok_or(EINVAL)
-    }
-}
-
 impl Ulong<Oprofile> for CounterField {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        o.counter(key.index as usize, Self::of(key)?)
+    type Id = CounterFieldId;
+
+    fn get(o: &Oprofile, id: CounterFieldId) -> Result<u64> {
+        o.counter(id.counter.into(), id.field)
     }
 }
 
 impl UlongSetting<Oprofile> for CounterField {
-    fn range(_o: &Oprofile, key: Key) -> (u64, u64) {
-        Self::of(key).map_or((1, 0), Field::range)
+    fn range(_o: &Oprofile, id: CounterFieldId) -> (u64, u64) {
+        id.field.range()
     }
 
-    fn set(o: &Oprofile, key: Key, value: u64) -> Result {
-        o.set_counter(key.index as usize, Self::of(key)?, value)
+    fn set(o: &Oprofile, id: CounterFieldId, value: u64) -> Result {
+        o.set_counter(id.counter.into(), id.field, value)
     }
 }
 
-/// `N/total`.
+/// `N/total`; the id is the counter number.
 struct CounterTotal;
 
 impl Ulong<Oprofile> for CounterTotal {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        Ok(o.counter_total(key.index as usize).events)
+    type Id = u16;
+
+    fn get(o: &Oprofile, counter: u16) -> Result<u64> {
+        Ok(o.counter_total(counter.into()).events)
     }
 }
 
-/// `N/time_running`.
+/// `N/time_running`; the id is the counter number.
 struct CounterRunning;
 
 impl Ulong<Oprofile> for CounterRunning {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        Ok(o.counter_total(key.index as usize).running_ns)
+    type Id = u16;
+
+    fn get(o: &Oprofile, counter: u16) -> Result<u64> {
+        Ok(o.counter_total(counter.into()).running_ns)
     }
 }
 
@@ -337,42 +412,53 @@ impl Ulong<Oprofile> for CounterRunning {
 struct PeriodNs;
 
 impl Ulong<Oprofile> for PeriodNs {
-    fn get(o: &Oprofile, _key: Key) -> Result<u64> {
+    type Id = ();
+
+    fn get(o: &Oprofile, (): ()) -> Result<u64> {
         Ok(o.period_ns())
     }
 }
 
-/// `stats/cpuN/<name>`: index the CPU, item the position in [`CpuStats::COUNTERS`].
+/// `stats/cpuN/<name>`: the id is the CPU and the position in [`CpuStats::COUNTERS`] (errors
+/// as [`stats::read`]).
 struct CpuStat;
 
 impl Ulong<Oprofile> for CpuStat {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
+    type Id = (u16, u8);
+
+    fn get(o: &Oprofile, (cpu, item): (u16, u8)) -> Result<u64> {
         stats::read(
-            o.stats().cpu.get(key.index as usize),
+            o.stats().cpu.get(usize::from(cpu)),
             CpuStats::COUNTERS,
-            key.item,
+            item,
         )
     }
 }
 
-/// `stats/<name>`: item the position in [`GlobalStats::COUNTERS`].
+/// `stats/<name>`: the id is the position in [`GlobalStats::COUNTERS`] (errors as
+/// [`stats::read`]).
 struct GlobalStat;
 
 impl Ulong<Oprofile> for GlobalStat {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
-        stats::read(Some(&o.stats().global), GlobalStats::COUNTERS, key.item)
+    type Id = u8;
+
+    fn get(o: &Oprofile, item: u8) -> Result<u64> {
+        stats::read(Some(&o.stats().global), GlobalStats::COUNTERS, item)
     }
 }
 
-/// `stats/N/<name>`: index the counter, item the position in [`CounterStats::COUNTERS`].
+/// `stats/N/<name>`: the id is the counter and the position in [`CounterStats::COUNTERS`]
+/// (errors as [`stats::read`]).
 struct CounterStat;
 
 impl Ulong<Oprofile> for CounterStat {
-    fn get(o: &Oprofile, key: Key) -> Result<u64> {
+    type Id = (u16, u8);
+
+    fn get(o: &Oprofile, (counter, item): (u16, u8)) -> Result<u64> {
         stats::read(
-            o.stats().counter.get(key.index as usize),
+            o.stats().counter.get(usize::from(counter)),
             CounterStats::COUNTERS,
-            key.item,
+            item,
         )
     }
 }

@@ -33,7 +33,7 @@
 use crate::bridge;
 use crate::common::kprof::{self as layout, Ctl, Layout};
 use crate::model::timer::{CpuTimers, Tick};
-use crate::oprofilefs::{read_bytes, Access, Key, OpFile, Open};
+use crate::oprofilefs::{read_bytes, Access, OpFile, Open};
 use crate::profile_point::{define_profile_point, profile_point_time};
 use kernel::fs::file::Offset;
 use kernel::prelude::*;
@@ -230,15 +230,18 @@ pub(crate) struct KpCtl;
 
 #[vtable]
 impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpCtl {
-    fn open(ctx: &C, _key: Key, _access: Access) -> Result<Open> {
+    const MODE: u16 = 0o644;
+    type Id = ();
+
+    fn open(ctx: &C, (): (), _access: Access) -> Result<Open> {
         // The counts stay attached in `Kprof` until the module unloads.
         ctx.as_ref().attach()?;
-        Ok(Open(u32::from(bridge::may_see_kernel_addresses())))
+        Ok(Open(usize::from(bridge::may_see_kernel_addresses())))
     }
 
     fn read(
         ctx: &C,
-        _key: Key,
+        (): (),
         open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
@@ -246,7 +249,7 @@ impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpCtl {
         read_bytes(ctx.as_ref().status(open.0 != 0)?.to_bytes(), out, pos)
     }
 
-    fn write(ctx: &C, _key: Key, input: &[u8]) -> Result {
+    fn write(ctx: &C, (): (), input: &[u8]) -> Result {
         ctx.as_ref().control(input)
     }
 }
@@ -258,14 +261,17 @@ pub(crate) struct KpData;
 
 #[vtable]
 impl<C: AsRef<Kprof> + Sync + 'static> OpFile<C> for KpData {
-    fn open(ctx: &C, _key: Key, _access: Access) -> Result<Open> {
+    const MODE: u16 = 0o400;
+    type Id = ();
+
+    fn open(ctx: &C, (): (), _access: Access) -> Result<Open> {
         ctx.as_ref().attach()?;
         Ok(Open::default())
     }
 
     fn read(
         ctx: &C,
-        _key: Key,
+        (): (),
         _open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,

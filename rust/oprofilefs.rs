@@ -5,9 +5,13 @@
 //!
 //! As the kernel's `miscdevice` and `debugfs` abstractions do, a kind of file is a type that
 //! implements [`OpFile`], and [`Dir::file`] installs a `file_operations` generated for that type
-//! at compile time. Every operation receives the filesystem's context `C` (the profiler instance,
-//! given to [`Registration::new`]) and the file's [`Key`] (which CPU, counter or statistic of its
-//! kind the file shows), so files need no allocation and the code implementing them has no
+//! at compile time. The type gives the file's mode ([`OpFile::MODE`]) and the type of its
+//! identity ([`OpFile::Id`]: which CPU, counter or setting of its kind the file shows, `()` for a
+//! kind with one file); [`Dir::file`] takes a value of that type, which the inode carries in
+//! `i_private` (as debugfs's typed `i_private`, but a value of one word instead of a pointer:
+//! it needs no storage and no lifetime). Every operation receives the filesystem's context `C`
+//! (the profiler instance, given to [`Registration::new`]) and the file's id, so files need no
+//! allocation, no lookup can land on another file, and the code implementing them has no
 //! `unsafe`: the VFS pointers are handled here and in `oprofilefs_shim.c` only.
 //!
 //! The legacy kinds have ready-made types: [`Ro`] (read-only `"%lu\n"`, the stats counters),
@@ -28,7 +32,7 @@
 //! - Reads of text files go through `simple_read_from_buffer` semantics ([`read_bytes`]).
 
 use crate::common::parse;
-use core::ffi::{c_int, c_ulong, c_void};
+use core::ffi::{c_int, c_void};
 use core::marker::{PhantomData, PhantomPinned};
 use core::ops::Deref;
 use kernel::bindings;
@@ -51,7 +55,7 @@ extern "C" {
         name: *const c_char,
         mode: bindings::umode_t,
         fops: *const bindings::file_operations,
-        key: c_ulong,
+        private: *mut c_void,
     ) -> *mut bindings::dentry;
 }
 
@@ -68,39 +72,66 @@ pub(crate) fn capable_sys_admin() -> bool {
     unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
 }
 
-/// Which file of a kind a file is: `index` (a CPU id or counter number, below 2^24) and `item`
-/// (a statistic or field of it). Kept in the inode's `i_private`; kinds that need neither use
-/// [`Key::NONE`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Key {
-    pub(crate) index: u32,
-    pub(crate) item: u8,
+/// What tells a file from the others of its kind (a CPU, a counter, a setting): a value its
+/// inode carries in `i_private`, as one word ([`OpFile::Id`]).
+pub(crate) trait FileId: Copy + 'static {
+    /// The `i_private` word of the file with this id.
+    fn to_word(self) -> usize;
+
+    /// The id whose [`Self::to_word`] is `word`. Errors: `EIO` for a word no id of this type
+    /// makes (the word comes back from the VFS, so it is checked rather than trusted; no inode
+    /// of the kind carries one).
+    fn from_word(word: usize) -> Result<Self>;
 }
 
-impl Key {
-    /// The key of a kind with one file.
-    pub(crate) const NONE: Key = Key { index: 0, item: 0 };
-
-    /// The key of file `item` of `index`.
-    pub(crate) const fn new(index: u32, item: u8) -> Key {
-        Key { index, item }
+/// The id of a kind with one file.
+impl FileId for () {
+    fn to_word(self) -> usize {
+        0
     }
 
-    /// The `i_private` word. Errors: `EINVAL` if `index` does not fit 24 bits.
-    fn to_raw(self) -> Result<c_ulong> {
-        if self.index >= 1 << 24 {
-            return Err(EINVAL);
+    fn from_word(word: usize) -> Result<()> {
+        match word {
+            0 => Ok(()),
+            _ => Err(EIO),
         }
-        Ok(c_ulong::from(self.index) << 8 | c_ulong::from(self.item))
+    }
+}
+
+/// A small number (a position in a table of at most 256 entries).
+impl FileId for u8 {
+    fn to_word(self) -> usize {
+        self.into()
     }
 
-    fn from_raw(raw: c_ulong) -> Key {
-        // `c_ulong` is u32 on ARM, u64 on arm64; `to_raw` stored an index below 2^24.
-        #[allow(clippy::unnecessary_cast)]
-        Key {
-            index: (raw >> 8) as u32,
-            item: (raw & 0xff) as u8,
-        }
+    fn from_word(word: usize) -> Result<u8> {
+        u8::try_from(word).map_err(|_| EIO)
+    }
+}
+
+/// A number: a CPU id or a hardware counter number.
+impl FileId for u16 {
+    fn to_word(self) -> usize {
+        self.into()
+    }
+
+    fn from_word(word: usize) -> Result<u16> {
+        u16::try_from(word).map_err(|_| EIO)
+    }
+}
+
+/// A number and a small number: file `.1` (a position in a table of at most 256 entries) of
+/// CPU or counter `.0`.
+impl FileId for (u16, u8) {
+    fn to_word(self) -> usize {
+        // Below 2^24: fits the 32-bit words of ARM.
+        usize::from(self.0) << 8 | usize::from(self.1)
+    }
+
+    fn from_word(word: usize) -> Result<(u16, u8)> {
+        let high = u16::try_from(word >> 8).map_err(|_| EIO)?;
+        let low = u8::try_from(word & 0xff).map_err(|_| EIO)?;
+        Ok((high, low))
     }
 }
 
@@ -114,28 +145,47 @@ pub(crate) struct Access {
 /// What an open file remembers from its `open` (for `kpctl`: whether the opener may see kernel
 /// addresses); kept in `private_data`, a plain value, not a reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Open(pub(crate) u32);
+pub(crate) struct Open(pub(crate) usize);
+
+impl Open {
+    /// The `private_data` word.
+    fn to_private(self) -> *mut c_void {
+        core::ptr::without_provenance_mut(self.0)
+    }
+
+    /// The value [`Self::to_private`] stored.
+    fn from_private(p: *mut c_void) -> Open {
+        Open(p.addr())
+    }
+}
 
 /// A kind of oprofilefs file over the context `C`. Each operation not implemented is absent
 /// from the generated `file_operations` (a `write` then fails with `EINVAL` in the VFS).
 #[vtable]
 pub(crate) trait OpFile<C: Sync + 'static>: 'static {
+    /// The file's permission bits (0644, 0444, ...; owner root).
+    const MODE: u16;
+
+    /// What tells a file of this kind from the others (`()` for a kind with one file); every
+    /// operation gets the file's.
+    type Id: FileId;
+
     /// Opened with `stream_open` (no offsets: `lseek`, `pread`, `pwrite` fail with `ESPIPE`)
     /// instead of `default_llseek` seeking.
     const STREAM: bool = false;
 
     /// Called at open after the CAP_SYS_ADMIN check for writers; an error refuses the open.
-    fn open(_ctx: &C, _key: Key, _access: Access) -> Result<Open> {
+    fn open(_ctx: &C, _id: Self::Id, _access: Access) -> Result<Open> {
         Ok(Open::default())
     }
 
     /// Called at the last close of a successful open.
-    fn release(_ctx: &C, _key: Key) {}
+    fn release(_ctx: &C, _id: Self::Id) {}
 
     /// Reads at `*pos` into `out`; returns the bytes written.
     fn read(
         _ctx: &C,
-        _key: Key,
+        _id: Self::Id,
         _open: Open,
         _out: &mut UserSliceWriter,
         _pos: &mut Offset,
@@ -144,68 +194,79 @@ pub(crate) trait OpFile<C: Sync + 'static>: 'static {
     }
 
     /// A command write: `input` is what was written (1..=[`MAX_WRITE`] bytes at offset 0).
-    fn write(_ctx: &C, _key: Key, _input: &[u8]) -> Result {
+    fn write(_ctx: &C, _id: Self::Id, _input: &[u8]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// A write whose data is not read (`dump`): any length at any offset; called for non-zero
     /// lengths only, and the write returns the whole length.
-    fn write_any(_ctx: &C, _key: Key) -> Result {
+    fn write_any(_ctx: &C, _id: Self::Id) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
 
 /// A value shown as `"%lu\n"` by [`Ro`] and [`Rw`] files.
 pub(crate) trait Ulong<C>: 'static {
-    /// The value of file `key`. Errors: as the value's owner says (`EINVAL` for a bad key).
-    fn get(ctx: &C, key: Key) -> Result<u64>;
+    /// Which value of its kind a file shows (as [`OpFile::Id`]).
+    type Id: FileId;
+
+    /// The value of file `id`. Errors: as the value's owner says.
+    fn get(ctx: &C, id: Self::Id) -> Result<u64>;
 }
 
 /// A writable [`Ulong`] (legacy `oprofilefs_ulong_from_user`).
 pub(crate) trait UlongSetting<C>: Ulong<C> {
     /// The accepted values, inclusive; others get `EINVAL`.
-    fn range(ctx: &C, key: Key) -> (u64, u64);
+    fn range(ctx: &C, id: Self::Id) -> (u64, u64);
     /// Stores `value` (within [`Self::range`]). Errors: `EBUSY` while profiling runs (the
     /// "not while running" gate, checked under the lock that orders it with `enable`).
-    fn set(ctx: &C, key: Key, value: u64) -> Result;
+    fn set(ctx: &C, id: Self::Id, value: u64) -> Result;
 }
 
-/// A read-only `"%lu\n"` file showing `T` (mode 0444 for the stats counters).
-pub(crate) struct Ro<T>(PhantomData<T>);
+/// A read-only `"%lu\n"` file showing `T`, mode `MODE` (legacy `oprofilefs_create_ro_ulong`:
+/// 0444, the stats counters; `pointer_size` is 0644).
+pub(crate) struct Ro<T, const MODE: u16 = 0o444>(PhantomData<T>);
 
 #[vtable]
-impl<C: Sync + 'static, T: Ulong<C>> OpFile<C> for Ro<T> {
+impl<C: Sync + 'static, T: Ulong<C>, const M: u16> OpFile<C> for Ro<T, M> {
+    const MODE: u16 = M;
+    type Id = T::Id;
+
     fn read(
         ctx: &C,
-        key: Key,
+        id: T::Id,
         _open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
     ) -> Result<usize> {
-        read_ulong(T::get(ctx, key)?, out, pos)
+        read_ulong(T::get(ctx, id)?, out, pos)
     }
 }
 
-/// A read-write `"%lu\n"` file of `T`: writes parse one number in `T`'s range (`EINVAL` for
-/// junk or out of range; then `T::set`'s errors).
+/// A read-write `"%lu\n"` file of `T`, mode 0644 (legacy `oprofilefs_create_ulong`): reads as
+/// [`Ro`]; writes parse one number in `T`'s range (`EINVAL` for junk or out of range; then
+/// `T::set`'s errors).
 pub(crate) struct Rw<T>(PhantomData<T>);
 
 #[vtable]
 impl<C: Sync + 'static, T: UlongSetting<C>> OpFile<C> for Rw<T> {
+    const MODE: u16 = 0o644;
+    type Id = T::Id;
+
     fn read(
         ctx: &C,
-        key: Key,
-        _open: Open,
+        id: T::Id,
+        open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
     ) -> Result<usize> {
-        read_ulong(T::get(ctx, key)?, out, pos)
+        <Ro<T> as OpFile<C>>::read(ctx, id, open, out, pos)
     }
 
-    fn write(ctx: &C, key: Key, input: &[u8]) -> Result {
-        let (min, max) = T::range(ctx, key);
+    fn write(ctx: &C, id: T::Id, input: &[u8]) -> Result {
+        let (min, max) = T::range(ctx, id);
         let v = parse::parse_ulong_in(input, min, max).map_err(|_| EINVAL)?;
-        T::set(ctx, key, v)
+        T::set(ctx, id, v)
     }
 }
 
@@ -243,14 +304,17 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
         unsafe { &*(*(*inode).i_sb).s_fs_info.cast::<C>() }
     }
 
-    /// The key of `inode` (its `i_private`, set by [`Dir::file`]).
+    /// The context and the id of the file of `inode` (its `i_private`, set by [`Dir::file`]).
+    /// Errors: `EIO` if `i_private` is no id of `T` ([`FileId::from_word`]).
     ///
     /// # Safety
     ///
-    /// `inode` must be live.
-    unsafe fn key(inode: *const bindings::inode) -> Key {
+    /// As [`Self::ctx`].
+    unsafe fn ctx_id<'a>(inode: *const bindings::inode) -> Result<(&'a C, T::Id)> {
         // SAFETY: `inode` is live (our contract); `i_private` is never written after creation.
-        Key::from_raw(unsafe { (*inode).i_private } as c_ulong)
+        let word = unsafe { (*inode).i_private }.addr();
+        // SAFETY: As ours.
+        Ok((unsafe { Self::ctx(inode) }, T::Id::from_word(word)?))
     }
 
     /// # Safety
@@ -269,13 +333,13 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
         }
         // SAFETY: `inode` is the live inode of an oprofilefs file of this vtable (our contract;
         // `Dir::file` installs it only below a `Registration<C>`).
-        let (ctx, key) = unsafe { (Self::ctx(inode), Self::key(inode)) };
-        let open = match T::open(ctx, key, access) {
+        let ctx_id = unsafe { Self::ctx_id(inode) };
+        let open = match ctx_id.and_then(|(ctx, id)| T::open(ctx, id, access)) {
             Ok(open) => open,
             Err(e) => return e.to_errno(),
         };
         // SAFETY: `file` is being opened: `private_data` is ours. It holds a plain value.
-        unsafe { (*file).private_data = core::ptr::without_provenance_mut(open.0 as usize) };
+        unsafe { (*file).private_data = open.to_private() };
         if T::STREAM {
             // SAFETY: `inode` and `file` are valid (our contract). Makes the file a stream: no
             // offsets, lseek fails with ESPIPE (legacy: nonseekable_open).
@@ -287,11 +351,13 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
 
     /// # Safety
     ///
-    /// Called by the VFS once per successful [`Self::open`].
+    /// Called by the VFS once per successful [`Self::open`] (so the id is valid: `open` read
+    /// it).
     unsafe extern "C" fn release(inode: *mut bindings::inode, _file: *mut bindings::file) -> c_int {
         // SAFETY: As in `open`: the inode of an open file of this vtable is live.
-        let (ctx, key) = unsafe { (Self::ctx(inode), Self::key(inode)) };
-        T::release(ctx, key);
+        if let Ok((ctx, id)) = unsafe { Self::ctx_id(inode) } {
+            T::release(ctx, id);
+        }
         0
     }
 
@@ -305,20 +371,17 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
         count: usize,
         ppos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: `file` is open (our contract), so `f_inode` is its live inode; `private_data`
-        // holds the value `open` stored.
-        let (ctx, key, open) = unsafe {
-            let inode = (*file).f_inode;
-            (
-                Self::ctx(inode),
-                Self::key(inode),
-                Open((*file).private_data as usize as u32),
-            )
+        // SAFETY: `file` is open (our contract), so `f_inode` is its live inode.
+        let (ctx, id) = match unsafe { Self::ctx_id((*file).f_inode) } {
+            Ok(ctx_id) => ctx_id,
+            Err(e) => return e.to_errno() as isize,
         };
+        // SAFETY: `file` is open: `private_data` holds the value `open` stored.
+        let open = Open::from_private(unsafe { (*file).private_data });
         let mut out = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
         // SAFETY: `ppos` is valid and not aliased during the call (our contract).
         let pos = unsafe { &mut *ppos };
-        match T::read(ctx, key, open, &mut out, pos) {
+        match T::read(ctx, id, open, &mut out, pos) {
             Ok(n) => n as isize,
             Err(e) => e.to_errno() as isize,
         }
@@ -343,14 +406,14 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
             return 0;
         }
         // SAFETY: `file` is open (our contract), so `f_inode` is its live inode.
-        let (ctx, key) = unsafe {
-            let inode = (*file).f_inode;
-            (Self::ctx(inode), Self::key(inode))
+        let (ctx, id) = match unsafe { Self::ctx_id((*file).f_inode) } {
+            Ok(ctx_id) => ctx_id,
+            Err(e) => return e.to_errno() as isize,
         };
         let mut data = [0u8; MAX_WRITE];
         let mut r = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
         let res = match data.get_mut(..count) {
-            Some(input) => r.read_slice(input).and_then(|()| T::write(ctx, key, input)),
+            Some(input) => r.read_slice(input).and_then(|()| T::write(ctx, id, input)),
             None => Err(EINVAL),
         };
         match res {
@@ -374,11 +437,9 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
             return 0;
         }
         // SAFETY: `file` is open (our contract), so `f_inode` is its live inode.
-        let (ctx, key) = unsafe {
-            let inode = (*file).f_inode;
-            (Self::ctx(inode), Self::key(inode))
-        };
-        match T::write_any(ctx, key) {
+        let ctx_id = unsafe { Self::ctx_id((*file).f_inode) };
+        let res = ctx_id.and_then(|(ctx, id)| T::write_any(ctx, id));
+        match res {
             // The VFS caps `count` at `MAX_RW_COUNT` (< isize::MAX).
             Ok(()) => isize::try_from(count).unwrap_or(isize::MAX),
             Err(e) => e.to_errno() as isize,
@@ -413,14 +474,16 @@ pub(crate) struct Dir<C> {
 }
 
 impl<C: Tree> Dir<C> {
+    /// Creates the entry `name` with permissions `mode`: a directory if `fops` is `None`, else a
+    /// file with those operations whose `i_private` is the word `id` (a [`FileId`], not a
+    /// pointer). Errors: `ENOMEM`.
     fn create(
         &self,
         name: &CStr,
         mode: u16,
         fops: Option<&'static bindings::file_operations>,
-        key: Key,
+        id: usize,
     ) -> Result<*mut bindings::dentry> {
-        let key = key.to_raw()?;
         // SAFETY: `self.dentry` is live (type invariants), `name` is NUL-terminated, `fops` is
         // `'static`; the shim copies the name.
         let d = unsafe {
@@ -429,7 +492,7 @@ impl<C: Tree> Dir<C> {
                 name.as_char_ptr(),
                 mode,
                 fops.map_or(core::ptr::null(), core::ptr::from_ref),
-                key,
+                core::ptr::without_provenance_mut(id),
             )
         };
         kernel::error::from_err_ptr(d)
@@ -439,27 +502,27 @@ impl<C: Tree> Dir<C> {
     pub(crate) fn mkdir(&self, name: &CStr) -> Result<Dir<C>> {
         // INVARIANT: the shim returned a live directory dentry of the same superblock.
         Ok(Dir {
-            dentry: self.create(name, 0o755, None, Key::NONE)?,
+            dentry: self.create(name, 0o755, None, 0)?,
             _ctx: PhantomData,
         })
     }
 
-    /// Creates the file `name` of kind `T` with permissions `mode`, showing `key`. Errors:
-    /// `ENOMEM`; `EINVAL` for a key index of 2^24 or more.
-    pub(crate) fn file<T: OpFile<C>>(&self, name: &CStr, mode: u16, key: Key) -> Result {
-        self.create(name, mode, Some(&Vtable::<C, T>::VTABLE), key)
+    /// Creates the file `name` of kind `T` (mode [`OpFile::MODE`]) showing `id`. Errors:
+    /// `ENOMEM`.
+    pub(crate) fn file<T: OpFile<C>>(&self, name: &CStr, id: T::Id) -> Result {
+        self.create(name, T::MODE, Some(&Vtable::<C, T>::VTABLE), id.to_word())
             .map(|_| ())
     }
 
     /// The subdirectory `<prefix><n>` (`cpu0`, `3`). Errors: as [`Self::mkdir`].
-    pub(crate) fn mkdir_numbered(&self, prefix: &[u8], n: u32) -> Result<Dir<C>> {
+    pub(crate) fn mkdir_numbered(&self, prefix: &[u8], n: u16) -> Result<Dir<C>> {
         let mut name = [0u8; 16];
         self.mkdir(numbered_name(prefix, n, &mut name)?)
     }
 }
 
 /// Formats `<prefix><n>` as a C string into `buf`. Errors: `EINVAL` if it does not fit.
-fn numbered_name<'a>(prefix: &[u8], n: u32, buf: &'a mut [u8; 16]) -> Result<&'a CStr> {
+fn numbered_name<'a>(prefix: &[u8], n: u16, buf: &'a mut [u8; 16]) -> Result<&'a CStr> {
     let mut digits = [0u8; 21];
     let d = parse::format_ulong(n.into(), &mut digits);
     let d = d.get(..d.len().saturating_sub(1)).ok_or(EINVAL)?; // without the newline

@@ -7,7 +7,7 @@
  * filesystem type and builds inodes/dentries on request. Every decision (which files exist,
  * what they do) is made in Rust (oprofilefs.rs): fill_super calls the fill function registered
  * with the context, each superblock's s_fs_info is that context, and each file's i_private is
- * an opaque key that the Rust file operations interpret.
+ * an opaque word (the file's id) that the Rust file operations interpret.
  *
  * Follows legacy drivers/oprofile/oprofilefs.c and, for the current VFS API, fs/fuse/control.c.
  */
@@ -48,14 +48,14 @@ static oprofilefs_fill_fn oprofilefs_fill;
  * @name: the entry's name (copied)
  * @mode: permission bits
  * @fops: the file's operations, or NULL for a directory
- * @key: the file's i_private (unused for a directory)
+ * @private: the file's i_private, an opaque word (unused for a directory)
  *
  * Context: fill_super, process context.
  * Return: the new dentry, borrowed (valid while the superblock lives), or an ERR_PTR
  * (-ENOMEM).
  */
 struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
-				      const struct file_operations *fops, unsigned long key)
+				      const struct file_operations *fops, void *private)
 {
 	struct dentry *dentry;
 	struct inode *inode;
@@ -76,7 +76,7 @@ struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, u
 		inc_nlink(d_inode(parent));
 	} else {
 		inode->i_fop = fops;
-		inode->i_private = (void *)key;
+		inode->i_private = private;
 	}
 	d_make_persistent(dentry, inode);
 	dput(dentry);

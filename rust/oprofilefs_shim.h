@@ -14,6 +14,6 @@ typedef int (*oprofilefs_fill_fn)(const void *ctx, struct dentry *root);
 int oprofilefs_shim_register(const void *ctx, oprofilefs_fill_fn fill);
 void oprofilefs_shim_unregister(void);
 struct dentry *oprofilefs_shim_create(struct dentry *parent, const char *name, umode_t mode,
-				      const struct file_operations *fops, unsigned long key);
+				      const struct file_operations *fops, void *private);
 
 #endif

@@ -20,7 +20,7 @@
 //! its commands.
 
 use crate::common::profile_point::{self as table, Command, Row, Target};
-use crate::oprofilefs::{read_bytes, Key, OpFile, Open};
+use crate::oprofilefs::{read_bytes, OpFile, Open};
 use kernel::fs::file::Offset;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -257,9 +257,12 @@ pub(crate) struct ProfilePoints;
 
 #[vtable]
 impl<C: Sync + 'static> OpFile<C> for ProfilePoints {
+    const MODE: u16 = 0o644;
+    type Id = ();
+
     fn read(
         _ctx: &C,
-        _key: Key,
+        (): (),
         _open: Open,
         out: &mut UserSliceWriter,
         pos: &mut Offset,
@@ -267,7 +270,7 @@ impl<C: Sync + 'static> OpFile<C> for ProfilePoints {
         read_bytes(&text()?, out, pos)
     }
 
-    fn write(_ctx: &C, _key: Key, input: &[u8]) -> Result {
+    fn write(_ctx: &C, (): (), input: &[u8]) -> Result {
         command(input)
     }
 }
