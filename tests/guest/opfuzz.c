@@ -820,7 +820,13 @@ static void fuzz_buffer(struct ofile *f)
 		if (fd >= 0)
 			close(fd);
 		want = EINVAL;
-		if (slurp(OP "/images", after, sizeof(after)) != l1 || memcmp(before, after, l1 > 0 ? l1 : 0)) {
+		/* Idle, the table cannot change. While profiling runs, buffer_sync may give a new
+		 * image its id between the two reads: lines may be added, none changed or dropped
+		 * (a set-up would have emptied it). */
+		ssize_t l2 = slurp(OP "/images", after, sizeof(after));
+		if (state == IDLE ? l2 != l1 : l2 < l1)
+			l2 = -1;
+		if (l2 < 0 || memcmp(before, after, l1 > 0 ? l1 : 0)) {
 			cat[K_BUFFER].mismatch++;
 			mismatch("images changed by a refused open(buffer, %s)", flags == O_WRONLY ? "O_WRONLY" : "O_RDWR");
 		}
