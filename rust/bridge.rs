@@ -29,10 +29,13 @@ use crate::profile_point::ProfilePoint;
 use core::ffi::{c_char, c_int, c_ulong, c_void};
 use core::marker::PhantomPinned;
 use core::ops::Deref;
+use core::ptr::NonNull;
 use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
+use kernel::revocable::Revocable;
 use kernel::sync::atomic::Atomic;
+use kernel::sync::Arc;
 use kernel::workqueue::Queue;
 
 extern "C" {
@@ -51,49 +54,87 @@ extern "C" {
     fn oprofile_shim_module_area(start: *mut c_ulong, end: *mut c_ulong);
 }
 
-/// A workqueue of this module (`oprofile_sync`, unbound), destroyed on drop. The kernel crate
-/// (7.3) has only the system queues; ours exists so that unloading can wait for a running work
-/// item (`destroy_workqueue`), which the crate's API (no cancel/flush) cannot express.
+/// The workqueue itself (`oprofile_sync`, unbound), destroyed on drop; held only inside the
+/// [`Revocable`] that [`OwnedQueue`] and its [`QueueRef`]s share.
 ///
 /// # Invariants
 ///
 /// `raw` is a live workqueue from `alloc_workqueue`, owned by this value.
-pub(crate) struct OwnedQueue {
-    raw: *mut bindings::workqueue_struct,
+struct RawQueue {
+    raw: NonNull<bindings::workqueue_struct>,
 }
 
 // SAFETY: A workqueue may be used and destroyed from any thread.
-unsafe impl Send for OwnedQueue {}
-// SAFETY: Every workqueue function called through `&OwnedQueue` (enqueueing) is thread-safe.
-unsafe impl Sync for OwnedQueue {}
+unsafe impl Send for RawQueue {}
+// SAFETY: Every workqueue function called through `&RawQueue` (enqueueing) is thread-safe.
+unsafe impl Sync for RawQueue {}
+
+impl RawQueue {
+    fn queue(&self) -> &Queue {
+        // SAFETY: `raw` is live until `self` is dropped (type invariants), which the returned
+        // borrow of `self` cannot outlive.
+        unsafe { Queue::from_raw(self.raw.as_ptr()) }
+    }
+}
+
+impl Drop for RawQueue {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `alloc_workqueue` and is destroyed once (type invariants).
+        // `destroy_workqueue` drains queued items and waits for a running one.
+        unsafe { bindings::destroy_workqueue(self.raw.as_ptr()) };
+    }
+}
+
+/// A workqueue of this module (`oprofile_sync`, unbound), destroyed when this owner is dropped.
+/// The kernel crate (7.3) has only the system queues; ours exists so that unloading can wait for
+/// a running work item (`destroy_workqueue`), which the crate's API (no cancel/flush) cannot
+/// express. Work items hold a [`QueueRef`] to queue themselves.
+///
+/// Dropping the owner revokes every [`QueueRef`] (`Revocable::revoke`: waits for an enqueue
+/// in progress) and then destroys the queue, waiting for a work item still returning; it must
+/// not be dropped from a work item of this queue (the module's owner drops it at unload).
+///
+/// # Invariants
+///
+/// `shared` is revoked only by this value's drop: until then every [`QueueRef`] reaches the
+/// live queue.
+pub(crate) struct OwnedQueue {
+    shared: Arc<Revocable<RawQueue>>,
+}
 
 impl OwnedQueue {
     /// Allocates the queue. Errors: `ENOMEM`.
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: FFI call without preconditions.
-        let raw = unsafe { oprofile_shim_alloc_wq() };
-        if raw.is_null() {
-            return Err(ENOMEM);
-        }
-        // INVARIANT: `raw` is a new live workqueue, owned here.
-        Ok(OwnedQueue { raw })
+        let raw = NonNull::new(unsafe { oprofile_shim_alloc_wq() }).ok_or(ENOMEM)?;
+        // INVARIANT: `raw` is a new live workqueue, owned by the `RawQueue`.
+        let shared = Arc::pin_init(Revocable::new(RawQueue { raw }), GFP_KERNEL)?;
+        Ok(OwnedQueue { shared })
     }
 
-    /// The queue, for work items that must end before it is dropped (the owner stops every
-    /// item it queued before dropping the queue; `destroy_workqueue` then only waits for one
-    /// still returning).
-    pub(crate) fn get(&self) -> &'static Queue {
-        // SAFETY: `raw` is live until `self` is dropped (type invariants); the `'static` borrow
-        // is held only by work items of the owner, which all end before the drop (see above).
-        unsafe { Queue::from_raw(self.raw) }
+    /// A reference for a work item to queue itself with.
+    pub(crate) fn reference(&self) -> QueueRef {
+        QueueRef(self.shared.clone())
     }
 }
 
 impl Drop for OwnedQueue {
     fn drop(&mut self) {
-        // SAFETY: `raw` came from `alloc_workqueue` and is destroyed once (type invariants);
-        // nothing enqueues any more, and `destroy_workqueue` waits for a still-returning item.
-        unsafe { bindings::destroy_workqueue(self.raw) };
+        // Waits for an enqueue in progress, then drops the `RawQueue`: `destroy_workqueue`.
+        self.shared.revoke();
+    }
+}
+
+/// A work item's reference to the module's [`OwnedQueue`]: it can queue work until the owner is
+/// dropped, after which it reaches nothing (a late enqueue is refused, never a use after free).
+#[derive(Clone)]
+pub(crate) struct QueueRef(Arc<Revocable<RawQueue>>);
+
+impl QueueRef {
+    /// Runs `f` with the queue (under the RCU read lock: `f` must not sleep; enqueueing does
+    /// not); `None`, without calling `f`, once the owner was dropped.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Queue) -> R) -> Option<R> {
+        self.0.try_access_with(|q| f(q.queue()))
     }
 }
 
