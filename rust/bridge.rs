@@ -248,8 +248,11 @@ unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
 ///
 /// # Invariants
 ///
-/// From initialisation until drop the notifier is registered with `ctx`'s address; `ctx` is
-/// pinned, so that address stays valid.
+/// This value is the one owner of the shim's static slot (`oprofile_module_ctx`,
+/// `oprofile_module_coming`, `oprofile_module_nb` of `sample_shim.c`): it claimed the slot at
+/// initialisation (the shim's `cmpxchg`, `EBUSY` for a second claimant) and its drop alone
+/// releases it. From initialisation until drop the notifier is registered with `ctx`'s
+/// address; `ctx` is pinned, so that address stays valid.
 #[pin_data(PinnedDrop)]
 pub(crate) struct ModuleNotifier<C: ModuleEvents> {
     #[pin]

@@ -90,8 +90,8 @@ static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_
  * Context: process context.
  * Return: the event, or an ERR_PTR (-ENODEV for an offline CPU; perf's errors).
  */
-void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
-				bool exclude_user, void *context)
+struct perf_event *oprofile_shim_perf_create(int cpu, u32 event, u64 period,
+					     bool exclude_kernel, bool exclude_user, void *context)
 {
 	struct perf_event_attr attr = {
 		.type		= PERF_TYPE_RAW,
@@ -119,7 +119,7 @@ void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_ker
  * Context: process context (an IPI to the event's CPU).
  * Return: events counted since creation.
  */
-u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running)
+u64 oprofile_shim_perf_read(struct perf_event *event, u64 *enabled, u64 *running)
 {
 	return perf_event_read_value(event, enabled, running);
 }
@@ -128,7 +128,7 @@ u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running)
  * oprofile_shim_perf_disable() - stop a counter counting (it stays readable)
  * @event: a live event of oprofile_shim_perf_create()
  */
-void oprofile_shim_perf_disable(void *event)
+void oprofile_shim_perf_disable(struct perf_event *event)
 {
 	perf_event_disable(event);
 }
@@ -139,7 +139,7 @@ void oprofile_shim_perf_disable(void *event)
  *
  * Waits for a running overflow handler; after it returns none runs with its context.
  */
-void oprofile_shim_perf_release(void *event)
+void oprofile_shim_perf_release(struct perf_event *event)
 {
 	perf_event_release_kernel(event);
 }

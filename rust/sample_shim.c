@@ -398,7 +398,11 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end)
 #endif
 }
 
-/* The context and callback of the registered module notifier. */
+/*
+ * The context and callback of the registered module notifier: one slot, claimed by cmpxchg on
+ * oprofile_module_ctx. Its Rust owner is bridge::ModuleNotifier (one at a time), which claims
+ * it at initialisation and releases it on drop.
+ */
 static const void *oprofile_module_ctx;
 static void (*oprofile_module_coming)(const void *ctx);
 

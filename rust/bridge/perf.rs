@@ -36,10 +36,14 @@ extern "C" {
         exclude_kernel: bool,
         exclude_user: bool,
         context: *mut c_void,
-    ) -> *mut c_void;
-    fn oprofile_shim_perf_read(event: *mut c_void, enabled: *mut u64, running: *mut u64) -> u64;
-    fn oprofile_shim_perf_disable(event: *mut c_void);
-    fn oprofile_shim_perf_release(event: *mut c_void);
+    ) -> *mut bindings::perf_event;
+    fn oprofile_shim_perf_read(
+        event: *mut bindings::perf_event,
+        enabled: *mut u64,
+        running: *mut u64,
+    ) -> u64;
+    fn oprofile_shim_perf_disable(event: *mut bindings::perf_event);
+    fn oprofile_shim_perf_release(event: *mut bindings::perf_event);
 }
 
 /// Which PMUs have a model (the probe reads the counter count of those).
@@ -135,15 +139,52 @@ pub(crate) struct Attr {
     pub(crate) exclude_user: bool,
 }
 
+/// A kernel counter of `perf_event_create_kernel_counter` (`struct perf_event`), as the shim
+/// creates, reads, disables and releases it. Not `Copy`: one value per counter, owned by the
+/// [`Event`] that created it, which releases it.
+///
+/// # Invariants
+///
+/// The pointer is a live kernel counter from `oprofile_shim_perf_create` until
+/// [`KernelCounter::release`] is called on this value (after which it is never used).
+struct KernelCounter(NonNull<bindings::perf_event>);
+
+impl KernelCounter {
+    /// `perf_event_read_value`: the count and the enabled and running times (ns).
+    fn read(&self) -> (u64, u64, u64) {
+        let (mut enabled, mut running) = (0u64, 0u64);
+        // SAFETY: Live (type invariants: not released, `release` consumes the last use);
+        // valid out-pointers.
+        let value = unsafe { oprofile_shim_perf_read(self.0.as_ptr(), &mut enabled, &mut running) };
+        (value, enabled, running)
+    }
+
+    /// `perf_event_disable`.
+    fn disable(&self) {
+        // SAFETY: Live (type invariants).
+        unsafe { oprofile_shim_perf_disable(self.0.as_ptr()) };
+    }
+
+    /// `perf_event_release_kernel`: waits for a running overflow handler, after which none
+    /// runs with the counter's context.
+    ///
+    /// # Safety
+    ///
+    /// Called once, as the last use of this value.
+    unsafe fn release(&mut self) {
+        // SAFETY: Live (type invariants) and released once (our contract).
+        unsafe { oprofile_shim_perf_release(self.0.as_ptr()) };
+    }
+}
+
 /// A pinned per-CPU perf counter, released on drop (which waits for a running handler).
 ///
 /// # Invariants
 ///
-/// `raw` is a live `struct perf_event` from `perf_event_create_kernel_counter`, owned here,
-/// whose overflow context is the address of `*_handler` (stable: boxed), which lives until the
-/// event is released.
+/// `counter` is owned here and released only by `drop`; its overflow context is the address of
+/// `*_handler` (stable: boxed), which lives until the counter is released.
 pub(crate) struct Event {
-    raw: NonNull<c_void>,
+    counter: KernelCounter,
     /// The overflow context: read only by `oprofile_rust_perf_overflow`, through `raw`.
     _handler: KBox<Arc<dyn Overflow>>,
 }
@@ -175,9 +216,9 @@ impl Event {
             )
         };
         let raw = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
-        // INVARIANT: a new event with `handler` as context.
+        // INVARIANT: a new live counter with `handler` as context, released only by `drop`.
         Ok(Event {
-            raw,
+            counter: KernelCounter(raw),
             _handler: handler,
         })
     }
@@ -186,25 +227,20 @@ impl Event {
     /// the PMU (`perf_event_read_value`; running < enabled: it was multiplexed). Process
     /// context (reading another CPU's counter takes an IPI).
     pub(crate) fn read(&self) -> (u64, u64, u64) {
-        let (mut enabled, mut running) = (0u64, 0u64);
-        // SAFETY: `raw` is live (type invariants); valid out-pointers.
-        let value =
-            unsafe { oprofile_shim_perf_read(self.raw.as_ptr(), &mut enabled, &mut running) };
-        (value, enabled, running)
+        self.counter.read()
     }
 
     /// Stops counting (values stay readable). Process context.
     pub(crate) fn disable(&self) {
-        // SAFETY: `raw` is live (type invariants).
-        unsafe { oprofile_shim_perf_disable(self.raw.as_ptr()) };
+        self.counter.disable();
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live and owned (type invariants) and released once, here; releasing
-        // waits for a running overflow handler, after which `handler` may go.
-        unsafe { oprofile_shim_perf_release(self.raw.as_ptr()) };
+        // SAFETY: Released once, here, the counter's last use (type invariants). Releasing
+        // waits for a running overflow handler, after which `_handler` may go.
+        unsafe { self.counter.release() };
     }
 }
 
