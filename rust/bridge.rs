@@ -14,9 +14,11 @@
 //! - [`cpuhp`]: CPU hotplug states (sample sources following CPUs offline and online);
 //! - [`perf`]: perf in-kernel counters with an overflow handler (no `perf_event.h` binding);
 //! - [`ring`]: the lock-free per-CPU sample ring (no such container in the crate);
+//! - [`clock`]: the NMI-safe monotonic clock (a leaf the profile points time with);
 //! - here: an owned workqueue, the module notifier, the kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
 //!   the profile-point section.
 
+pub(crate) mod clock;
 pub(crate) mod cpuhp;
 pub(crate) mod irq_work;
 pub(crate) mod perf;
@@ -318,11 +320,4 @@ pub(crate) fn profile_points() -> &'static [ProfilePoint] {
     // bytes long, hence a contiguous array of `bytes / size_of` initialized, immutable-by-API
     // (interior-mutable) statics living as long as the module.
     unsafe { core::slice::from_raw_parts(start, bytes / core::mem::size_of::<ProfilePoint>()) }
-}
-
-/// CLOCK_MONOTONIC in ns, read with `ktime_get_mono_fast_ns`: safe in any context, NMIs
-/// included (a timekeeping update an NMI interrupted cannot make it spin), monotonic per CPU.
-pub(crate) fn clock_ns() -> u64 {
-    // SAFETY: FFI call without preconditions.
-    unsafe { bindings::ktime_get_mono_fast_ns() }
 }
