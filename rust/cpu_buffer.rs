@@ -192,17 +192,22 @@ impl Source<'_> {
     }
 
     /// The kernel call chain, each entry to `frame`, up to `depth` entries, and where the
-    /// user part starts ([`Regs::backtrace`]).
-    fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+    /// user part starts ([`Regs::backtrace`]); `kernel` is the sample's mode ([`Self::pc`]).
+    fn backtrace(
+        &self,
+        kernel: bool,
+        depth: u32,
+        frame: &mut dyn FnMut(usize) -> bool,
+    ) -> (u32, UserRegs) {
         match self {
-            Source::Regs(regs) => regs.backtrace(depth, frame),
+            Source::Regs(regs) => regs.backtrace(kernel, depth, frame),
             Source::Staged(s, user, _) => staged_backtrace(s, *user, depth, frame),
         }
     }
 }
 
 /// [`Source::backtrace`] of a staged sample: its kernel frames, then (unless the walk ended)
-/// the user part from `user` as `oprofile_shim_user_start` gives it.
+/// the user part from `user` ([`Regs::user_start`]).
 fn staged_backtrace(
     s: &Staged,
     user: Option<&Regs>,
@@ -223,7 +228,7 @@ fn staged_backtrace(
         return (n, UserRegs::default());
     };
     // User-mode registers: no kernel frames, the user walk's start.
-    let (_, mut start) = user.backtrace(1, &mut |_| false);
+    let mut start = user.user_start(false);
     if s.kernel {
         start.entry = true;
         start.pc = user.pc().0 as core::ffi::c_ulong;
@@ -408,7 +413,7 @@ impl CpuBuffer {
         };
         if kernel && depth > 0 {
             let (frames, mut n) = (&mut s.frames, 0);
-            regs.backtrace(depth, &mut |pc| match frames.get_mut(n) {
+            regs.backtrace(kernel, depth, &mut |pc| match frames.get_mut(n) {
                 Some(slot) => {
                     *slot = pc;
                     n += 1;
@@ -526,7 +531,7 @@ impl CpuBuffer {
             };
             let (n, user) = {
                 profile_point_time!(BT_KERNEL);
-                src.backtrace(depth, &mut |pc| w.frame(pc, false))
+                src.backtrace(kernel, depth, &mut |pc| w.frame(pc, false))
             };
             if user.walk {
                 profile_point_time!(BT_USER);

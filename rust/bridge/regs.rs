@@ -24,7 +24,7 @@ extern "C" {
         max: u32,
         pc: *mut c_ulong,
     ) -> u32;
-    fn oprofile_shim_user_start(regs: *mut bindings::pt_regs, user: *mut UserRegs);
+    fn oprofile_shim_frame_regs(regs: *mut bindings::pt_regs, user: *mut UserRegs) -> bool;
     fn oprofile_shim_user_regs(regs: *mut bindings::pt_regs, out: *mut c_ulong) -> bool;
     fn oprofile_shim_task_user_regs() -> *mut bindings::pt_regs;
 }
@@ -88,18 +88,19 @@ impl Regs {
     /// The kernel part of the call chain of these registers, up to `depth` return addresses,
     /// each handed to `frame` (outermost last; the sampled PC itself, and for a sample in a
     /// lock function the caller `profile_pc()` reports, are not: `common::sync::
-    /// sampled_kernel_chain`) until it returns false; then where the user part starts. Returns
-    /// the number of kernel frames and the user registers (`walk` false where there is no user
-    /// part, the walk ended, or no unwinder: non-ARM). Interrupt or NMI context: it reads the
-    /// current task's registers.
+    /// sampled_kernel_chain`) until it returns false; then where the user part starts
+    /// ([`Self::user_start`]). `kernel` is the sample's mode, as [`Self::pc`] gave it (the
+    /// caller has it: not asked again per traced sample). Returns the number of kernel frames
+    /// and the user registers (`walk` false where there is no user part, the walk ended, or no
+    /// unwinder: non-ARM). Interrupt or NMI context: it reads the current task's registers.
     pub(crate) fn backtrace(
         &self,
+        kernel: bool,
         depth: u32,
         frame: &mut dyn FnMut(usize) -> bool,
     ) -> (u32, UserRegs) {
-        let mut user = UserRegs::default();
         let mut entries = [0usize; KERNEL_TRACE_MAX];
-        let chain = if self.pc().1 {
+        let chain = if kernel {
             self.kernel_chain(depth, &mut entries)
         } else {
             &[]
@@ -107,15 +108,40 @@ impl Regs {
         let mut n = 0u32;
         for &pc in chain {
             if n >= depth || !frame(pc) {
-                return (n, user);
+                return (n, UserRegs::default());
             }
             n += 1;
         }
-        if n < depth {
-            // SAFETY: `self` is live (type invariants); `user` is writable.
-            unsafe { oprofile_shim_user_start(self.as_raw(), &mut user) };
+        if n >= depth {
+            return (n, UserRegs::default());
         }
-        (n, user)
+        (n, self.user_start(kernel))
+    }
+
+    /// Where the user part of the call chain of a sample with these registers starts: for a
+    /// user-mode sample (`kernel` false) these registers; for a kernel-mode one the registers
+    /// its task entered the kernel with, whose PC is the first user frame (`entry`); nothing
+    /// (`walk` false) for a kernel thread, without user registers, or on an architecture
+    /// without a user frame walk. Interrupt or NMI context.
+    pub(crate) fn user_start(&self, kernel: bool) -> UserRegs {
+        if kernel {
+            with_task_user_regs(|user| user.map_or_else(UserRegs::default, |u| u.frame_regs(true)))
+        } else {
+            self.frame_regs(false)
+        }
+    }
+
+    /// The registers a user frame walk starts from, these being user-mode registers; `entry`:
+    /// their PC is the first user frame (else `pc` is 0).
+    fn frame_regs(&self, entry: bool) -> UserRegs {
+        let mut user = UserRegs::default();
+        // SAFETY: `self` is live (type invariants); `user` is writable.
+        user.walk = unsafe { oprofile_shim_frame_regs(self.as_raw(), &mut user) };
+        user.entry = user.walk && entry;
+        if !user.entry {
+            user.pc = 0;
+        }
+        user
     }
 
     /// The kernel callers of these (kernel-mode) registers, at most `depth` plus the entries
