@@ -27,6 +27,8 @@ struct RawPmuInfo {
 extern "C" {
     fn oprofile_shim_pmu_probe(
         info: *mut RawPmuInfo,
+        type_: u32,
+        config: u64,
         is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool,
     ) -> c_int;
     fn oprofile_shim_perf_create(
@@ -58,6 +60,12 @@ pub(crate) trait PmuModels {
 /// `perf_shim.c` reads through `to_arm_pmu()`: this bridge asks the shim to for no other name,
 /// whatever [`PmuModels`] says.
 const ARM_PMU_PREFIXES: [&str; 4] = ["armv6_", "armv7_", "armv8_", "xscale"];
+
+/// `PERF_TYPE_HARDWARE` of `enum perf_type_id` (uapi `<linux/perf_event.h>`, a stable ABI
+/// value; the kernel crate's bindings lack the header).
+const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_COUNT_HW_CPU_CYCLES` of `enum perf_hw_id` (uapi, as above).
+const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
 
 /// What perf's CPU-cycles PMU is.
 pub(crate) struct PmuInfo {
@@ -109,8 +117,17 @@ pub(crate) fn probe<M: PmuModels>() -> Result<PmuInfo> {
         no_exclude: false,
         no_interrupt: false,
     };
+    // The probe event: the generic CPU-cycles event, which every ARM PMU driver maps (to CCNT
+    // or its cycle counter), so perf hands it to the CPU's PMU.
     // SAFETY: `raw` is a valid, writable `struct oprofile_pmu_info`; the callback matches.
-    kernel::error::to_result(unsafe { oprofile_shim_pmu_probe(&mut raw, is_arm_pmu::<M>) })?;
+    kernel::error::to_result(unsafe {
+        oprofile_shim_pmu_probe(
+            &mut raw,
+            PERF_TYPE_HARDWARE,
+            PERF_COUNT_HW_CPU_CYCLES,
+            is_arm_pmu::<M>,
+        )
+    })?;
     Ok(PmuInfo {
         name: raw.name,
         num_counters: usize::try_from(raw.num_counters).ok(),
@@ -244,8 +261,17 @@ impl Drop for Event {
     }
 }
 
+/// `hw.interrupts` of a throttled event: perf core's `MAX_INTERRUPTS` (`~0ULL`), private to
+/// `kernel/events/core.c` (`perf_event_throttle` sets it, `perf_event_unthrottle` clears it).
+/// Perf tells an overflow handler in no other way that it has just throttled its event (the
+/// return value of `perf_event_overflow` goes to the PMU driver, after the handler ran; the
+/// driver's `PERF_HES_STOPPED` may have other causes), so the value is compared here, the one
+/// place that knows it, from the `interrupts` the shim passes.
+const PERF_MAX_INTERRUPTS: u64 = u64::MAX;
+
 /// Called by the shim's perf overflow handler, in interrupt (or NMI-like) context on the
-/// event's CPU.
+/// event's CPU; `interrupts` is the event's `hw.interrupts` ([`PERF_MAX_INTERRUPTS`]:
+/// throttled).
 ///
 /// Every overflow reaches the handler, one without registers (`regs` null) too: it is counted
 /// there, never dropped here.
@@ -259,11 +285,11 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(
     context: *mut c_void,
     regs: *mut bindings::pt_regs,
     kernel: bool,
-    throttled: bool,
+    interrupts: u64,
 ) {
     // SAFETY: Our contract: the handler lives until its event is released, which waits for us.
     let handler = unsafe { &*context.cast_const().cast::<Arc<dyn Overflow>>() };
     // SAFETY: Null or live for the call (our contract).
     let regs = unsafe { Regs::from_raw(regs) };
-    handler.overflow(regs, kernel, throttled);
+    handler.overflow(regs, kernel, interrupts == PERF_MAX_INTERRUPTS);
 }
