@@ -28,7 +28,7 @@ pub(crate) mod user;
 
 use crate::common::kprof;
 use crate::profile_point::ProfilePoint;
-use core::ffi::{c_char, c_int, c_ulong, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::marker::PhantomPinned;
 use core::ops::Deref;
 use core::ptr::NonNull;
@@ -40,20 +40,32 @@ use kernel::sync::atomic::Atomic;
 use kernel::sync::Arc;
 use kernel::workqueue::Queue;
 
+/// The C shims' declarations, generated from their headers (`scripts/shim-bindings.sh`; `make
+/// module LINT=1` checks they are current). Only the bridge modules use them.
+// The lints the kernel's bindings crate allows in its generated code (`rust/bindings/lib.rs`).
+#[allow(
+    clippy::all,
+    dead_code,
+    improper_ctypes,
+    missing_docs,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    unreachable_pub
+)]
+mod shim_bindings;
+
+use shim_bindings::{
+    oprofile_shim_alloc_wq, oprofile_shim_kprof_map, oprofile_shim_module_area,
+    oprofile_shim_module_notifier_register, oprofile_shim_module_notifier_unregister,
+};
+
 extern "C" {
     // Defined by `rust/profile_points.lds` around `.profile_points`.
     static __oprofile_profile_points_start: [u8; 0];
     static __oprofile_profile_points_end: [u8; 0];
-    fn oprofile_shim_module_notifier_register(
-        ctx: *const c_void,
-        coming: unsafe extern "C" fn(*const c_void),
-    ) -> c_int;
-    fn oprofile_shim_module_notifier_unregister();
-    fn oprofile_shim_alloc_wq() -> *mut bindings::workqueue_struct;
-    fn oprofile_shim_kprof_map(map: *mut c_ulong) -> c_int;
     // Exported; only its address is taken (the text anchor of `common::kprof::relocate`).
     fn _printk(fmt: *const c_char, ...) -> c_int;
-    fn oprofile_shim_module_area(start: *mut c_ulong, end: *mut c_ulong);
 }
 
 /// The workqueue itself (`oprofile_sync`, unbound), destroyed on drop; held only inside the
@@ -144,13 +156,13 @@ impl QueueRef {
 /// `kprof_shim.c`), relocated to the running kernel by [`kprof::relocate`]. Errors: `ENODEV`
 /// (logged) when the module was built without it or against another build.
 pub(crate) fn kernel_text() -> Result<(usize, usize)> {
-    let mut map: [c_ulong; 4] = [0; 4];
+    let mut map: [usize; 4] = [0; 4];
     // SAFETY: `map` is writable for the 4 values the shim writes.
     if unsafe { oprofile_shim_kprof_map(map.as_mut_ptr()) } != 0 {
         pr_err!("kprof: module built without the kernel's System.map: no kernel text bounds\n");
         return Err(ENODEV);
     }
-    let [stext, etext, printk, init_task] = map.map(|v| v as usize);
+    let [stext, etext, printk, init_task] = map;
     let map = kprof::SystemMap {
         stext,
         etext,
@@ -173,10 +185,10 @@ pub(crate) fn kernel_text() -> Result<(usize, usize)> {
 
 /// The module area, `[MODULES_VADDR, MODULES_END)` (`(0, 0)` where the architecture has none).
 pub(crate) fn module_area() -> (usize, usize) {
-    let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
-    // SAFETY: Valid out-pointers.
+    let (mut start, mut end) = (0usize, 0usize);
+    // SAFETY: Valid out-pointers (`unsigned long` is `usize` in the kernel's `ffi`).
     unsafe { oprofile_shim_module_area(&mut start, &mut end) };
-    (start as usize, end as usize)
+    (start, end)
 }
 
 /// Whether the current task may see kernel addresses, by the rules of `%pK` and
@@ -276,7 +288,7 @@ impl<C: ModuleEvents> ModuleNotifier<C> {
                 // SAFETY: FFI call; the shim's notifier_block is static. `ctx` stays valid while
                 // registered: it is pinned here until `drop` unregisters.
                 kernel::error::to_result(unsafe {
-                    oprofile_shim_module_notifier_register(ctx.cast(), module_coming::<C>)
+                    oprofile_shim_module_notifier_register(ctx.cast(), Some(module_coming::<C>))
                 })?;
                 // INVARIANT: registered above with `ctx`.
                 PhantomPinned

@@ -231,7 +231,7 @@ fn staged_backtrace(
     let mut start = user.user_start(false);
     if s.kernel {
         start.entry = true;
-        start.pc = user.pc().0 as core::ffi::c_ulong;
+        start.pc = user.pc().0;
     }
     (n, start)
 }
@@ -328,15 +328,15 @@ impl Walk<'_> {
             left -= 1;
             left != 0
         };
-        if (user.entry && !emit(user.pc as usize)) || !walk {
+        if (user.entry && !emit(user.pc)) || !walk {
             return;
         }
-        let sp = user.sp as usize;
+        let sp = user.sp;
         let regs = UserFrameRegs {
-            fp: user.fp as usize,
-            lr: user.lr as usize,
+            fp: user.fp,
+            lr: user.lr,
             sp,
-            cpsr: user.cpsr as usize,
+            cpsr: user.cpsr,
             stack_end: bridge::user::mapping_end_irq(sp).unwrap_or(0),
         };
         let counter = match walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {

@@ -7,46 +7,16 @@
 //! `perf_event_create_kernel_counter` use).
 
 use super::regs::Regs;
-use core::ffi::{c_char, c_int, c_void};
 use core::ptr::NonNull;
 use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// `struct oprofile_pmu_info` of `perf_shim.h`.
-#[repr(C)]
-struct RawPmuInfo {
-    name: [u8; 32],
-    num_counters: c_int,
-    no_exclude: bool,
-    no_interrupt: bool,
-}
-
-// Only pointers to the bindgen `struct pt_regs` cross; the C side defines it.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn oprofile_shim_pmu_probe(
-        info: *mut RawPmuInfo,
-        type_: u32,
-        config: u64,
-        is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool,
-    ) -> c_int;
-    fn oprofile_shim_perf_create(
-        cpu: c_int,
-        event: u32,
-        period: u64,
-        exclude_kernel: bool,
-        exclude_user: bool,
-        context: *mut c_void,
-    ) -> *mut bindings::perf_event;
-    fn oprofile_shim_perf_read(
-        event: *mut bindings::perf_event,
-        enabled: *mut u64,
-        running: *mut u64,
-    ) -> u64;
-    fn oprofile_shim_perf_disable(event: *mut bindings::perf_event);
-    fn oprofile_shim_perf_release(event: *mut bindings::perf_event);
-}
+use super::shim_bindings::{
+    oprofile_pmu_info as RawPmuInfo, oprofile_shim_perf_create, oprofile_shim_perf_disable,
+    oprofile_shim_perf_read, oprofile_shim_perf_release, oprofile_shim_pmu_probe,
+};
 
 /// Which PMUs have a model (the probe reads the counter count of those).
 pub(crate) trait PmuModels {
@@ -125,7 +95,7 @@ pub(crate) fn probe<M: PmuModels>() -> Result<PmuInfo> {
             &mut raw,
             PERF_TYPE_HARDWARE,
             PERF_COUNT_HW_CPU_CYCLES,
-            is_arm_pmu::<M>,
+            Some(is_arm_pmu::<M>),
         )
     })?;
     Ok(PmuInfo {
