@@ -43,7 +43,7 @@ INPLACE_CLEAN = if [ -f $(1)/modules.order ]; then $(KMAKE) M=$(1) clean; fi &&
 QEMU_ARCH_BUILD = $(MAKE) --no-print-directory module testmod target-tools KARCH=arm KVARIANT=$(1) && \
                   $(MAKE) --no-print-directory module testmod target-tools KARCH=arm64 KVARIANT=$(1)
 
-.PHONY: all module testmod modules_install rust-analyzer setup kernel host target-tools run check soak test-host test-qemu clean
+.PHONY: all module shim-bindings testmod modules_install rust-analyzer setup kernel host target-tools run check soak test-host test-qemu clean
 
 all: module
 
@@ -51,8 +51,17 @@ all: module
 # Not CLIPPY=1 on make's command line: that would reach a kernel tree built on first use too.
 MODULE_LINT = $(if $(filter 1,$(LINT)),CLIPPY=1 KRUSTFLAGS=-Dwarnings)
 
+# With LINT=1 it also checks that rust/bridge/shim_bindings.rs is what bindgen makes of the
+# shims' headers with this kernel tree's flags (scripts/shim-bindings.sh --check).
+SHIM_BINDINGS_CHECK = $(if $(filter 1,$(LINT)),bash scripts/shim-bindings.sh --check "$$kdir" &&)
+
 module:
-	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)) $(KMAKE) $(MO_MAIN) $(MODULE_LINT) modules
+	@$(KDIR_SH) $(call INPLACE_CLEAN,$(CURDIR)) $(KMAKE) $(MO_MAIN) $(MODULE_LINT) modules && \
+	 $(SHIM_BINDINGS_CHECK) true
+
+# Regenerates rust/bridge/shim_bindings.rs after a change to a shim header (rust/*_shim.h).
+shim-bindings:
+	@$(KDIR_SH) bash scripts/shim-bindings.sh "$$kdir"
 
 # tests/kmod/optest.ko: a module the tests load while profiling.
 testmod:

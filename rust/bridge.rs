@@ -14,9 +14,11 @@
 //! - [`cpuhp`]: CPU hotplug states (sample sources following CPUs offline and online);
 //! - [`perf`]: perf in-kernel counters with an overflow handler (no `perf_event.h` binding);
 //! - [`ring`]: the lock-free per-CPU sample ring (no such container in the crate);
+//! - [`clock`]: the NMI-safe monotonic clock (a leaf the profile points time with);
 //! - here: an owned workqueue, the module notifier, the kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
 //!   the profile-point section.
 
+pub(crate) mod clock;
 pub(crate) mod cpuhp;
 pub(crate) mod irq_work;
 pub(crate) mod perf;
@@ -26,74 +28,127 @@ pub(crate) mod user;
 
 use crate::common::kprof;
 use crate::profile_point::ProfilePoint;
-use core::ffi::{c_char, c_int, c_ulong, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::marker::PhantomPinned;
 use core::ops::Deref;
+use core::ptr::NonNull;
 use kernel::alloc::flags::__GFP_ZERO;
 use kernel::bindings;
 use kernel::prelude::*;
+use kernel::revocable::Revocable;
 use kernel::sync::atomic::Atomic;
+use kernel::sync::Arc;
 use kernel::workqueue::Queue;
+
+/// The C shims' declarations, generated from their headers (`scripts/shim-bindings.sh`; `make
+/// module LINT=1` checks they are current). Only the bridge modules use them.
+// The lints the kernel's bindings crate allows in its generated code (`rust/bindings/lib.rs`).
+#[allow(
+    clippy::all,
+    dead_code,
+    improper_ctypes,
+    missing_docs,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    unreachable_pub
+)]
+mod shim_bindings;
+
+use shim_bindings::{
+    oprofile_shim_alloc_wq, oprofile_shim_kprof_map, oprofile_shim_module_area,
+    oprofile_shim_module_notifier_register, oprofile_shim_module_notifier_unregister,
+};
 
 extern "C" {
     // Defined by `rust/profile_points.lds` around `.profile_points`.
     static __oprofile_profile_points_start: [u8; 0];
     static __oprofile_profile_points_end: [u8; 0];
-    fn oprofile_shim_module_notifier_register(
-        ctx: *const c_void,
-        coming: unsafe extern "C" fn(*const c_void),
-    ) -> c_int;
-    fn oprofile_shim_module_notifier_unregister();
-    fn oprofile_shim_alloc_wq() -> *mut bindings::workqueue_struct;
-    fn oprofile_shim_kprof_map(map: *mut c_ulong) -> c_int;
     // Exported; only its address is taken (the text anchor of `common::kprof::relocate`).
     fn _printk(fmt: *const c_char, ...) -> c_int;
-    fn oprofile_shim_module_area(start: *mut c_ulong, end: *mut c_ulong);
 }
 
-/// A workqueue of this module (`oprofile_sync`, unbound), destroyed on drop. The kernel crate
-/// (7.3) has only the system queues; ours exists so that unloading can wait for a running work
-/// item (`destroy_workqueue`), which the crate's API (no cancel/flush) cannot express.
+/// The workqueue itself (`oprofile_sync`, unbound), destroyed on drop; held only inside the
+/// [`Revocable`] that [`OwnedQueue`] and its [`QueueRef`]s share.
 ///
 /// # Invariants
 ///
 /// `raw` is a live workqueue from `alloc_workqueue`, owned by this value.
-pub(crate) struct OwnedQueue {
-    raw: *mut bindings::workqueue_struct,
+struct RawQueue {
+    raw: NonNull<bindings::workqueue_struct>,
 }
 
 // SAFETY: A workqueue may be used and destroyed from any thread.
-unsafe impl Send for OwnedQueue {}
-// SAFETY: Every workqueue function called through `&OwnedQueue` (enqueueing) is thread-safe.
-unsafe impl Sync for OwnedQueue {}
+unsafe impl Send for RawQueue {}
+// SAFETY: Every workqueue function called through `&RawQueue` (enqueueing) is thread-safe.
+unsafe impl Sync for RawQueue {}
+
+impl RawQueue {
+    fn queue(&self) -> &Queue {
+        // SAFETY: `raw` is live until `self` is dropped (type invariants), which the returned
+        // borrow of `self` cannot outlive.
+        unsafe { Queue::from_raw(self.raw.as_ptr()) }
+    }
+}
+
+impl Drop for RawQueue {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `alloc_workqueue` and is destroyed once (type invariants).
+        // `destroy_workqueue` drains queued items and waits for a running one.
+        unsafe { bindings::destroy_workqueue(self.raw.as_ptr()) };
+    }
+}
+
+/// A workqueue of this module (`oprofile_sync`, unbound), destroyed when this owner is dropped.
+/// The kernel crate (7.3) has only the system queues; ours exists so that unloading can wait for
+/// a running work item (`destroy_workqueue`), which the crate's API (no cancel/flush) cannot
+/// express. Work items hold a [`QueueRef`] to queue themselves.
+///
+/// Dropping the owner revokes every [`QueueRef`] (`Revocable::revoke`: waits for an enqueue
+/// in progress) and then destroys the queue, waiting for a work item still returning; it must
+/// not be dropped from a work item of this queue (the module's owner drops it at unload).
+///
+/// # Invariants
+///
+/// `shared` is revoked only by this value's drop: until then every [`QueueRef`] reaches the
+/// live queue.
+pub(crate) struct OwnedQueue {
+    shared: Arc<Revocable<RawQueue>>,
+}
 
 impl OwnedQueue {
     /// Allocates the queue. Errors: `ENOMEM`.
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: FFI call without preconditions.
-        let raw = unsafe { oprofile_shim_alloc_wq() };
-        if raw.is_null() {
-            return Err(ENOMEM);
-        }
-        // INVARIANT: `raw` is a new live workqueue, owned here.
-        Ok(OwnedQueue { raw })
+        let raw = NonNull::new(unsafe { oprofile_shim_alloc_wq() }).ok_or(ENOMEM)?;
+        // INVARIANT: `raw` is a new live workqueue, owned by the `RawQueue`.
+        let shared = Arc::pin_init(Revocable::new(RawQueue { raw }), GFP_KERNEL)?;
+        Ok(OwnedQueue { shared })
     }
 
-    /// The queue, for work items that must end before it is dropped (the owner stops every
-    /// item it queued before dropping the queue; `destroy_workqueue` then only waits for one
-    /// still returning).
-    pub(crate) fn get(&self) -> &'static Queue {
-        // SAFETY: `raw` is live until `self` is dropped (type invariants); the `'static` borrow
-        // is held only by work items of the owner, which all end before the drop (see above).
-        unsafe { Queue::from_raw(self.raw) }
+    /// A reference for a work item to queue itself with.
+    pub(crate) fn reference(&self) -> QueueRef {
+        QueueRef(self.shared.clone())
     }
 }
 
 impl Drop for OwnedQueue {
     fn drop(&mut self) {
-        // SAFETY: `raw` came from `alloc_workqueue` and is destroyed once (type invariants);
-        // nothing enqueues any more, and `destroy_workqueue` waits for a still-returning item.
-        unsafe { bindings::destroy_workqueue(self.raw) };
+        // Waits for an enqueue in progress, then drops the `RawQueue`: `destroy_workqueue`.
+        self.shared.revoke();
+    }
+}
+
+/// A work item's reference to the module's [`OwnedQueue`]: it can queue work until the owner is
+/// dropped, after which it reaches nothing (a late enqueue is refused, never a use after free).
+#[derive(Clone)]
+pub(crate) struct QueueRef(Arc<Revocable<RawQueue>>);
+
+impl QueueRef {
+    /// Runs `f` with the queue (under the RCU read lock: `f` must not sleep; enqueueing does
+    /// not); `None`, without calling `f`, once the owner was dropped.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Queue) -> R) -> Option<R> {
+        self.0.try_access_with(|q| f(q.queue()))
     }
 }
 
@@ -101,13 +156,13 @@ impl Drop for OwnedQueue {
 /// `kprof_shim.c`), relocated to the running kernel by [`kprof::relocate`]. Errors: `ENODEV`
 /// (logged) when the module was built without it or against another build.
 pub(crate) fn kernel_text() -> Result<(usize, usize)> {
-    let mut map: [c_ulong; 4] = [0; 4];
+    let mut map: [usize; 4] = [0; 4];
     // SAFETY: `map` is writable for the 4 values the shim writes.
     if unsafe { oprofile_shim_kprof_map(map.as_mut_ptr()) } != 0 {
         pr_err!("kprof: module built without the kernel's System.map: no kernel text bounds\n");
         return Err(ENODEV);
     }
-    let [stext, etext, printk, init_task] = map.map(|v| v as usize);
+    let [stext, etext, printk, init_task] = map;
     let map = kprof::SystemMap {
         stext,
         etext,
@@ -130,10 +185,10 @@ pub(crate) fn kernel_text() -> Result<(usize, usize)> {
 
 /// The module area, `[MODULES_VADDR, MODULES_END)` (`(0, 0)` where the architecture has none).
 pub(crate) fn module_area() -> (usize, usize) {
-    let (mut start, mut end): (c_ulong, c_ulong) = (0, 0);
-    // SAFETY: Valid out-pointers.
+    let (mut start, mut end) = (0usize, 0usize);
+    // SAFETY: Valid out-pointers (`unsigned long` is `usize` in the kernel's `ffi`).
     unsafe { oprofile_shim_module_area(&mut start, &mut end) };
-    (start as usize, end as usize)
+    (start, end)
 }
 
 /// Whether the current task may see kernel addresses, by the rules of `%pK` and
@@ -207,8 +262,11 @@ unsafe extern "C" fn module_coming<C: ModuleEvents>(ctx: *const c_void) {
 ///
 /// # Invariants
 ///
-/// From initialisation until drop the notifier is registered with `ctx`'s address; `ctx` is
-/// pinned, so that address stays valid.
+/// This value is the one owner of the shim's static slot (`oprofile_module_ctx`,
+/// `oprofile_module_coming`, `oprofile_module_nb` of `sample_shim.c`): it claimed the slot at
+/// initialisation (the shim's `cmpxchg`, `EBUSY` for a second claimant) and its drop alone
+/// releases it. From initialisation until drop the notifier is registered with `ctx`'s
+/// address; `ctx` is pinned, so that address stays valid.
 #[pin_data(PinnedDrop)]
 pub(crate) struct ModuleNotifier<C: ModuleEvents> {
     #[pin]
@@ -230,7 +288,7 @@ impl<C: ModuleEvents> ModuleNotifier<C> {
                 // SAFETY: FFI call; the shim's notifier_block is static. `ctx` stays valid while
                 // registered: it is pinned here until `drop` unregisters.
                 kernel::error::to_result(unsafe {
-                    oprofile_shim_module_notifier_register(ctx.cast(), module_coming::<C>)
+                    oprofile_shim_module_notifier_register(ctx.cast(), Some(module_coming::<C>))
                 })?;
                 // INVARIANT: registered above with `ctx`.
                 PhantomPinned
@@ -274,11 +332,4 @@ pub(crate) fn profile_points() -> &'static [ProfilePoint] {
     // bytes long, hence a contiguous array of `bytes / size_of` initialized, immutable-by-API
     // (interior-mutable) statics living as long as the module.
     unsafe { core::slice::from_raw_parts(start, bytes / core::mem::size_of::<ProfilePoint>()) }
-}
-
-/// CLOCK_MONOTONIC in ns, read with `ktime_get_mono_fast_ns`: safe in any context, NMIs
-/// included (a timekeeping update an NMI interrupted cannot make it spin), monotonic per CPU.
-pub(crate) fn clock_ns() -> u64 {
-    // SAFETY: FFI call without preconditions.
-    unsafe { bindings::ktime_get_mono_fast_ns() }
 }

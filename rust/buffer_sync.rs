@@ -26,6 +26,7 @@
 //! buffer then goes back to its CPU's pool.
 
 use crate::bridge::user::{self, Lookup};
+use crate::bridge::QueueRef;
 use crate::common::event::{Record, NO_COOKIE};
 use crate::common::sync::{EventSink, FrameOutcome, Location, Outcome, SampleLoc, SyncPass};
 use crate::cpu_buffer::Sample;
@@ -39,7 +40,7 @@ use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_condvar, new_mutex, Arc, Completion, CondVar, Mutex};
-use kernel::workqueue::{self, DelayedWork, Queue, Work};
+use kernel::workqueue::{self, DelayedWork, Work};
 use kernel::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work};
 
 // Profile point: sync passes over all CPU buffers (`sync_all`).
@@ -163,7 +164,7 @@ pub(crate) fn module_loaded(session: &Session, flush: &Arc<Flush>) {
 #[pin_data]
 pub(crate) struct SyncWork {
     session: Arc<Session>,
-    queue: &'static Queue,
+    queue: QueueRef,
     poller: Option<Arc<dyn Poll>>,
     running: Atomic<bool>,
     #[pin]
@@ -181,7 +182,7 @@ impl SyncWork {
     /// Errors: `ENOMEM`.
     pub(crate) fn start(
         session: Arc<Session>,
-        queue: &'static Queue,
+        queue: QueueRef,
         poller: Option<Arc<dyn Poll>>,
     ) -> Result<Arc<Self>> {
         let this = Arc::pin_init(
@@ -201,9 +202,16 @@ impl SyncWork {
 
     fn arm(this: Arc<Self>) {
         let delay = kernel::time::msecs_to_jiffies(SYNC_INTERVAL_MS);
-        let queue = this.queue;
-        if let Err(this) = queue.enqueue_delayed(this, delay) {
-            // Already queued: cannot happen (only `run` re-arms), but never leave `stop` waiting.
+        let queue = this.queue.clone();
+        let unqueued = match queue.with(|q| q.enqueue_delayed(this.clone(), delay)) {
+            // Already queued: cannot happen (only `run` re-arms).
+            Some(Err(_)) => true,
+            Some(Ok(())) => false,
+            // The queue's owner is gone: cannot happen (it outlives every session).
+            None => true,
+        };
+        if unqueued {
+            // Never leave `stop` waiting.
             this.stopped.complete_all();
         }
     }
@@ -251,7 +259,7 @@ struct FlushState {
 #[pin_data]
 pub(crate) struct Flush {
     session: Arc<Session>,
-    queue: &'static Queue,
+    queue: QueueRef,
     #[pin]
     state: Mutex<FlushState>,
     #[pin]
@@ -266,7 +274,7 @@ impl_has_work! {
 
 impl Flush {
     /// Flush passes of `session` on `queue`. Errors: `ENOMEM`.
-    pub(crate) fn new(session: Arc<Session>, queue: &'static Queue) -> Result<Arc<Self>> {
+    pub(crate) fn new(session: Arc<Session>, queue: QueueRef) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Flush {
                 session,
@@ -289,7 +297,13 @@ impl Flush {
             s.requested
         };
         // Already queued: that pass has not read `requested` yet and covers this request.
-        let _ = self.queue.enqueue(self.clone());
+        // The queue's owner gone (cannot happen: it outlives every session): no pass will run.
+        let queued = self.queue.with(|q| {
+            let _ = q.enqueue(self.clone());
+        });
+        if queued.is_none() {
+            return;
+        }
         let mut s = self.state.lock();
         while s.done < ticket {
             self.finished.wait(&mut s);

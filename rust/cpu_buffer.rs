@@ -192,17 +192,22 @@ impl Source<'_> {
     }
 
     /// The kernel call chain, each entry to `frame`, up to `depth` entries, and where the
-    /// user part starts ([`Regs::backtrace`]).
-    fn backtrace(&self, depth: u32, frame: &mut dyn FnMut(usize) -> bool) -> (u32, UserRegs) {
+    /// user part starts ([`Regs::backtrace`]); `kernel` is the sample's mode ([`Self::pc`]).
+    fn backtrace(
+        &self,
+        kernel: bool,
+        depth: u32,
+        frame: &mut dyn FnMut(usize) -> bool,
+    ) -> (u32, UserRegs) {
         match self {
-            Source::Regs(regs) => regs.backtrace(depth, frame),
+            Source::Regs(regs) => regs.backtrace(kernel, depth, frame),
             Source::Staged(s, user, _) => staged_backtrace(s, *user, depth, frame),
         }
     }
 }
 
 /// [`Source::backtrace`] of a staged sample: its kernel frames, then (unless the walk ended)
-/// the user part from `user` as `oprofile_shim_user_start` gives it.
+/// the user part from `user` ([`Regs::user_start`]).
 fn staged_backtrace(
     s: &Staged,
     user: Option<&Regs>,
@@ -223,10 +228,10 @@ fn staged_backtrace(
         return (n, UserRegs::default());
     };
     // User-mode registers: no kernel frames, the user walk's start.
-    let (_, mut start) = user.backtrace(1, &mut |_| false);
+    let mut start = user.user_start(false);
     if s.kernel {
         start.entry = true;
-        start.pc = user.pc().0 as core::ffi::c_ulong;
+        start.pc = user.pc().0;
     }
     (n, start)
 }
@@ -323,15 +328,15 @@ impl Walk<'_> {
             left -= 1;
             left != 0
         };
-        if (user.entry && !emit(user.pc as usize)) || !walk {
+        if (user.entry && !emit(user.pc)) || !walk {
             return;
         }
-        let sp = user.sp as usize;
+        let sp = user.sp;
         let regs = UserFrameRegs {
-            fp: user.fp as usize,
-            lr: user.lr as usize,
+            fp: user.fp,
+            lr: user.lr,
             sp,
-            cpsr: user.cpsr as usize,
+            cpsr: user.cpsr,
             stack_end: bridge::user::mapping_end_irq(sp).unwrap_or(0),
         };
         let counter = match walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {
@@ -408,7 +413,7 @@ impl CpuBuffer {
         };
         if kernel && depth > 0 {
             let (frames, mut n) = (&mut s.frames, 0);
-            regs.backtrace(depth, &mut |pc| match frames.get_mut(n) {
+            regs.backtrace(kernel, depth, &mut |pc| match frames.get_mut(n) {
                 Some(slot) => {
                     *slot = pc;
                     n += 1;
@@ -526,7 +531,7 @@ impl CpuBuffer {
             };
             let (n, user) = {
                 profile_point_time!(BT_KERNEL);
-                src.backtrace(depth, &mut |pc| w.frame(pc, false))
+                src.backtrace(kernel, depth, &mut |pc| w.frame(pc, false))
             };
             if user.walk {
                 profile_point_time!(BT_USER);

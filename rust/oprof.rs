@@ -8,7 +8,7 @@
 //! `buffer` closed: idle. All transitions and setting changes happen under one mutex (legacy
 //! `start_mutex`/`oprofilefs_lock`); the sample path never takes it.
 
-use crate::bridge::OwnedQueue;
+use crate::bridge::{OwnedQueue, QueueRef};
 use crate::buffer_sync::{self, Flush, SyncWork};
 use crate::common::counter::{CounterConfig, Field};
 use crate::common::sync::KernelCode;
@@ -24,7 +24,6 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::time::{Instant, Monotonic};
 use kernel::uaccess::UserSliceWriter;
-use kernel::workqueue::Queue;
 
 /// Legacy defaults (`oprofile_files.c`), restored at every mount.
 pub(crate) const DEFAULT_BUFFER_SIZE: u64 = 131072;
@@ -202,10 +201,11 @@ impl Oprofile {
         self.started.load(Relaxed)
     }
 
-    /// The workqueue: live until `self` is dropped, which happens after every work item was
-    /// stopped (no session exists at unload: the module cannot unload while `buffer` is open).
-    fn queue(&self) -> &'static Queue {
-        self.queue.get()
+    /// A reference to the workqueue for a session's work items. The queue is destroyed when
+    /// `self` is dropped, after every work item was stopped (no session exists at unload: the
+    /// module cannot unload while `buffer` is open).
+    fn queue(&self) -> QueueRef {
+        self.queue.reference()
     }
 
     /// Restores the legacy defaults (every mount re-initialises them, as legacy 3.x+ did),

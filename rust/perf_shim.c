@@ -19,24 +19,26 @@
 
 #include "perf_shim.h"
 
-/* Legacy perf core: hwc->interrupts == MAX_INTERRUPTS while an event is throttled. */
-#define OPROFILE_MAX_INTERRUPTS (~0ULL)
-
 /**
- * oprofile_shim_pmu_probe() - describe the perf PMU that counts CPU cycles
+ * oprofile_shim_pmu_probe() - describe the perf PMU that counts an event
  * @info: out: its name and capabilities; num_counters -1 unless @is_arm_pmu said yes
+ * @type: perf_event_attr.type of the probe event (Rust's choice: PERF_TYPE_HARDWARE)
+ * @config: perf_event_attr.config of the probe event (Rust's choice: PERF_COUNT_HW_CPU_CYCLES)
  * @is_arm_pmu: Rust's decision whether a PMU of this name is an arm_pmu (whose counter mask
  *              may be read): the PMUs it has models for
  *
+ * Creates the event (pinned, disabled) on the first online CPU and describes the PMU perf
+ * gave it to.
  * Missing binding: <linux/perf_event.h> and struct arm_pmu are not in the kernel crate.
  * Context: process context (creates and releases a probe event).
  * Return: 0, or the error of perf_event_create_kernel_counter().
  */
-int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, bool (*is_arm_pmu)(const char *name))
+int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, u32 type, u64 config,
+			    bool (*is_arm_pmu)(const char *name))
 {
 	struct perf_event_attr attr = {
-		.type		= PERF_TYPE_HARDWARE,
-		.config		= PERF_COUNT_HW_CPU_CYCLES,
+		.type		= type,
+		.config		= config,
 		.size		= sizeof(attr),
 		.pinned		= 1,
 		.disabled	= 1,
@@ -65,15 +67,15 @@ int oprofile_shim_pmu_probe(struct oprofile_pmu_info *info, bool (*is_arm_pmu)(c
 /*
  * Every overflow goes to Rust, with NULL registers too (which Rust counts as a sample without a
  * valid PC): @regs are the PMU driver's get_irq_regs() (drivers/perf/arm_v7_pmu.c,
- * arm_pmuv3.c), NULL only for an overflow handled outside an interrupt entry.
+ * arm_pmuv3.c), NULL only for an overflow handled outside an interrupt entry. Whether perf has
+ * just throttled the event is Rust's reading of hw.interrupts (perf core tells a handler no
+ * other way; bridge/perf.rs).
  */
 static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_data *data,
 				   struct pt_regs *regs)
 {
-	bool throttled = event->hw.interrupts == OPROFILE_MAX_INTERRUPTS;
-
 	oprofile_rust_perf_overflow(event->overflow_handler_context, regs,
-				    regs && !user_mode(regs), throttled);
+				    regs && !user_mode(regs), event->hw.interrupts);
 }
 
 /**
@@ -90,8 +92,8 @@ static void oprofile_shim_overflow(struct perf_event *event, struct perf_sample_
  * Context: process context.
  * Return: the event, or an ERR_PTR (-ENODEV for an offline CPU; perf's errors).
  */
-void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_kernel,
-				bool exclude_user, void *context)
+struct perf_event *oprofile_shim_perf_create(int cpu, u32 event, u64 period,
+					     bool exclude_kernel, bool exclude_user, void *context)
 {
 	struct perf_event_attr attr = {
 		.type		= PERF_TYPE_RAW,
@@ -119,7 +121,7 @@ void *oprofile_shim_perf_create(int cpu, u32 event, u64 period, bool exclude_ker
  * Context: process context (an IPI to the event's CPU).
  * Return: events counted since creation.
  */
-u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running)
+u64 oprofile_shim_perf_read(struct perf_event *event, u64 *enabled, u64 *running)
 {
 	return perf_event_read_value(event, enabled, running);
 }
@@ -128,7 +130,7 @@ u64 oprofile_shim_perf_read(void *event, u64 *enabled, u64 *running)
  * oprofile_shim_perf_disable() - stop a counter counting (it stays readable)
  * @event: a live event of oprofile_shim_perf_create()
  */
-void oprofile_shim_perf_disable(void *event)
+void oprofile_shim_perf_disable(struct perf_event *event)
 {
 	perf_event_disable(event);
 }
@@ -139,7 +141,7 @@ void oprofile_shim_perf_disable(void *event)
  *
  * Waits for a running overflow handler; after it returns none runs with its context.
  */
-void oprofile_shim_perf_release(void *event)
+void oprofile_shim_perf_release(struct perf_event *event)
 {
 	perf_event_release_kernel(event);
 }

@@ -12,8 +12,8 @@
 //! A disabled point costs one relaxed load per section (no clock read); points start
 //! disabled. An enabled point reads the monotonic clock twice per section (through
 //! `ktime_get_mono_fast_ns`, the NMI-safe reader: `ktime_get` could spin forever in an NMI that
-//! interrupted a timekeeping update; `bridge::clock_ns`) and adds to two 64-bit atomics. Sections
-//! may nest and run on any CPU and in any context, interrupts and NMIs included. A point enabled or disabled while a section runs counts that section
+//! interrupted a timekeeping update; `bridge::clock::clock_ns`) and adds to two 64-bit atomics.
+//! Sections may nest and run on any CPU and in any context, interrupts and NMIs included. A point enabled or disabled while a section runs counts that section
 //! only if it was enabled at its start.
 //!
 //! The file `profile_points` (see [`ProfilePoints`]) shows the table of `common::profile_point` and takes
@@ -49,7 +49,7 @@ const _: () = assert!(core::mem::size_of::<ProfilePoint>() == 64);
 
 /// A running section of an enabled point: its start time. Returned by
 /// [`ProfilePoint::start`], consumed by [`ProfilePoint::leave`].
-/// (ns of `bridge::clock_ns`).
+/// (ns of `bridge::clock::clock_ns`).
 pub(crate) struct Started(Option<u64>);
 
 impl ProfilePoint {
@@ -90,7 +90,11 @@ impl ProfilePoint {
     /// point is enabled.
     #[inline]
     pub(crate) fn start(&self) -> Started {
-        Started(self.enabled.load(Relaxed).then(crate::bridge::clock_ns))
+        Started(
+            self.enabled
+                .load(Relaxed)
+                .then(crate::bridge::clock::clock_ns),
+        )
     }
 
     /// Ends the section begun by `started` (legacy `profile_point_leave`): adds one run and its
@@ -98,7 +102,7 @@ impl ProfilePoint {
     #[inline]
     pub(crate) fn leave(&self, started: Started) {
         if let Some(t) = started.0 {
-            let ns = crate::bridge::clock_ns().saturating_sub(t);
+            let ns = crate::bridge::clock::clock_ns().saturating_sub(t);
             self.nr.add(1u64, Relaxed);
             self.total_ns.add(ns, Relaxed);
         }

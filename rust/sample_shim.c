@@ -285,32 +285,26 @@ unsigned int oprofile_shim_kernel_trace(struct pt_regs *regs, unsigned long *ent
 }
 
 /**
- * oprofile_shim_user_start() - where the user part of a sample's call chain starts
- * @regs: the sampled registers
- * @user: out: for a kernel-mode sample of a user task, the user PC it entered the kernel from
- *        (@user->entry) and the user fp, lr, sp, cpsr (PSTATE on arm64) it entered with; for a
- *        user-mode sample the sampled fp, lr, sp, cpsr; zeroed (@user->walk false) for a kernel
- *        thread or where there is no user context
+ * oprofile_shim_frame_regs() - the registers a user frame walk starts from
+ * @regs: user-mode registers (the sampled ones, or those the task entered the kernel with)
+ * @user: out: @regs' PC (instruction_pointer()) and fp, lr, sp, cpsr (PSTATE on arm64); the
+ *        entry and walk flags are left to the caller
  *
- * The walk itself is Rust's (common::sync::walk_user_frames).
- * Missing binding: the pt_regs layout, user_mode() and task_pt_regs().
- * Context: the sampling interrupt or NMI (reads only current's registers).
+ * Which registers those are (the sample's, or task_pt_regs() of a kernel-mode sample's task:
+ * where the kernel part of a call chain ends) is Rust's decision (bridge/regs.rs), as is the
+ * walk (common::sync::walk_user_frames).
+ * Missing binding: the pt_regs layout.
+ * Context: any.
+ * Return: false where there is no user frame walk (neither ARM nor arm64).
  */
-void oprofile_shim_user_start(struct pt_regs *regs, struct oprofile_user_regs *user)
+bool oprofile_shim_frame_regs(struct pt_regs *regs, struct oprofile_user_regs *user)
 {
-	memset(user, 0, sizeof(*user));
 #if defined(CONFIG_ARM) || defined(CONFIG_ARM64)
-	if (!user_mode(regs)) {
-		if (!current->mm || (current->flags & PF_KTHREAD))
-			return;
-		regs = task_pt_regs(current);
-		if (!user_mode(regs))
-			return;
-		user->entry = true;
-		user->pc = instruction_pointer(regs);
-	}
-	user->walk = true;
+	user->pc = instruction_pointer(regs);
 	user_frame_regs(regs, user);
+	return true;
+#else
+	return false;
 #endif
 }
 
@@ -398,7 +392,11 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end)
 #endif
 }
 
-/* The context and callback of the registered module notifier. */
+/*
+ * The context and callback of the registered module notifier: one slot, claimed by cmpxchg on
+ * oprofile_module_ctx. Its Rust owner is bridge::ModuleNotifier (one at a time), which claims
+ * it at initialisation and releases it on drop.
+ */
 static const void *oprofile_module_ctx;
 static void (*oprofile_module_coming)(const void *ctx);
 

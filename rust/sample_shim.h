@@ -41,7 +41,7 @@ void oprofile_shim_module_area(unsigned long *start, unsigned long *end);
 void oprofile_shim_file_key(struct file *file, unsigned long *dentry, unsigned long *mnt);
 int oprofile_shim_file_path(struct file *file, char *buf, int len, int *start);
 
-/* Where the user part of a call chain starts (oprofile_shim_user_start()). */
+/* Where the user part of a call chain starts (oprofile_shim_frame_regs() fills pc, fp..cpsr). */
 struct oprofile_user_regs {
 	unsigned long pc;	/* the user PC the kernel was entered from (entry) */
 	unsigned long fp, lr, sp;
@@ -65,7 +65,7 @@ int oprofile_shim_exec_maps(struct mm_struct *mm, oprofile_map_fn fn, void *ctx)
 
 unsigned int oprofile_shim_kernel_trace(struct pt_regs *regs, unsigned long *entries,
 					unsigned int max, unsigned long *pc);
-void oprofile_shim_user_start(struct pt_regs *regs, struct oprofile_user_regs *user);
+bool oprofile_shim_frame_regs(struct pt_regs *regs, struct oprofile_user_regs *user);
 
 bool oprofile_shim_in_nmi(void);
 struct pt_regs *oprofile_shim_task_user_regs(void);

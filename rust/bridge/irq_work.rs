@@ -10,22 +10,10 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// `struct oprofile_irq_work` of `sample_shim.c` (opaque).
-#[repr(C)]
-struct RawIrqWork {
-    _private: [u8; 0],
-}
-
-extern "C" {
-    fn oprofile_shim_in_nmi() -> bool;
-    fn oprofile_shim_irq_work_new(
-        f: unsafe extern "C" fn(*const c_void),
-        ctx: *const c_void,
-    ) -> *mut RawIrqWork;
-    fn oprofile_shim_irq_work_queue(w: *mut RawIrqWork) -> bool;
-    fn oprofile_shim_irq_work_sync(w: *mut RawIrqWork);
-    fn oprofile_shim_irq_work_free(w: *mut RawIrqWork);
-}
+use super::shim_bindings::{
+    oprofile_irq_work as RawIrqWork, oprofile_shim_in_nmi, oprofile_shim_irq_work_free,
+    oprofile_shim_irq_work_new, oprofile_shim_irq_work_queue, oprofile_shim_irq_work_sync,
+};
 
 /// Whether this runs in NMI context (`in_nmi()`): on arm64 with pseudo-NMIs
 /// (`irqchip.gicv3_pseudo_nmi=1`), perf's PMU overflow handler does. Never on ARMv7.
@@ -75,7 +63,7 @@ impl<T: IrqWorkHandler> IrqWork<T> {
     pub(crate) fn new(handler: Arc<T>) -> Result<Self> {
         let ctx: *const T = &*handler;
         // SAFETY: `run::<T>` matches `ctx`, which stays valid while `handler` is kept (below).
-        let raw = unsafe { oprofile_shim_irq_work_new(run::<T>, ctx.cast()) };
+        let raw = unsafe { oprofile_shim_irq_work_new(Some(run::<T>), ctx.cast()) };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: a new work with `handler` as its context.
         Ok(IrqWork {

@@ -7,40 +7,16 @@
 //! `perf_event_create_kernel_counter` use).
 
 use super::regs::Regs;
-use core::ffi::{c_char, c_int, c_void};
 use core::ptr::NonNull;
 use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// `struct oprofile_pmu_info` of `perf_shim.h`.
-#[repr(C)]
-struct RawPmuInfo {
-    name: [u8; 32],
-    num_counters: c_int,
-    no_exclude: bool,
-    no_interrupt: bool,
-}
-
-// Only pointers to the bindgen `struct pt_regs` cross; the C side defines it.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn oprofile_shim_pmu_probe(
-        info: *mut RawPmuInfo,
-        is_arm_pmu: unsafe extern "C" fn(*const c_char) -> bool,
-    ) -> c_int;
-    fn oprofile_shim_perf_create(
-        cpu: c_int,
-        event: u32,
-        period: u64,
-        exclude_kernel: bool,
-        exclude_user: bool,
-        context: *mut c_void,
-    ) -> *mut c_void;
-    fn oprofile_shim_perf_read(event: *mut c_void, enabled: *mut u64, running: *mut u64) -> u64;
-    fn oprofile_shim_perf_disable(event: *mut c_void);
-    fn oprofile_shim_perf_release(event: *mut c_void);
-}
+use super::shim_bindings::{
+    oprofile_pmu_info as RawPmuInfo, oprofile_shim_perf_create, oprofile_shim_perf_disable,
+    oprofile_shim_perf_read, oprofile_shim_perf_release, oprofile_shim_pmu_probe,
+};
 
 /// Which PMUs have a model (the probe reads the counter count of those).
 pub(crate) trait PmuModels {
@@ -54,6 +30,12 @@ pub(crate) trait PmuModels {
 /// `perf_shim.c` reads through `to_arm_pmu()`: this bridge asks the shim to for no other name,
 /// whatever [`PmuModels`] says.
 const ARM_PMU_PREFIXES: [&str; 4] = ["armv6_", "armv7_", "armv8_", "xscale"];
+
+/// `PERF_TYPE_HARDWARE` of `enum perf_type_id` (uapi `<linux/perf_event.h>`, a stable ABI
+/// value; the kernel crate's bindings lack the header).
+const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_COUNT_HW_CPU_CYCLES` of `enum perf_hw_id` (uapi, as above).
+const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
 
 /// What perf's CPU-cycles PMU is.
 pub(crate) struct PmuInfo {
@@ -105,8 +87,17 @@ pub(crate) fn probe<M: PmuModels>() -> Result<PmuInfo> {
         no_exclude: false,
         no_interrupt: false,
     };
+    // The probe event: the generic CPU-cycles event, which every ARM PMU driver maps (to CCNT
+    // or its cycle counter), so perf hands it to the CPU's PMU.
     // SAFETY: `raw` is a valid, writable `struct oprofile_pmu_info`; the callback matches.
-    kernel::error::to_result(unsafe { oprofile_shim_pmu_probe(&mut raw, is_arm_pmu::<M>) })?;
+    kernel::error::to_result(unsafe {
+        oprofile_shim_pmu_probe(
+            &mut raw,
+            PERF_TYPE_HARDWARE,
+            PERF_COUNT_HW_CPU_CYCLES,
+            Some(is_arm_pmu::<M>),
+        )
+    })?;
     Ok(PmuInfo {
         name: raw.name,
         num_counters: usize::try_from(raw.num_counters).ok(),
@@ -135,15 +126,52 @@ pub(crate) struct Attr {
     pub(crate) exclude_user: bool,
 }
 
+/// A kernel counter of `perf_event_create_kernel_counter` (`struct perf_event`), as the shim
+/// creates, reads, disables and releases it. Not `Copy`: one value per counter, owned by the
+/// [`Event`] that created it, which releases it.
+///
+/// # Invariants
+///
+/// The pointer is a live kernel counter from `oprofile_shim_perf_create` until
+/// [`KernelCounter::release`] is called on this value (after which it is never used).
+struct KernelCounter(NonNull<bindings::perf_event>);
+
+impl KernelCounter {
+    /// `perf_event_read_value`: the count and the enabled and running times (ns).
+    fn read(&self) -> (u64, u64, u64) {
+        let (mut enabled, mut running) = (0u64, 0u64);
+        // SAFETY: Live (type invariants: not released, `release` consumes the last use);
+        // valid out-pointers.
+        let value = unsafe { oprofile_shim_perf_read(self.0.as_ptr(), &mut enabled, &mut running) };
+        (value, enabled, running)
+    }
+
+    /// `perf_event_disable`.
+    fn disable(&self) {
+        // SAFETY: Live (type invariants).
+        unsafe { oprofile_shim_perf_disable(self.0.as_ptr()) };
+    }
+
+    /// `perf_event_release_kernel`: waits for a running overflow handler, after which none
+    /// runs with the counter's context.
+    ///
+    /// # Safety
+    ///
+    /// Called once, as the last use of this value.
+    unsafe fn release(&mut self) {
+        // SAFETY: Live (type invariants) and released once (our contract).
+        unsafe { oprofile_shim_perf_release(self.0.as_ptr()) };
+    }
+}
+
 /// A pinned per-CPU perf counter, released on drop (which waits for a running handler).
 ///
 /// # Invariants
 ///
-/// `raw` is a live `struct perf_event` from `perf_event_create_kernel_counter`, owned here,
-/// whose overflow context is the address of `*_handler` (stable: boxed), which lives until the
-/// event is released.
+/// `counter` is owned here and released only by `drop`; its overflow context is the address of
+/// `*_handler` (stable: boxed), which lives until the counter is released.
 pub(crate) struct Event {
-    raw: NonNull<c_void>,
+    counter: KernelCounter,
     /// The overflow context: read only by `oprofile_rust_perf_overflow`, through `raw`.
     _handler: KBox<Arc<dyn Overflow>>,
 }
@@ -175,9 +203,9 @@ impl Event {
             )
         };
         let raw = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
-        // INVARIANT: a new event with `handler` as context.
+        // INVARIANT: a new live counter with `handler` as context, released only by `drop`.
         Ok(Event {
-            raw,
+            counter: KernelCounter(raw),
             _handler: handler,
         })
     }
@@ -186,30 +214,34 @@ impl Event {
     /// the PMU (`perf_event_read_value`; running < enabled: it was multiplexed). Process
     /// context (reading another CPU's counter takes an IPI).
     pub(crate) fn read(&self) -> (u64, u64, u64) {
-        let (mut enabled, mut running) = (0u64, 0u64);
-        // SAFETY: `raw` is live (type invariants); valid out-pointers.
-        let value =
-            unsafe { oprofile_shim_perf_read(self.raw.as_ptr(), &mut enabled, &mut running) };
-        (value, enabled, running)
+        self.counter.read()
     }
 
     /// Stops counting (values stay readable). Process context.
     pub(crate) fn disable(&self) {
-        // SAFETY: `raw` is live (type invariants).
-        unsafe { oprofile_shim_perf_disable(self.raw.as_ptr()) };
+        self.counter.disable();
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live and owned (type invariants) and released once, here; releasing
-        // waits for a running overflow handler, after which `handler` may go.
-        unsafe { oprofile_shim_perf_release(self.raw.as_ptr()) };
+        // SAFETY: Released once, here, the counter's last use (type invariants). Releasing
+        // waits for a running overflow handler, after which `_handler` may go.
+        unsafe { self.counter.release() };
     }
 }
 
+/// `hw.interrupts` of a throttled event: perf core's `MAX_INTERRUPTS` (`~0ULL`), private to
+/// `kernel/events/core.c` (`perf_event_throttle` sets it, `perf_event_unthrottle` clears it).
+/// Perf tells an overflow handler in no other way that it has just throttled its event (the
+/// return value of `perf_event_overflow` goes to the PMU driver, after the handler ran; the
+/// driver's `PERF_HES_STOPPED` may have other causes), so the value is compared here, the one
+/// place that knows it, from the `interrupts` the shim passes.
+const PERF_MAX_INTERRUPTS: u64 = u64::MAX;
+
 /// Called by the shim's perf overflow handler, in interrupt (or NMI-like) context on the
-/// event's CPU.
+/// event's CPU; `interrupts` is the event's `hw.interrupts` ([`PERF_MAX_INTERRUPTS`]:
+/// throttled).
 ///
 /// Every overflow reaches the handler, one without registers (`regs` null) too: it is counted
 /// there, never dropped here.
@@ -223,11 +255,11 @@ unsafe extern "C" fn oprofile_rust_perf_overflow(
     context: *mut c_void,
     regs: *mut bindings::pt_regs,
     kernel: bool,
-    throttled: bool,
+    interrupts: u64,
 ) {
     // SAFETY: Our contract: the handler lives until its event is released, which waits for us.
     let handler = unsafe { &*context.cast_const().cast::<Arc<dyn Overflow>>() };
     // SAFETY: Null or live for the call (our contract).
     let regs = unsafe { Regs::from_raw(regs) };
-    handler.overflow(regs, kernel, throttled);
+    handler.overflow(regs, kernel, interrupts == PERF_MAX_INTERRUPTS);
 }

@@ -9,25 +9,14 @@ use crate::common::event::USER_REGS;
 use crate::common::sync::{
     sampled_kernel_chain, BACKTRACE_DEPTH_MAX, KERNEL_TRACE_ENTRY_FRAMES, KERNEL_TRACE_LOCK_FRAMES,
 };
-use core::ffi::{c_int, c_ulong, c_void};
 use kernel::bindings;
+use kernel::ffi::c_void;
 use kernel::types::Opaque;
 
-// Only pointers to the bindgen `struct pt_regs` cross; the C side defines it.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn oprofile_shim_irq_regs() -> *mut bindings::pt_regs;
-    fn oprofile_shim_regs_pc(regs: *mut bindings::pt_regs, pc: *mut c_ulong) -> c_int;
-    fn oprofile_shim_kernel_trace(
-        regs: *mut bindings::pt_regs,
-        entries: *mut c_ulong,
-        max: u32,
-        pc: *mut c_ulong,
-    ) -> u32;
-    fn oprofile_shim_user_start(regs: *mut bindings::pt_regs, user: *mut UserRegs);
-    fn oprofile_shim_user_regs(regs: *mut bindings::pt_regs, out: *mut c_ulong) -> bool;
-    fn oprofile_shim_task_user_regs() -> *mut bindings::pt_regs;
-}
+use super::shim_bindings::{
+    oprofile_shim_frame_regs, oprofile_shim_irq_regs, oprofile_shim_kernel_trace,
+    oprofile_shim_regs_pc, oprofile_shim_task_user_regs, oprofile_shim_user_regs,
+};
 
 /// The registers of an interrupted context (`struct pt_regs`), as the sampling interrupt or
 /// perf's overflow handler sees them.
@@ -39,23 +28,11 @@ extern "C" {
 pub(crate) struct Regs(Opaque<bindings::pt_regs>);
 
 /// `struct oprofile_user_regs` of `sample_shim.h`: where the user part of a call chain starts
-/// (walked in Rust by `common::sync::walk_user_frames`).
-#[repr(C)]
-#[derive(Default)]
-pub(crate) struct UserRegs {
-    /// The user PC the kernel was entered from (when `entry`).
-    pub(crate) pc: c_ulong,
-    /// Frame pointer, link register and stack pointer to walk from.
-    pub(crate) fp: c_ulong,
-    pub(crate) lr: c_ulong,
-    pub(crate) sp: c_ulong,
-    /// The user CPSR (Thumb state: `common::arm::PSR_T_BIT`).
-    pub(crate) cpsr: c_ulong,
-    /// `pc` is the first user frame.
-    pub(crate) entry: bool,
-    /// Walk the user frames from `fp`, `lr`, `sp`, `cpsr`.
-    pub(crate) walk: bool,
-}
+/// (walked in Rust by `common::sync::walk_user_frames`): `pc`, the user PC the kernel was
+/// entered from (when `entry`: it is the first user frame); `fp`, `lr`, `sp` and `cpsr` (the
+/// user CPSR, its Thumb state `common::arm::PSR_T_BIT`; arm64: PSTATE) to walk from when
+/// `walk`.
+pub(crate) use super::shim_bindings::oprofile_user_regs as UserRegs;
 
 impl Regs {
     /// The registers at `ptr`; `None` for null.
@@ -79,27 +56,28 @@ impl Regs {
     /// The interrupted PC (as `profile_pc`: a lock function's caller) and whether it was kernel
     /// code.
     pub(crate) fn pc(&self) -> (usize, bool) {
-        let mut pc: c_ulong = 0;
+        let mut pc: usize = 0;
         // SAFETY: `self` is live (type invariants); `pc` is a valid out-pointer.
         let mode = unsafe { oprofile_shim_regs_pc(self.as_raw(), &mut pc) };
-        (pc as usize, mode == 1)
+        (pc, mode == 1)
     }
 
     /// The kernel part of the call chain of these registers, up to `depth` return addresses,
     /// each handed to `frame` (outermost last; the sampled PC itself, and for a sample in a
     /// lock function the caller `profile_pc()` reports, are not: `common::sync::
-    /// sampled_kernel_chain`) until it returns false; then where the user part starts. Returns
-    /// the number of kernel frames and the user registers (`walk` false where there is no user
-    /// part, the walk ended, or no unwinder: non-ARM). Interrupt or NMI context: it reads the
-    /// current task's registers.
+    /// sampled_kernel_chain`) until it returns false; then where the user part starts
+    /// ([`Self::user_start`]). `kernel` is the sample's mode, as [`Self::pc`] gave it (the
+    /// caller has it: not asked again per traced sample). Returns the number of kernel frames
+    /// and the user registers (`walk` false where there is no user part, the walk ended, or no
+    /// unwinder: non-ARM). Interrupt or NMI context: it reads the current task's registers.
     pub(crate) fn backtrace(
         &self,
+        kernel: bool,
         depth: u32,
         frame: &mut dyn FnMut(usize) -> bool,
     ) -> (u32, UserRegs) {
-        let mut user = UserRegs::default();
         let mut entries = [0usize; KERNEL_TRACE_MAX];
-        let chain = if self.pc().1 {
+        let chain = if kernel {
             self.kernel_chain(depth, &mut entries)
         } else {
             &[]
@@ -107,15 +85,40 @@ impl Regs {
         let mut n = 0u32;
         for &pc in chain {
             if n >= depth || !frame(pc) {
-                return (n, user);
+                return (n, UserRegs::default());
             }
             n += 1;
         }
-        if n < depth {
-            // SAFETY: `self` is live (type invariants); `user` is writable.
-            unsafe { oprofile_shim_user_start(self.as_raw(), &mut user) };
+        if n >= depth {
+            return (n, UserRegs::default());
         }
-        (n, user)
+        (n, self.user_start(kernel))
+    }
+
+    /// Where the user part of the call chain of a sample with these registers starts: for a
+    /// user-mode sample (`kernel` false) these registers; for a kernel-mode one the registers
+    /// its task entered the kernel with, whose PC is the first user frame (`entry`); nothing
+    /// (`walk` false) for a kernel thread, without user registers, or on an architecture
+    /// without a user frame walk. Interrupt or NMI context.
+    pub(crate) fn user_start(&self, kernel: bool) -> UserRegs {
+        if kernel {
+            with_task_user_regs(|user| user.map_or_else(UserRegs::default, |u| u.frame_regs(true)))
+        } else {
+            self.frame_regs(false)
+        }
+    }
+
+    /// The registers a user frame walk starts from, these being user-mode registers; `entry`:
+    /// their PC is the first user frame (else `pc` is 0).
+    fn frame_regs(&self, entry: bool) -> UserRegs {
+        let mut user = UserRegs::default();
+        // SAFETY: `self` is live (type invariants); `user` is writable.
+        user.walk = unsafe { oprofile_shim_frame_regs(self.as_raw(), &mut user) };
+        user.entry = user.walk && entry;
+        if !user.entry {
+            user.pc = 0;
+        }
+        user
     }
 
     /// The kernel callers of these (kernel-mode) registers, at most `depth` plus the entries
@@ -129,20 +132,15 @@ impl Regs {
         let max = (depth as usize)
             .saturating_add(KERNEL_TRACE_ENTRY_FRAMES + KERNEL_TRACE_LOCK_FRAMES)
             .min(KERNEL_TRACE_MAX);
-        let mut pc: c_ulong = 0;
+        let mut pc: usize = 0;
         // SAFETY: `self` is live (type invariants); `entries` is writable for `max` <=
-        // KERNEL_TRACE_MAX words (`usize` is `unsigned long` on Linux); `pc` is a valid
-        // out-pointer.
+        // KERNEL_TRACE_MAX words (`unsigned long` is `usize` in the kernel's `ffi`); `pc` is a
+        // valid out-pointer.
         let got = unsafe {
-            oprofile_shim_kernel_trace(
-                self.as_raw(),
-                entries.as_mut_ptr().cast(),
-                max as u32,
-                &mut pc,
-            )
+            oprofile_shim_kernel_trace(self.as_raw(), entries.as_mut_ptr(), max as u32, &mut pc)
         };
         let entries = entries.get(..got as usize).unwrap_or(&[]);
-        sampled_kernel_chain(entries, pc as usize, |a| {
+        sampled_kernel_chain(entries, pc, |a| {
             // SAFETY: FFI call without preconditions (reads the lock text's bounds).
             unsafe { bindings::in_lock_functions(a) != 0 }
         })
@@ -159,10 +157,11 @@ impl Regs {
     /// those the current task entered the kernel with; `None` for a kernel thread (or on an
     /// architecture without the shim's support). Interrupt context.
     pub(crate) fn user_regs(&self) -> Option<[usize; USER_REGS]> {
-        let mut out = [0 as c_ulong; USER_REGS];
-        // SAFETY: `self` is live (type invariants); `out` is writable for USER_REGS words.
+        let mut out = [0usize; USER_REGS];
+        // SAFETY: `self` is live (type invariants); `out` is writable for USER_REGS words, as
+        // many as the shim writes (its OPROFILE_USER_REGS, checked against them at build time).
         let ok = unsafe { oprofile_shim_user_regs(self.as_raw(), out.as_mut_ptr()) };
-        ok.then(|| out.map(|r| r as usize))
+        ok.then_some(out)
     }
 }
 

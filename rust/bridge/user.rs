@@ -7,65 +7,27 @@
 //! References the shim takes arrive here as `ARef`s, so they are released by their owner's drop.
 
 use crate::common::sync::file_offset;
-use core::ffi::{c_char, c_int, c_ulong, c_void};
 use core::ptr::NonNull;
 use kernel::bindings;
+use kernel::ffi::{c_int, c_void};
 use kernel::fs::File;
 use kernel::mm::{MmWithUser, MmWithUserAsync};
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
 
-/// `struct oprofile_vma` of `sample_shim.h`.
-#[repr(C)]
-#[derive(Default)]
-struct Vma {
-    start: c_ulong,
-    end: c_ulong,
-    pgoff: c_ulong,
-    exec: bool,
-}
+use super::shim_bindings::{
+    oprofile_shim_exe_file_irq, oprofile_shim_exec_maps, oprofile_shim_file_key,
+    oprofile_shim_file_path, oprofile_shim_user_lookup_irq, oprofile_shim_user_lookup_mm,
+    oprofile_vma as Vma, OPROFILE_LOOKUP_ANON, OPROFILE_LOOKUP_FILE, OPROFILE_LOOKUP_NO_MM,
+    OPROFILE_LOOKUP_RETRY,
+};
 
-/// Results of `oprofile_shim_user_lookup_*` (`sample_shim.h`).
-const LOOKUP_FILE: c_int = 0;
-const LOOKUP_ANON: c_int = 1;
-// 2: OPROFILE_LOOKUP_NONE, no mapping contains the PC.
-const LOOKUP_NO_MM: c_int = 3;
-const LOOKUP_RETRY: c_int = 4;
-
-// Only pointers to bindgen structs cross; the C side defines them.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn oprofile_shim_user_lookup_irq(
-        pc: c_ulong,
-        file: *mut *mut bindings::file,
-        vma: *mut Vma,
-    ) -> c_int;
-    fn oprofile_shim_user_lookup_mm(
-        mm: *mut bindings::mm_struct,
-        pc: c_ulong,
-        file: *mut *mut bindings::file,
-        vma: *mut Vma,
-    ) -> c_int;
-    fn oprofile_shim_exe_file_irq() -> *mut bindings::file;
-    fn oprofile_shim_file_key(file: *mut bindings::file, dentry: *mut c_ulong, mnt: *mut c_ulong);
-    fn oprofile_shim_exec_maps(
-        mm: *mut bindings::mm_struct,
-        f: unsafe extern "C" fn(
-            *mut c_void,
-            c_ulong,
-            c_ulong,
-            c_ulong,
-            *mut bindings::file,
-        ) -> bool,
-        ctx: *mut c_void,
-    ) -> c_int;
-    fn oprofile_shim_file_path(
-        file: *mut bindings::file,
-        buf: *mut c_char,
-        len: c_int,
-        start: *mut c_int,
-    ) -> c_int;
-}
+/// Results of `oprofile_shim_user_lookup_*` (`sample_shim.h`), as the shims return them.
+const LOOKUP_FILE: c_int = OPROFILE_LOOKUP_FILE as c_int;
+const LOOKUP_ANON: c_int = OPROFILE_LOOKUP_ANON as c_int;
+// OPROFILE_LOOKUP_NONE: no mapping contains the PC.
+const LOOKUP_NO_MM: c_int = OPROFILE_LOOKUP_NO_MM as c_int;
+const LOOKUP_RETRY: c_int = OPROFILE_LOOKUP_RETRY as c_int;
 
 /// Where a user PC is.
 pub(crate) enum Lookup {
@@ -113,12 +75,7 @@ unsafe fn lookup_result(r: c_int, file: *mut bindings::file, vma: &Vma, pc: usiz
     match (r, file) {
         (LOOKUP_FILE, Some(file)) => Lookup::File {
             file,
-            offset: file_offset(
-                pc,
-                vma.start as usize,
-                vma.pgoff as usize,
-                kernel::page::PAGE_SHIFT as u32,
-            ),
+            offset: file_offset(pc, vma.start, vma.pgoff, kernel::page::PAGE_SHIFT as u32),
             exec: vma.exec,
         },
         (LOOKUP_ANON, _) => Lookup::Anon { exec: vma.exec },
@@ -134,7 +91,7 @@ pub(crate) fn lookup_irq(pc: usize) -> Lookup {
     let mut file = core::ptr::null_mut();
     let mut vma = Vma::default();
     // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
-    let r = unsafe { oprofile_shim_user_lookup_irq(pc as c_ulong, &mut file, &mut vma) };
+    let r = unsafe { oprofile_shim_user_lookup_irq(pc, &mut file, &mut vma) };
     // SAFETY: The shim referenced `file` for LOOKUP_FILE and left it null otherwise.
     unsafe { lookup_result(r, file, &vma, pc) }
 }
@@ -146,11 +103,11 @@ pub(crate) fn mapping_end_irq(addr: usize) -> Option<usize> {
     let mut file = core::ptr::null_mut();
     let mut vma = Vma::default();
     // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
-    let r = unsafe { oprofile_shim_user_lookup_irq(addr as c_ulong, &mut file, &mut vma) };
+    let r = unsafe { oprofile_shim_user_lookup_irq(addr, &mut file, &mut vma) };
     // SAFETY: The shim referenced `file` for LOOKUP_FILE and left it null otherwise; the
     // reference drops here.
     match unsafe { lookup_result(r, file, &vma, addr) } {
-        Lookup::File { .. } | Lookup::Anon { .. } => Some(vma.end as usize),
+        Lookup::File { .. } | Lookup::Anon { .. } => Some(vma.end),
         _ => None,
     }
 }
@@ -161,8 +118,7 @@ pub(crate) fn lookup_mm(mm: &MmWithUser, pc: usize) -> Lookup {
     let mut file = core::ptr::null_mut();
     let mut vma = Vma::default();
     // SAFETY: `mm` has users (its type); valid out-pointers.
-    let r =
-        unsafe { oprofile_shim_user_lookup_mm(mm.as_raw(), pc as c_ulong, &mut file, &mut vma) };
+    let r = unsafe { oprofile_shim_user_lookup_mm(mm.as_raw(), pc, &mut file, &mut vma) };
     // SAFETY: As in `lookup_irq`.
     unsafe { lookup_result(r, file, &vma, pc) }
 }
@@ -183,7 +139,7 @@ pub(crate) fn exec_maps(mm: &MmWithUser, mut f: impl FnMut(ExecMap) -> bool) -> 
     let mut ctx: &mut dyn FnMut(ExecMap) -> bool = &mut f;
     // SAFETY: `mm` has users (its type); `ctx` is a `&mut dyn FnMut` live across the
     // synchronous call, as `exec_map` expects.
-    let r = unsafe { oprofile_shim_exec_maps(mm.as_raw(), exec_map, (&raw mut ctx).cast()) };
+    let r = unsafe { oprofile_shim_exec_maps(mm.as_raw(), Some(exec_map), (&raw mut ctx).cast()) };
     if r < 0 {
         return Err(Error::from_errno(r));
     }
@@ -198,9 +154,9 @@ pub(crate) fn exec_maps(mm: &MmWithUser, mut f: impl FnMut(ExecMap) -> bool) -> 
 /// must be a live file, referenced by its mapping for the duration of the call.
 unsafe extern "C" fn exec_map(
     ctx: *mut c_void,
-    start: c_ulong,
-    end: c_ulong,
-    pgoff: c_ulong,
+    start: usize,
+    end: usize,
+    pgoff: usize,
     file: *mut bindings::file,
 ) -> bool {
     // SAFETY: Our contract.
@@ -208,10 +164,10 @@ unsafe extern "C" fn exec_map(
     // SAFETY: `file` is live for the call (our contract); the mapping holds a reference, so
     // `fdget_pos` cannot have skipped `f_pos_lock` on it (`File`'s invariant).
     let file: ARef<File> = unsafe { File::from_raw_file(file) }.into();
-    let offset = (pgoff as usize).wrapping_shl(kernel::page::PAGE_SHIFT as u32);
+    let offset = pgoff.wrapping_shl(kernel::page::PAGE_SHIFT as u32);
     f(ExecMap {
-        start: start as usize,
-        end: end as usize,
+        start,
+        end,
         offset,
         file,
     })
@@ -234,10 +190,10 @@ pub(crate) fn exe_file_irq() -> Option<ARef<File>> {
 /// The identity of `file`'s path (what a dcookie was): its dentry and vfsmount addresses,
 /// stable while a reference to the file is held.
 pub(crate) fn file_key(file: &File) -> (usize, usize) {
-    let (mut dentry, mut mnt): (c_ulong, c_ulong) = (0, 0);
+    let (mut dentry, mut mnt) = (0usize, 0usize);
     // SAFETY: `file` is live (borrowed); valid out-pointers.
     unsafe { oprofile_shim_file_key(file.as_ptr(), &mut dentry, &mut mnt) };
-    (dentry as usize, mnt as usize)
+    (dentry, mnt)
 }
 
 /// The absolute path of `file` (`d_path`, relative to the caller's root), written into `buf`;
