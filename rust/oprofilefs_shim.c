@@ -38,7 +38,12 @@ static struct inode *oprofilefs_get_inode(struct super_block *sb, umode_t mode)
 	return inode;
 }
 
-/* The context and fill function of the registered filesystem (oprofilefs_shim_register). */
+/*
+ * The context and fill function of the registered filesystem: one slot, claimed by cmpxchg in
+ * oprofilefs_shim_register() and released by oprofilefs_shim_unregister(). Its one owner is
+ * Rust's oprofilefs::Registration (rust/oprofilefs.rs), which claims it at initialisation and
+ * releases it in its drop; a second Registration gets -EBUSY and leaves the slot alone.
+ */
 static const void *oprofilefs_ctx;
 static oprofilefs_fill_fn oprofilefs_fill;
 
