@@ -10,7 +10,7 @@
 //! from Thumb state sets bit 0 of LR).
 //!
 //! The module's frame-pointer walk (`sync::walk_user_frames`) and the host tool's call facts
-//! (`crates/oprof/src/calls.rs`) use the same decoding.
+//! (`crates/oprof/src/resolve/calls.rs`) use the same decoding.
 
 /// The Thumb execution state bit of the CPSR (`PSR_T_BIT`).
 pub const PSR_T_BIT: usize = 0x20;

@@ -79,7 +79,7 @@ def load(d, f):
 
 def received_lost(stats):
     """Samples taken, samples lost after being taken, and sampling periods never sampled
-    (logcheck.py's accounting, which crates/oprof/src/session.rs Losses follows)."""
+    (logcheck.py's accounting, which crates/oprof/src/input/session.rs Losses follows)."""
     received, lost = received_and_lost(stats)
     return received, lost, not_sampled(stats)
 
