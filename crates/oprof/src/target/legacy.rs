@@ -604,18 +604,9 @@ impl Caller {
 /// `[start, end)` of every writable mapping in a `/proc/PID/maps` text, in order.
 pub fn writable_ranges(maps: &str) -> Vec<(u64, u64)> {
     maps.lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (range, perms) = (f.next()?, f.next()?);
-            if perms.as_bytes().get(1) != Some(&b'w') {
-                return None;
-            }
-            let (s, e) = range.split_once('-')?;
-            Some((
-                u64::from_str_radix(s, 16).ok()?,
-                u64::from_str_radix(e, 16).ok()?,
-            ))
-        })
+        .filter_map(crate::resolve::unwind::maps::parse_line)
+        .filter(|&(_, _, perms, _, _)| perms.as_bytes().get(1) == Some(&b'w'))
+        .map(|(start, end, ..)| (start, end))
         .collect()
 }
 

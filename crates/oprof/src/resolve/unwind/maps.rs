@@ -25,9 +25,9 @@ pub struct ProcessImages {
     pub images: Vec<ImageTables>,
 }
 
-/// A parsed `/proc/PID/maps` line: range, permissions, file offset and path (`None` for
-/// anonymous memory and `[stack]`-style names).
-pub fn parse_line(line: &str) -> Option<(u64, u64, bool, u64, Option<&str>)> {
+/// A parsed `/proc/PID/maps` line: range, permissions (`rwxp`-style, e.g. `r-xp`), file offset
+/// and path (`None` for anonymous memory and `[stack]`-style names).
+pub fn parse_line(line: &str) -> Option<(u64, u64, &str, u64, Option<&str>)> {
     let mut f = line.split_whitespace();
     let (start, end) = f.next()?.split_once('-')?;
     let perms = f.next()?;
@@ -37,7 +37,7 @@ pub fn parse_line(line: &str) -> Option<(u64, u64, bool, u64, Option<&str>)> {
     let path = f.next().filter(|p| p.starts_with('/'));
     let start = u64::from_str_radix(start, 16).ok()?;
     let end = u64::from_str_radix(end, 16).ok()?;
-    Some((start, end, perms.contains('x'), offset, path))
+    Some((start, end, perms, offset, path))
 }
 
 impl ProcessImages {
@@ -49,7 +49,8 @@ impl ProcessImages {
     ) -> ProcessImages {
         let mut out = ProcessImages::default();
         let mut paths: Vec<(String, Option<usize>)> = Vec::new();
-        for (start, end, executable, offset, path) in maps.lines().filter_map(parse_line) {
+        for (start, end, perms, offset, path) in maps.lines().filter_map(parse_line) {
+            let executable = perms.contains('x');
             let Some(path) = path else { continue };
             let image = match paths.iter().find(|p| p.0 == path) {
                 Some(p) => p.1,

@@ -763,8 +763,8 @@ fn expand_turns_snapshots_into_frames() {
     // Image ids as the module's `images` gives them: 1 the program, 2.. the libraries.
     let mut paths: Vec<String> = vec![];
     let mut maps = vec![];
-    for (start, end, exec, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
-        let (Some(path), true) = (path, exec) else {
+    for (start, end, perms, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
+        let (Some(path), true) = (path, perms.contains('x')) else {
             continue;
         };
         if !paths.iter().any(|p| p == path) {

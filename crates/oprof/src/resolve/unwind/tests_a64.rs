@@ -363,8 +363,8 @@ fn a64_snapshots_expand_in_8_byte_streams() {
     let cap = capture(&exe, "b");
     let mut paths: Vec<String> = vec![];
     let mut maps = vec![];
-    for (start, end, exec, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
-        let (Some(path), true) = (path, exec) else {
+    for (start, end, perms, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
+        let (Some(path), true) = (path, perms.contains('x')) else {
             continue;
         };
         if !paths.iter().any(|p| p == path) {
