@@ -27,9 +27,10 @@
 //!   `stats/event_throttled`. Each is logged once per profiling period.
 //! - Each reading is checked against the event's previous one ([`counter::check_reading`]): a
 //!   count that went down, or a cycle count that rose faster than any CPU clock (a 32-bit
-//!   counter that stepped back, which perf reads as a wrap: seen once under QEMU), is rejected
-//!   and its interval left out of `N/total`, `N/time_running` and the loss estimates, counted
-//!   in `stats/N/event_read_rejected` and logged once per profiling period.
+//!   counter that stepped back, which perf reads as a wrap: QEMU's PMU race, "Counts under QEMU"
+//!   in `Documentation/events.rst`), is rejected and its interval left out of `N/total`,
+//!   `N/time_running` and the loss estimates, counted in `stats/N/event_read_rejected` and
+//!   logged once per profiling period.
 //!
 //! The events follow CPU hotplug, as legacy did: a [`PerfRun`] registers a hotplug state
 //! ([`cpuhp`]) for its lifetime, whose callbacks run on the CPU concerned in its hotplug thread,

@@ -140,6 +140,9 @@ else
     reset_counters
     echo 1 > $OP/0/enabled; echo $cyc > $OP/0/event; echo 2000000 > $OP/0/count
     echo 1 > $OP/1/enabled; echo 0x11 > $OP/1/event; echo 1000000 > $OP/1/count
+    # Counter 2 counts cycles every 2e9 (2 s here): the canary that counts QEMU's PMU races for
+    # events.py (its CANARY_PERIOD; Documentation/events.rst, "Counts under QEMU").
+    echo 1 > $OP/2/enabled; echo 0x11 > $OP/2/event; echo 2000000000 > $OP/2/count
     # The ARMv8 perf driver stops the whole PMU while it handles an overflow
     # (armv8pmu_handle_irq), so the handler's time is missing from both counters' totals:
     # timed by the sample_handler profile point (our part of it), for events.py's bound.
