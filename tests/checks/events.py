@@ -36,6 +36,8 @@ PMU_DRIFT_NS = 50_000
 # the module counts as periods lost), and only a CPU counting longer than CANARY_PERIOD gives
 # it a sample without a race. Its delivered samples and losses bound the races from above.
 CANARY_PERIOD = 2_000_000_000
+# events.sh's sampling periods (cycles) of counters 0 and 1.
+PERIODS = (2_000_000, 1_000_000)
 # What the counters count beyond their time running at the edges of the session, per CPU (ns):
 # as the counting check in events.sh.
 EDGE_NS = 100_000
@@ -54,8 +56,8 @@ COUNTER1 = {False: "CLOCK_CYCLES", True: "CPU_CYCLES"}
 def counters(board):
     """`oprof report` options naming the model and events.sh's counters on BOARD."""
     arm64 = board in ARM64
-    return ["--cpu-type", "arm/armv8-ca53" if arm64 else "arm/armv7-ca15", "--counter", "0:CPU_CYCLES:2000000",
-            "--counter", f"1:{COUNTER1[arm64]}:1000000", "--counter", f"2:{COUNTER1[arm64]}:{CANARY_PERIOD}"]
+    return ["--cpu-type", "arm/armv8-ca53" if arm64 else "arm/armv7-ca15", "--counter", f"0:CPU_CYCLES:{PERIODS[0]}",
+            "--counter", f"1:{COUNTER1[arm64]}:{PERIODS[1]}", "--counter", f"2:{COUNTER1[arm64]}:{CANARY_PERIOD}"]
 
 
 def plan(board):
@@ -113,8 +115,8 @@ def checks(s):
         if s.board in ARM64:
             stopped += ARMV8_DRIVER_STOP_NS * (s0 + s1 + s2)
         edge = EDGE_NS * n
-        for c, period, t in ((0, 2_000_000, int(m[1])), (1, 1_000_000, int(m[2]))):
-            r = running[c]
+        for c, t in ((0, int(m[1])), (1, int(m[2]))):
+            r, period = running[c], PERIODS[c]
             lo, hi = r - stopped - drift[c], r + edge + races * period
             s.check(0 < r <= ns * n and throttled == 0 and lo <= t <= hi,
                     f"counter {c}: total {t} cycles = its time running at 1 cycle/ns within [{lo}, {hi}] ({c}/time_running "
@@ -126,8 +128,8 @@ def checks(s):
         # here from the time running as above, and one more per QEMU PMU race (an early sample).
         # The buffers' own losses (`lost`, all counters together) can only lower the delivered
         # count further, so they widen the lower bound by exactly their number.
-        for c, period, got in ((0, 2_000_000, s0), (1, 1_000_000, s1)):
-            r = running[c]
+        for c, got in ((0, s0), (1, s1)):
+            r, period = running[c], PERIODS[c]
             hi, lo = (r + edge) // period + races, (r - stopped - drift[c]) // period
             # Rejected readings' intervals are out of the time running; their samples are not.
             unmetered = stats.get(f"{c}/event_read_rejected_overflows", 0)

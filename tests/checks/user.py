@@ -71,27 +71,27 @@ def plan(board):
 
 
 def module_runner(decode, sections, module):
-    """The process that ran MODULE's code in an `oprof decode` listing, as (pid, its samples in
+    """The process that ran MODULE's code in `oprof decode` listing DECODE (its text), as (pid, its samples in
     MODULE's sections, all its samples): the pid with the most samples between MODULE's lowest
     section address (the .module_sections file) and a page past its highest. Every CPU_SWITCH
     is followed by a full context (CTX_SWITCH) before any sample, so the pid is known
     throughout."""
-    addrs = [int(w[2], 16) for w in (line.split() for line in open(sections)) if len(w) == 3 and w[0] == module]
+    with open(sections) as f:
+        addrs = [int(w[2], 16) for w in (line.split() for line in f) if len(w) == 3 and w[0] == module]
     if not addrs:
         return None, 0, 0
     lo, hi = min(addrs), max(addrs) + 4096
     pid, per_pid, in_module = None, {}, {}
-    with open(decode) as f:
-        for line in f:
-            m = re.search(r"CtxSwitch \{ pid: ([0-9a-f]+)", line)
-            if m:
-                pid = int(m.group(1), 16)
-            elif "CpuSwitch" in line:
-                pid = None
-            elif m := re.search(r"Sample \{ pc: ([0-9a-f]+)", line):
-                per_pid[pid] = per_pid.get(pid, 0) + 1
-                if lo <= int(m.group(1), 16) < hi:
-                    in_module[pid] = in_module.get(pid, 0) + 1
+    for line in decode.splitlines():
+        m = re.search(r"CtxSwitch \{ pid: ([0-9a-f]+)", line)
+        if m:
+            pid = int(m.group(1), 16)
+        elif "CpuSwitch" in line:
+            pid = None
+        elif m := re.search(r"Sample \{ pc: ([0-9a-f]+)", line):
+            per_pid[pid] = per_pid.get(pid, 0) + 1
+            if lo <= int(m.group(1), 16) < hi:
+                in_module[pid] = in_module.get(pid, 0) + 1
     if not in_module:
         return None, 0, 0
     runner = max(in_module, key=in_module.get)
@@ -282,7 +282,7 @@ def check_case(s, c, rep, allstats):
         # samples. insmod is the process with the most samples in optest.ko's sections
         # (measured 60-63% on the arm64 debug kernel, 83-97% elsewhere).
         spin = samples("optest.ko", "optest_spin")
-        pid, in_module, runner = module_runner(s.path(f"-{c}.decode"), s.path(f"-{c}.module_sections"), "optest")
+        pid, in_module, runner = module_runner(dec, s.path(f"-{c}.module_sections"), "optest")
         share = spin / runner if runner > 0 else 0
         s.check(spin >= 30 and share >= 0.4,
                 f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples, {share:.0%} of the "
