@@ -135,7 +135,7 @@ run: module testmod host target-tools
 	@bash scripts/run.sh
 
 check:
-	@bash scripts/check.sh
+	@CHECK_KVARIANT_ORIGIN="$(origin KVARIANT)" bash scripts/check.sh
 
 # 1,000 load/mount/open/enable/disable/close/umount/unload cycles with kprof and every profile
 # point on, on both boards (tests/guest/cycles.sh; make check runs 200); and CPU hotplug while

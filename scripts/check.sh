@@ -24,6 +24,22 @@ counted() {
     step "$1: $2 passed, $3 failed, ${4:-0} skipped"
 }
 
+# make check runs the whole suite: a subset asked for through the environment or make's command
+# line (SCRIPTS, BOARDS, KVARIANT, GUEST_ARGS, QEMU_ARGS: the developers' knobs of
+# tests/run-qemu-tests.sh and scripts/qemu.sh) is refused, so a PASSED line always means every
+# check ran. The Makefile says where its KVARIANT came from (CHECK_KVARIANT_ORIGIN).
+for v in SCRIPTS BOARDS GUEST_ARGS QEMU_ARGS; do
+    if [ -n "${!v:-}" ]; then
+        echo "not ok - make check runs every test: $v='${!v}' is set (run a subset with tests/run-qemu-tests.sh, see Documentation/testing.rst)"
+        fail=$((fail + 1)); finish
+    fi
+done
+case ${CHECK_KVARIANT_ORIGIN:-file} in
+file|undefined) ;;
+*) echo "not ok - make check runs both kernels: KVARIANT=${KVARIANT:-} given ($CHECK_KVARIANT_ORIGIN); run a subset with tests/run-qemu-tests.sh"
+   fail=$((fail + 1)); finish ;;
+esac
+
 bash "$REPO/scripts/setup-host.sh" || { echo "not ok - host setup failed"; fail=$((fail + 1)); finish; }
 
 step "lint: pyflakes3 tests/checks"

@@ -83,7 +83,9 @@ imx8mp-evk)
     fi ;;
 *) die "unknown board '$board' (realview-pb-a8, virt-a15, virt-a53 or imx8mp-evk)" ;;
 esac
-append="console=$console loglevel=4 oops=panic panic=-1${extra:+ $extra} opscript=$script${GUEST_ARGS:+ $GUEST_ARGS}"
+# log_buf_len=8M: the final dmesg dump must still hold the boot line (tests/tap.sh check_log),
+# so no kernel report can have wrapped out of the 128 KiB default ring before the splat scan.
+append="console=$console loglevel=4 log_buf_len=8M oops=panic panic=-1${extra:+ $extra} opscript=$script${GUEST_ARGS:+ $GUEST_ARGS}"
 # QEMU_KERNEL (env): the zImage (arm64: Image) to boot instead of the cached tree's (tests/image.sh boots the SD
 # image's). QEMU_TYPE (env), with SCRIPT "": a command line typed at the board shell that the
 # initramfs' /init starts without opscript= (scripts/initramfs.sh), once its banner is out.

@@ -47,15 +47,31 @@ tally() {
 # splat_lines LOG: the lines of LOG that match $SPLAT, base64 lines left out.
 splat_lines() { tr -d '\r' < "$1" | grep -avE '^[A-Za-z0-9+/=]+$' | grep -aE "$SPLAT"; }
 
-# check_log NAME LOG QEMU_STATUS: the runner's 2 checks of one boot (the guest ran to the end,
-# no kernel splat), then the guest script's checks against its plan. A missing or empty LOG
+# dmesg_from_boot NAME LOG: one check that the guest's final kernel log dump (tests/guest/lib.sh
+# summary: "== dmesg begin" ... "== dmesg end") starts with the kernel's first line ("Booting
+# Linux on physical CPU ..."): the scripts set printk to 1, so a report lives only in that dump,
+# and a ring that wrapped (scripts/qemu.sh boots with log_buf_len=8M) would hide it from the
+# splat scan.
+dmesg_from_boot() {
+    local first
+    first=$(tr -d '\r' < "$2" | awk '/^== dmesg begin/ { on = 1; next } on { print; exit }')
+    case $first in
+    *"Booting Linux on physical CPU"*) ok "$1: the kernel log dump starts at boot (none wrapped out of the splat scan)" ;;
+    "") not_ok "$1: no kernel log dump (== dmesg begin) to scan" ;;
+    *) not_ok "$1: the kernel log dump does not start at boot (the ring wrapped?): '${first:0:120}'" ;;
+    esac
+}
+
+# check_log NAME LOG QEMU_STATUS: the runner's 3 checks of one boot (the guest ran to the end,
+# no kernel splat, the kernel log dump starts at boot), then the guest script's checks against its plan. A missing or empty LOG
 # fails all three (nothing to scan is no proof of no splat).
 check_log() {
     local name=$1 log=$2 qrc=$3 status why=
-    planned=$((planned + 2))
+    planned=$((planned + 3))
     if [ ! -s "$log" ]; then
         not_ok "$name: guest log $log missing or empty (qemu status $qrc)"
         not_ok "$name: no guest log to scan for a kernel splat"
+        not_ok "$name: no kernel log dump to scan"
         tally "$name.sh" /dev/null "no guest log"
         return
     fi
@@ -72,6 +88,7 @@ check_log() {
     else
         ok "$name: no kernel splat"
     fi
+    dmesg_from_boot "$name" "$log"
     tally "$name.sh" "$log" "$why"
 }
 
