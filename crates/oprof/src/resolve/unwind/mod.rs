@@ -31,6 +31,7 @@ pub mod a64;
 pub mod cfi;
 pub mod ehabi;
 pub mod expand;
+pub mod expanding;
 pub mod fpchain;
 pub mod leaf;
 pub mod maps;

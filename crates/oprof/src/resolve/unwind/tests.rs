@@ -888,6 +888,14 @@ fn expand_turns_snapshots_into_frames() {
     };
     let (out, stats) = expand::expand(&words, 4, Some(64), load).unwrap();
     assert!(!expand::has_snapshots(&out, 4) && expand::has_snapshots(&words, 4));
+    // Read in blocks, the same (depth 3 cuts chains; a cut stream fails at the same offset).
+    for (n, depth) in [
+        (words.len(), Some(64)),
+        (words.len(), Some(3)),
+        (words.len() - 40, None),
+    ] {
+        super::expanding::assert_streams_alike(&words[..n], 4, depth, load);
+    }
     let bytes: Vec<u8> = out.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
     let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
     // The unwinder's own chain, as the stream's frames: (image id, file offset) of each caller.
