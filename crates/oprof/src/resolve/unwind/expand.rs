@@ -19,6 +19,7 @@
 use super::a64::{Regs64, Stack64};
 use super::fpchain::{FpStats, Prover};
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
+use crate::aggregate::FastState;
 use crate::input::stream::{ChainState, Role, SampleCtx};
 use crate::resolve::elf::offset_to_vaddr;
 use oprofile_common::event::{
@@ -42,7 +43,7 @@ struct MapEntry {
 /// A task's mappings with the tables of their images: the unwinder's view of its address space.
 struct TaskImages<'a> {
     maps: &'a [MapEntry],
-    tables: &'a HashMap<u64, Option<ImageTables>>,
+    tables: &'a HashMap<u64, Option<ImageTables>, FastState>,
 }
 
 impl TaskImages<'_> {
@@ -52,13 +53,13 @@ impl TaskImages<'_> {
 
     /// The (image, file offset) of each runtime address in `frames`, up to the first in no
     /// mapping.
-    fn offsets(&self, frames: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
-        frames
-            .map_while(|a| {
-                let m = self.entry(a)?;
-                Some((m.image, m.offset.checked_add(a - m.start)?))
-            })
-            .collect()
+    fn offsets(&self, frames: impl ExactSizeIterator<Item = u64>) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(frames.len());
+        out.extend(frames.map_while(|a| {
+            let m = self.entry(a)?;
+            Some((m.image, m.offset.checked_add(a - m.start)?))
+        }));
+        out
     }
 }
 
@@ -72,6 +73,7 @@ impl Images for TaskImages<'_> {
             tables,
             elf_addr,
             executable: true,
+            id: Some(m.image),
         })
     }
 }
@@ -146,7 +148,7 @@ pub struct Expander<'a> {
     ctx: SampleCtx,
     chain: ChainState,
     maps: HashMap<u64, Vec<MapEntry>>,
-    tables: HashMap<u64, Option<ImageTables>>,
+    tables: HashMap<u64, Option<ImageTables>, FastState>,
     load: &'a mut dyn FnMut(u64) -> Option<ImageTables>,
     unwinder: Unwinder,
     /// The open chain: whether the sample was in kernel mode, whether a user frame has been
@@ -204,7 +206,7 @@ impl<'a> Expander<'a> {
             ctx: SampleCtx::default(),
             chain: ChainState::default(),
             maps: HashMap::new(),
-            tables: HashMap::new(),
+            tables: HashMap::default(),
             load,
             // The unwinder's first frame is the snapshot's PC, which the chain already has.
             unwinder: Unwinder::new(depth.saturating_add(1)),
