@@ -217,3 +217,53 @@ pub(super) fn assert_streams_alike(
         assert!(streamed == whole, "blocks of {block} words: {streamed:?}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Expanding;
+    use std::io::{Cursor, Read};
+
+    fn read_all(bytes: &[u8], block: usize) -> Result<Vec<u8>, String> {
+        let load = &mut |_| None;
+        let mut x = Expanding::new(Cursor::new(bytes), 4, Some(16), load, block);
+        let mut out = Vec::new();
+        x.read_to_end(&mut out).map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_its_offset() {
+        // A CPU_SWITCH and a sample, then half a word.
+        let words: [u32; 5] = [!0, 2, 0, 0x1000, 1];
+        let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(
+            read_all(&b, 2).unwrap(),
+            b,
+            "no snapshot: the stream as it is"
+        );
+        b.extend([0, 0]);
+        let e = read_all(&b, 2).unwrap_err();
+        assert!(
+            e.contains("22 bytes is not a whole number of 4-byte words"),
+            "{e}"
+        );
+        // A USER_STACK of 100000 stack words (3 + 17 + 100000 in all) at byte offset 20: refused
+        // before it is read, whatever the stream's length, not held in memory.
+        let mut b: Vec<u8> = [!0u32, 2, 0, 0x1000, 1, !0, 33, 100_000]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        b.extend(vec![0; 4 * 64]);
+        let e = read_all(&b, 8).unwrap_err();
+        assert_eq!(
+            e,
+            "record at byte offset 20 of 100020 words, longer than any (4116)"
+        );
+        // At the end of the stream, the decoder's own message.
+        let e = read_all(&b, 1 << 10).unwrap_err();
+        assert!(
+            e.starts_with("truncated record at byte offset 20: needs 100020 words"),
+            "{e}"
+        );
+    }
+}
