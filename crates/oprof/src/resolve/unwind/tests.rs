@@ -1137,3 +1137,67 @@ fn expand_speed() {
     );
     assert_eq!(stats.snapshots, (n / 100 * 100) as u64);
 }
+
+/// Every address of one image, as `Images`: the place `at` in `tables`, under image id `id`.
+struct OnePlace<'a> {
+    tables: &'a ImageTables,
+    at: u64,
+    id: Option<u64>,
+}
+
+impl Images for OnePlace<'_> {
+    fn find(&self, _addr: u64) -> Option<Place<'_>> {
+        Some(Place {
+            tables: self.tables,
+            elf_addr: self.at,
+            executable: true,
+            id: self.id,
+        })
+    }
+}
+
+/// The unwinder's rule cache keeps images apart: the same ELF address in the program and in
+/// libc (different rules) gives each image's own step, cached or not, in either order.
+#[test]
+fn rule_cache_keeps_images_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "o2r", &["-O2", "-g"]);
+    let cap = capture(&exe, "q");
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    let places: Vec<Place<'_>> = chain
+        .frames
+        .iter()
+        .filter_map(|f| procs.find(u64::from(f.addr)))
+        .collect();
+    let prog = places[0];
+    let other = places
+        .iter()
+        .find(|p| !std::ptr::eq(p.tables, prog.tables))
+        .expect("a frame in libc");
+    let s = State {
+        r: cap.regs.r,
+        known: 0xFFFF,
+    };
+    let stack = Stack {
+        sp: cap.regs.r[13],
+        bytes: &cap.stack,
+    };
+    let step = |u: &mut Unwinder, t: &ImageTables, id| {
+        let img = OnePlace {
+            tables: t,
+            at: prog.elf_addr,
+            id,
+        };
+        format!("{:?}", u.step(&img, &s, true, &stack))
+    };
+    let mut fresh = Unwinder::new(64);
+    let own = step(&mut fresh, prog.tables, None);
+    let libc = step(&mut fresh, other.tables, None);
+    assert_ne!(own, libc, "the address has other rules in libc");
+    let mut u = Unwinder::new(64);
+    for _ in 0..2 {
+        assert_eq!(step(&mut u, prog.tables, Some(1)), own);
+        assert_eq!(step(&mut u, other.tables, Some(2)), libc);
+    }
+}
