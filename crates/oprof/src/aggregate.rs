@@ -572,6 +572,22 @@ pub fn read<R: Read + std::io::Seek>(
     sequential(&mut r, word_bytes, opts, block)
 }
 
+/// Counts the samples of the stream `r` as [`read`] does, sequentially, for a reader that
+/// cannot seek: [`read`]'s parallel decode may find its split points wrong and decode again
+/// from the start, and rewinding a reader that produces its bytes (the snapshot expansion,
+/// [`crate::resolve::unwind::expanding`]) would redo all its work, the costly part; decoding
+/// its output is cheap next to it.
+pub fn read_sequential(
+    mut r: impl Read,
+    word_bytes: usize,
+    opts: Options,
+    tuning: Tuning,
+) -> Result<Aggregated> {
+    stream::check_size(0, word_bytes)?;
+    let block = (tuning.block_bytes / word_bytes).max(MAX_RECORD_WORDS) * word_bytes;
+    sequential(&mut r, word_bytes, opts, block)
+}
+
 fn sequential(
     r: &mut impl Read,
     word_bytes: usize,

@@ -228,13 +228,21 @@ impl Inputs {
         let snapshots = ses
             .as_ref()
             .is_none_or(|s| s.info.settings.user_stack_size > 0);
-        let expanded = if snapshots {
-            unwound(&buffer, &checked, word_size, depth, &mut res)?
+        let depth = if snapshots && has_snapshots(&buffer, &checked, word_size)? {
+            Some(
+                depth
+                    .and_then(|d| usize::try_from(d).ok())
+                    .filter(|&d| d > 0),
+            )
         } else {
             None
         };
-        let was_expanded = expanded.is_some();
-        let mut counts = count(&buffer, &checked, expanded, word_size, want.keys)?;
+        let (mut counts, expansion) = count(&buffer, &checked, depth, &res, word_size, want.keys)?;
+        let was_expanded = expansion.is_some();
+        if let Some(stats) = expansion {
+            res.warnings.insert(stats.note());
+            res.warnings.extend(stats.fp.note());
+        }
         // arm64 frame-record chains are proven with CFI (in the expansion when there were
         // snapshots); ARM's stay as the module wrote them.
         if word_size == 8 && !was_expanded {
@@ -282,70 +290,69 @@ impl Inputs {
     }
 }
 
-/// The stream at `buffer` with its user-stack snapshots unwound into call-chain frames
-/// ([`unwind::expand`]), or `None` when it has none. `depth`: the recorded backtrace depth, if
-/// known (else the module's largest). Notes what was unwound in `res`.
-fn unwound(
-    buffer: &std::path::Path,
-    checked: &Checked,
-    word_size: usize,
-    depth: Option<u64>,
-    res: &mut Resolver,
-) -> Result<Option<Vec<u8>>> {
-    let words = match checked {
+/// Whether the checked stream `buffer` may hold user-stack snapshots
+/// ([`scan_for_snapshots`], in bounded memory: a stream without them, the common case, is
+/// counted as it is).
+fn has_snapshots(buffer: &std::path::Path, checked: &Checked, word_size: usize) -> Result<bool> {
+    let reading = || format!("reading {}", buffer.display());
+    match checked {
         Checked::File => {
-            let reading = || format!("reading {}", buffer.display());
-            // A scan in bounded memory first: the streaming count must not hold a stream
-            // without snapshots (the common case) in memory.
             let mut f = std::fs::File::open(buffer).with_context(reading)?;
-            if !scan_for_snapshots(&mut f, word_size).with_context(reading)? {
-                return Ok(None);
-            }
-            crate::input::stream::Stream::read(buffer, word_size)?.words
+            scan_for_snapshots(&mut f, word_size).with_context(reading)
         }
         Checked::Kept { bytes, .. } => {
-            let words = crate::input::stream::Stream::from_bytes(bytes, word_size)?.words;
-            if !unwind::expand::has_snapshots(&words, word_size) {
-                return Ok(None);
-            }
-            words
+            scan_for_snapshots(&mut Cursor::new(bytes.as_slice()), word_size).with_context(reading)
         }
-    };
-    let depth = depth
-        .and_then(|d| usize::try_from(d).ok())
-        .filter(|&d| d > 0);
-    let (out, stats) =
-        unwind::expand::expand(&words, word_size, depth, &mut |id| res.unwind_tables(id))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", buffer.display()))?;
-    res.warnings.insert(stats.note());
-    res.warnings.extend(stats.fp.note());
-    Ok(Some(
-        out.iter()
-            .flat_map(|&w| w.to_le_bytes()[..word_size].to_vec())
-            .collect(),
-    ))
+    }
 }
 
-/// Counts the samples of the checked stream `buffer`, or of `expanded` (its snapshots unwound).
+/// Counts the samples of the checked stream `buffer`. With `expand` (`Some(depth)`: the
+/// recorded backtrace depth if known, else the module's largest is assumed) its user-stack
+/// snapshots are unwound into call-chain frames as it is read ([`unwind::expanding`], tables
+/// from `res`), and what the expansion did is returned too. Memory: the counts, the unwind
+/// tables and a few blocks, whatever the stream's length.
 fn count(
     buffer: &std::path::Path,
     checked: &Checked,
-    expanded: Option<Vec<u8>>,
+    expand: Option<Option<usize>>,
+    res: &Resolver,
     word_size: usize,
     keys: aggregate::Options,
-) -> Result<Aggregated> {
+) -> Result<(Aggregated, Option<unwind::expand::Expansion>)> {
     let tuning = aggregate::Tuning::default();
-    let counts = match (expanded, checked) {
-        (Some(bytes), _) => aggregate::read(Cursor::new(bytes), word_size, keys, tuning),
-        (None, Checked::Kept { bytes, .. }) => {
-            aggregate::read(Cursor::new(bytes.as_slice()), word_size, keys, tuning)
+    let decoding = || format!("decoding {}", buffer.display());
+    let Some(depth) = expand else {
+        let counts = match checked {
+            Checked::Kept { bytes, .. } => {
+                aggregate::read(Cursor::new(bytes.as_slice()), word_size, keys, tuning)
+            }
+            Checked::File => {
+                let f = aggregate::open(buffer, word_size)?;
+                aggregate::read(f, word_size, keys, tuning)
+            }
+        };
+        return Ok((counts.with_context(decoding)?, None));
+    };
+    let load = &mut |id| res.unwind_tables(id);
+    let block = unwind::expanding::BLOCK_BYTES / word_size;
+    let counted = |r: &mut dyn std::io::Read| {
+        aggregate::read_sequential(r, word_size, keys, tuning).with_context(decoding)
+    };
+    let (counts, stats) = match checked {
+        Checked::Kept { bytes, .. } => {
+            let src = Cursor::new(bytes.as_slice());
+            let mut x = unwind::expanding::Expanding::new(src, word_size, depth, load, block);
+            (counted(&mut x)?, x.into_stats())
         }
-        (None, Checked::File) => {
+        Checked::File => {
             let f = aggregate::open(buffer, word_size)?;
-            aggregate::read(f, word_size, keys, tuning)
+            let mut x = unwind::expanding::Expanding::new(f, word_size, depth, load, block);
+            (counted(&mut x)?, x.into_stats())
         }
     };
-    counts.with_context(|| format!("decoding {}", buffer.display()))
+    // The counting read to the end, so the expansion finished.
+    let stats = stats.with_context(|| format!("{}: expansion unfinished", buffer.display()))?;
+    Ok((counts, Some(stats)))
 }
 
 /// Whether the stream `r` may hold USER_STACK records ([`unwind::expand::has_snapshots`]),

@@ -24,7 +24,7 @@
 //! virtual address size, which the stream does not carry.
 
 use super::cfi::{self, Cfa, Rule};
-use super::{End, Images, Unwinder};
+use super::{End, FrameRule, Images, Unwinder};
 use oprofile_common::aarch64;
 
 /// DWARF register number of SP.
@@ -113,7 +113,8 @@ impl Unwinder {
             pc: regs.pc,
             known: u32::MAX,
         };
-        let mut frames = vec![regs.pc];
+        let mut frames = Vec::with_capacity(self.max_depth.min(32));
+        frames.push(regs.pc);
         let end = loop {
             if frames.len() >= self.max_depth {
                 break End::Depth;
@@ -149,15 +150,28 @@ impl Unwinder {
         } else {
             place.elf_addr.checked_sub(1).ok_or(End::NoMapping)?
         };
-        let cfi = place
-            .tables
-            .cfi_for(at)
-            .ok_or(End::NoUnwindInfo { pc: s.pc })?;
-        let row = cfi
-            .row(&mut self.ctx, at)
-            .map_err(|_| End::BadTable)?
-            .ok_or(End::BadTable)?;
-        apply_cfi(&row, s, leaf, stack)
+        let rule = match place.id.map(|id| (id, at, leaf, false)) {
+            Some(key) => self.cached(key, |u| u.rule_for_a64(place.tables, at)),
+            None => self.rule_for_a64(place.tables, at),
+        };
+        match rule {
+            FrameRule::Cfi(row) => apply_cfi(&row, s, leaf, stack),
+            FrameRule::Fails(end) => Err(end),
+            FrameRule::NoInfo | FrameRule::Unproven | FrameRule::Ehabi(_) => {
+                Err(End::NoUnwindInfo { pc: s.pc })
+            }
+        }
+    }
+
+    /// How the caller of a frame at ELF address `at` of `tables` is found: its CFI row.
+    fn rule_for_a64(&mut self, tables: &super::ImageTables, at: u64) -> FrameRule {
+        let Some(cfi) = tables.cfi_for(at) else {
+            return FrameRule::NoInfo;
+        };
+        match cfi.row(&mut self.ctx, at) {
+            Ok(Some(row)) => FrameRule::Cfi(std::rc::Rc::new(row)),
+            _ => FrameRule::Fails(End::BadTable),
+        }
     }
 }
 

@@ -19,6 +19,7 @@
 use super::a64::{Regs64, Stack64};
 use super::fpchain::{FpStats, Prover};
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
+use crate::aggregate::FastState;
 use crate::input::stream::{ChainState, Role, SampleCtx};
 use crate::resolve::elf::offset_to_vaddr;
 use oprofile_common::event::{
@@ -42,7 +43,7 @@ struct MapEntry {
 /// A task's mappings with the tables of their images: the unwinder's view of its address space.
 struct TaskImages<'a> {
     maps: &'a [MapEntry],
-    tables: &'a HashMap<u64, Option<ImageTables>>,
+    tables: &'a HashMap<u64, Option<ImageTables>, FastState>,
 }
 
 impl TaskImages<'_> {
@@ -52,13 +53,13 @@ impl TaskImages<'_> {
 
     /// The (image, file offset) of each runtime address in `frames`, up to the first in no
     /// mapping.
-    fn offsets(&self, frames: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
-        frames
-            .map_while(|a| {
-                let m = self.entry(a)?;
-                Some((m.image, m.offset.checked_add(a - m.start)?))
-            })
-            .collect()
+    fn offsets(&self, frames: impl ExactSizeIterator<Item = u64>) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(frames.len());
+        out.extend(frames.map_while(|a| {
+            let m = self.entry(a)?;
+            Some((m.image, m.offset.checked_add(a - m.start)?))
+        }));
+        out
     }
 }
 
@@ -72,6 +73,7 @@ impl Images for TaskImages<'_> {
             tables,
             elf_addr,
             executable: true,
+            id: Some(m.image),
         })
     }
 }
@@ -131,13 +133,22 @@ pub fn has_snapshots(words: &[u64], word_bytes: usize) -> bool {
         .any(|w| w[0] == esc && w[1] == code::USER_STACK as u64)
 }
 
-/// The stream state while expanding.
-struct Expander<'a> {
+/// The stream state while expanding: feed it records in stream order ([`Expander::record`]),
+/// take the words that became final ([`Expander::take_final`]), and the rest at the end
+/// ([`Expander::finish`]).
+///
+/// # Invariants
+/// `out` holds the output words from absolute index `base` on; every index in `chain_user` is
+/// at least `base` (they are the open chain's records, which are never taken before the chain
+/// is closed), and they increase.
+pub struct Expander<'a> {
     out: Vec<u64>,
+    /// Output words already taken: the absolute index of `out[0]`.
+    base: usize,
     ctx: SampleCtx,
     chain: ChainState,
     maps: HashMap<u64, Vec<MapEntry>>,
-    tables: HashMap<u64, Option<ImageTables>>,
+    tables: HashMap<u64, Option<ImageTables>, FastState>,
     load: &'a mut dyn FnMut(u64) -> Option<ImageTables>,
     unwinder: Unwinder,
     /// The open chain: whether the sample was in kernel mode, whether a user frame has been
@@ -153,59 +164,92 @@ struct Expander<'a> {
     /// 8-byte streams: proves the frame-record chains.
     prover: Option<Prover>,
     /// The open chain's user part: each entry's (image, offset) (`None`: in no image) and the
-    /// index in `out` of its record.
+    /// absolute output index of its record.
     chain_user: Vec<(Option<(u64, u64)>, usize)>,
+    /// Reused by the unwinders: a snapshot's stack as bytes.
+    stack_bytes: Vec<u8>,
 }
 
-/// Unwinds the snapshots of the stream `words` (`word_bytes` per word); `load(image_id)` gives
-/// an image's unwind tables (`None`: no host file). A chain gets at most `depth` frames, kernel
-/// and user together (legacy `backtrace_depth`; `None`: unknown, then the module's largest,
-/// 128). Errors: a decode error, described with its byte offset.
+/// Unwinds the snapshots of the stream `words` (`word_bytes` per word) held whole in memory;
+/// `load(image_id)` gives an image's unwind tables (`None`: no host file). A chain gets at most
+/// `depth` frames, kernel and user together (legacy `backtrace_depth`; `None`: unknown, then
+/// the module's largest, 128). Errors: a decode error, described with its byte offset.
+/// [`Expanding`] does the same over a reader in bounded memory.
 pub fn expand(
     words: &[u64],
     word_bytes: usize,
     depth: Option<usize>,
     load: &mut dyn FnMut(u64) -> Option<ImageTables>,
 ) -> Result<(Vec<u64>, Expansion), String> {
-    let known = depth.is_some();
-    let depth = depth.unwrap_or(BACKTRACE_DEPTH_MAX as usize).max(1);
-    let mut x = Expander {
-        out: Vec::with_capacity(words.len()),
-        ctx: SampleCtx::default(),
-        chain: ChainState::default(),
-        maps: HashMap::new(),
-        tables: HashMap::new(),
-        load,
-        // The unwinder's first frame is the snapshot's PC, which the chain already has.
-        unwinder: Unwinder::new(depth.saturating_add(1)),
-        sample_kernel: false,
-        user_reached: false,
-        chain_frames: 0,
-        depth,
-        pending: None,
-        word_bytes,
-        stats: Expansion {
-            depth_known: known,
-            ..Default::default()
-        },
-        prover: (word_bytes == 8).then(Prover::new),
-        chain_user: Vec::new(),
-    };
+    let mut x = Expander::new(word_bytes, depth, load);
     for item in Decoder::new(words, word_bytes) {
         let (at, rec) =
             item.map_err(|e| crate::input::stream::describe(e, word_bytes, words.len()))?;
         let rec_words = words.get(at..at.saturating_add(rec.words())).unwrap_or(&[]);
         x.record(&rec, rec_words);
     }
-    x.flush();
-    if let Some(p) = x.prover {
-        x.stats.fp = p.stats;
+    Ok(x.finish())
+}
+
+impl<'a> Expander<'a> {
+    /// An expander of a stream of `word_bytes`-byte words; `depth` and `load` as in [`expand`].
+    pub fn new(
+        word_bytes: usize,
+        depth: Option<usize>,
+        load: &'a mut dyn FnMut(u64) -> Option<ImageTables>,
+    ) -> Self {
+        let known = depth.is_some();
+        let depth = depth.unwrap_or(BACKTRACE_DEPTH_MAX as usize).max(1);
+        Expander {
+            out: Vec::new(),
+            base: 0,
+            ctx: SampleCtx::default(),
+            chain: ChainState::default(),
+            maps: HashMap::new(),
+            tables: HashMap::default(),
+            load,
+            // The unwinder's first frame is the snapshot's PC, which the chain already has.
+            unwinder: Unwinder::new(depth.saturating_add(1)),
+            sample_kernel: false,
+            user_reached: false,
+            chain_frames: 0,
+            depth,
+            pending: None,
+            word_bytes,
+            stats: Expansion {
+                depth_known: known,
+                ..Default::default()
+            },
+            prover: (word_bytes == 8).then(Prover::new),
+            chain_user: Vec::new(),
+            stack_bytes: Vec::new(),
+        }
     }
-    Ok((x.out, x.stats))
+
+    /// Moves the output words that no later record can change (those before the open chain's
+    /// first frame-record entry, which [`Self::prove_fp_chain`] may still remove) to `into`.
+    pub fn take_final(&mut self, into: &mut Vec<u64>) {
+        let end = self
+            .chain_user
+            .first()
+            .map_or(self.out.len(), |&(_, at)| at - self.base);
+        into.extend(self.out.drain(..end));
+        self.base += end;
+    }
+
+    /// Closes the last chain: the output words not taken yet, and what was done.
+    pub fn finish(mut self) -> (Vec<u64>, Expansion) {
+        self.flush();
+        if let Some(p) = self.prover.take() {
+            self.stats.fp = p.stats;
+        }
+        (self.out, self.stats)
+    }
 }
 
 impl Expander<'_> {
-    fn record(&mut self, rec: &Record, words: &[u64]) {
+    /// Takes the next record `rec` of the stream, `words` its words.
+    pub fn record(&mut self, rec: &Record, words: &[u64]) {
         match *rec {
             Record::UserMaps { tgid, .. } => return self.user_maps(tgid, words),
             Record::UserStack { .. } => return self.user_stack(words),
@@ -222,7 +266,7 @@ impl Expander<'_> {
         if let Record::CpuSwitch { .. } = rec {
             self.maps.clear();
         }
-        let at = self.out.len();
+        let at = self.base + self.out.len();
         self.out.extend_from_slice(words);
         self.ctx.apply(rec);
         let role = self.chain.apply(rec);
@@ -288,10 +332,22 @@ impl Expander<'_> {
             tables: &self.tables,
         };
         let (end, callers) = match self.word_bytes {
-            4 => unwind_a32(&mut self.unwinder, &images, regs, stack),
+            4 => unwind_a32(
+                &mut self.unwinder,
+                &images,
+                regs,
+                stack,
+                &mut self.stack_bytes,
+            ),
             8 => match Regs64::from_words(regs) {
                 Some(r) if r.aarch32() => ("compat task", Vec::new()),
-                Some(r) => unwind_a64(&mut self.unwinder, &images, &r, stack),
+                Some(r) => unwind_a64(
+                    &mut self.unwinder,
+                    &images,
+                    &r,
+                    stack,
+                    &mut self.stack_bytes,
+                ),
                 None => return,
             },
             _ => {
@@ -369,6 +425,7 @@ impl Expander<'_> {
         let user: Vec<Option<(u64, u64)>> = self.chain_user.iter().map(|e| e.0).collect();
         let keep = prover.keep(&user, 1, &mut *self.load);
         for &(_, at) in self.chain_user[keep..].iter().rev() {
+            let at = at - self.base;
             self.out.drain(at..at + 2);
         }
     }
@@ -382,11 +439,13 @@ impl Expander<'_> {
 /// Unwinds an AArch32 snapshot (`regs`: r0–r15, CPSR; `stack`: 4-byte words from SP): why the
 /// chain ended and the callers' (image, file offset). The first frame is the snapshot's PC
 /// (the sample itself, or the user frame the kernel's chain ends with); its callers follow.
+/// `bytes`: a buffer for the stack's bytes, reused from snapshot to snapshot.
 fn unwind_a32(
     u: &mut Unwinder,
     images: &TaskImages<'_>,
     regs: &[u64],
     stack: &[u64],
+    bytes: &mut Vec<u8>,
 ) -> (&'static str, Vec<(u64, u64)>) {
     let mut r = [0u32; 16];
     for (d, s) in r.iter_mut().zip(regs) {
@@ -396,16 +455,14 @@ fn unwind_a32(
         r,
         cpsr: regs.get(user_regs(4) - 1).map_or(0, |&c| c as u32),
     };
-    let bytes: Vec<u8> = stack
-        .iter()
-        .flat_map(|&w| (w as u32).to_le_bytes())
-        .collect();
+    bytes.clear();
+    bytes.extend(stack.iter().flat_map(|&w| (w as u32).to_le_bytes()));
     let chain: Chain = u.unwind(
         images,
         &regs,
         &Stack {
             sp: regs.r[13],
-            bytes: &bytes,
+            bytes,
         },
     );
     (
@@ -420,16 +477,11 @@ fn unwind_a64(
     images: &TaskImages<'_>,
     regs: &Regs64,
     stack: &[u64],
+    bytes: &mut Vec<u8>,
 ) -> (&'static str, Vec<(u64, u64)>) {
-    let bytes: Vec<u8> = stack.iter().flat_map(|&w| w.to_le_bytes()).collect();
-    let chain = u.unwind_a64(
-        images,
-        regs,
-        &Stack64 {
-            sp: regs.sp,
-            bytes: &bytes,
-        },
-    );
+    bytes.clear();
+    bytes.extend(stack.iter().flat_map(|&w| w.to_le_bytes()));
+    let chain = u.unwind_a64(images, regs, &Stack64 { sp: regs.sp, bytes });
     (
         end_name(chain.end),
         images.offsets(chain.frames.iter().skip(1).copied()),

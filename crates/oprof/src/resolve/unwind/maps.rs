@@ -95,6 +95,7 @@ impl Images for ProcessImages {
             tables,
             elf_addr,
             executable: m.executable,
+            id: None,
         })
     }
 }

@@ -31,6 +31,7 @@ pub mod a64;
 pub mod cfi;
 pub mod ehabi;
 pub mod expand;
+pub mod expanding;
 pub mod fpchain;
 pub mod leaf;
 pub mod maps;
@@ -46,9 +47,12 @@ mod tests_fpchain;
 
 pub use tables::ImageTables;
 
+use crate::aggregate::FastState;
 use crate::resolve::isa::Isa;
 use ehabi::{Op, Stop};
 use gimli::UnwindContext;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 /// The user registers at a sample: r0–r15 (r13 = SP, r14 = LR, r15 = PC) and CPSR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,6 +96,9 @@ pub struct Place<'a> {
     pub elf_addr: u64,
     /// The mapping is executable.
     pub executable: bool,
+    /// An id of `tables` that stays theirs for the [`Unwinder`]'s life (the stream's image id):
+    /// the unwinder caches each address's rule under it. `None`: nothing cached.
+    pub id: Option<u64>,
 }
 
 /// The sampled process's address space as the unwinder needs it.
@@ -163,11 +170,35 @@ struct State {
     known: u16,
 }
 
-/// The unwinder, with its reusable CFI evaluation context.
+/// What a frame's caller is found with at an address, as far as it depends on the address
+/// alone (and, for the interrupted frame's EHABI proof, its instruction set): cached.
+#[derive(Debug, Clone)]
+enum FrameRule {
+    Cfi(Rc<cfi::Row>),
+    Ehabi(Rc<[Op]>),
+    /// [`End::NoUnwindInfo`] and [`End::UnprovenLeaf`] (their PC is the runtime one).
+    NoInfo,
+    Unproven,
+    Fails(End),
+}
+
+/// Rules an [`Unwinder`] keeps at most; when full it starts again (entries are a few hundred
+/// bytes; the distinct addresses of a session are its sampled code's).
+const RULES_MAX: usize = 1 << 16;
+
+/// A [`FrameRule`]'s key: (image id, ELF address looked up, interrupted frame, Thumb).
+type RuleKey = (u64, u64, bool, bool);
+
+/// The unwinder, with its reusable CFI evaluation context and the rules found so far.
+///
+/// # Invariants
+/// `rules` holds at most [`RULES_MAX`] entries, each the rule [`Unwinder::rule_for`] gives
+/// for its key in the tables the key's image id names ([`Place::id`]).
 pub struct Unwinder {
     ctx: Box<UnwindContext<usize>>,
     /// The most frames a chain gets (the sampled PC included).
     pub max_depth: usize,
+    rules: HashMap<RuleKey, FrameRule, FastState>,
 }
 
 impl Unwinder {
@@ -176,17 +207,19 @@ impl Unwinder {
         Unwinder {
             ctx: Box::new(UnwindContext::new()),
             max_depth,
+            rules: HashMap::default(),
         }
     }
 
     /// Unwinds the sample `regs` + `stack` in the address space `images`.
     pub fn unwind(&mut self, images: &impl Images, regs: &Regs, stack: &Stack<'_>) -> Chain {
         let pc = regs.r[15] & !1;
-        let mut frames = vec![Frame {
+        let mut frames = Vec::with_capacity(self.max_depth.min(32));
+        frames.push(Frame {
             addr: pc,
             thumb: regs.thumb(),
             via: None,
-        }];
+        });
         let mut state = State {
             r: regs.r,
             known: 0xFFFF,
@@ -237,22 +270,54 @@ impl Unwinder {
         } else {
             place.elf_addr.checked_sub(1).ok_or(End::NoMapping)?
         };
-        if let Some(cfi) = place.tables.cfi_for(at) {
-            let row = cfi
-                .row(&mut self.ctx, at)
-                .map_err(|_| End::BadTable)?
-                .ok_or(End::BadTable)?;
-            return apply_cfi(&row, s, leaf, stack).map(|n| (n, Via::Cfi));
+        let thumb = s.r[15] & 1 != 0;
+        let rule = match place.id.map(|id| (id, at, leaf, thumb)) {
+            Some(key) => self.cached(key, |u| u.rule_for(place.tables, thumb, leaf, at)),
+            None => self.rule_for(place.tables, thumb, leaf, at),
+        };
+        match rule {
+            FrameRule::Cfi(row) => apply_cfi(&row, s, leaf, stack).map(|n| (n, Via::Cfi)),
+            FrameRule::Ehabi(ops) => apply_ehabi(&ops, s, leaf, stack).map(|n| (n, Via::Ehabi)),
+            FrameRule::NoInfo => Err(End::NoUnwindInfo { pc: u64::from(pc) }),
+            FrameRule::Unproven => Err(End::UnprovenLeaf { pc: u64::from(pc) }),
+            FrameRule::Fails(end) => Err(end),
         }
-        if let Some((exidx, entry, range)) = place.tables.exidx_for(at) {
-            let ops = ehabi::decode_all(&exidx.opcodes(entry).map_err(stop_end)?);
-            if leaf {
-                prove_leaf(place.tables, s, &range, at, &ops)
-                    .map_err(|_| End::UnprovenLeaf { pc: u64::from(pc) })?;
-            }
-            return apply_ehabi(&ops, s, leaf, stack).map(|n| (n, Via::Ehabi));
+    }
+
+    /// The rule of `key` from the cache, or found with `find` and kept.
+    fn cached(&mut self, key: RuleKey, find: impl FnOnce(&mut Self) -> FrameRule) -> FrameRule {
+        if let Some(r) = self.rules.get(&key) {
+            return r.clone();
         }
-        Err(End::NoUnwindInfo { pc: u64::from(pc) })
+        let r = find(self);
+        if self.rules.len() >= RULES_MAX {
+            self.rules.clear();
+        }
+        self.rules.insert(key, r.clone());
+        r
+    }
+
+    /// How the caller of a frame at ELF address `at` of `tables` is found: its CFI row, else
+    /// its EHABI opcodes (for the interrupted frame, `leaf`, only once the code of the
+    /// function, `thumb` or ARM, proves the PC past its prologue and before its epilogue).
+    fn rule_for(&mut self, tables: &ImageTables, thumb: bool, leaf: bool, at: u64) -> FrameRule {
+        if let Some(cfi) = tables.cfi_for(at) {
+            return match cfi.row(&mut self.ctx, at) {
+                Ok(Some(row)) => FrameRule::Cfi(Rc::new(row)),
+                _ => FrameRule::Fails(End::BadTable),
+            };
+        }
+        let Some((exidx, entry, range)) = tables.exidx_for(at) else {
+            return FrameRule::NoInfo;
+        };
+        let ops = match exidx.opcodes(entry) {
+            Ok(o) => ehabi::decode_all(&o),
+            Err(stop) => return FrameRule::Fails(stop_end(stop)),
+        };
+        if leaf && prove_leaf(tables, thumb, &range, at, &ops).is_err() {
+            return FrameRule::Unproven;
+        }
+        FrameRule::Ehabi(ops.into())
     }
 }
 
@@ -262,18 +327,14 @@ impl Unwinder {
 /// function symbol around the PC the function's start is not known, and nothing is proved.
 fn prove_leaf(
     tables: &ImageTables,
-    s: &State,
+    thumb: bool,
     range: &std::ops::Range<u64>,
     at: u64,
     ops: &[Op],
 ) -> Result<(), leaf::Unproven> {
     let sym = tables.function_at(at).ok_or(leaf::Unproven)?;
     let func = range.start.max(sym.start)..range.end.min(sym.end);
-    let isa = if s.r[15] & 1 != 0 {
-        Isa::Thumb
-    } else {
-        Isa::Arm
-    };
+    let isa = if thumb { Isa::Thumb } else { Isa::Arm };
     leaf::prove(tables, isa, &func, at, ops)
 }
 

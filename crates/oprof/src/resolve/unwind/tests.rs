@@ -888,6 +888,14 @@ fn expand_turns_snapshots_into_frames() {
     };
     let (out, stats) = expand::expand(&words, 4, Some(64), load).unwrap();
     assert!(!expand::has_snapshots(&out, 4) && expand::has_snapshots(&words, 4));
+    // Read in blocks, the same (depth 3 cuts chains; a cut stream fails at the same offset).
+    for (n, depth) in [
+        (words.len(), Some(64)),
+        (words.len(), Some(3)),
+        (words.len() - 40, None),
+    ] {
+        super::expanding::assert_streams_alike(&words[..n], 4, depth, load);
+    }
     let bytes: Vec<u8> = out.iter().flat_map(|&w| (w as u32).to_le_bytes()).collect();
     let d = decode(&Stream::from_bytes(&bytes, 4).unwrap()).unwrap();
     // The unwinder's own chain, as the stream's frames: (image id, file offset) of each caller.
@@ -989,4 +997,207 @@ fn expand_turns_snapshots_into_frames() {
     assert!(!stats.depth_known && stats.note().contains("give --backtrace-depth"));
     let e = expand::expand(&words[..words.len() - 40], 4, Some(64), &mut |_| None).unwrap_err();
     assert!(e.contains("truncated record"), "{e}");
+}
+
+/// One sync pass of task `tgid`'s snapshot `cap` (4-byte words): the context, the task's
+/// mappings (image ids by `paths`, which grows), and `n` traced user samples with the snapshot.
+fn snapshot_pass(cap: &Capture, tgid: u64, n: usize, paths: &mut Vec<String>) -> Vec<u64> {
+    use oprofile_common::event::{user_maps_header, user_stack_header, Record as R};
+    let mut maps = vec![];
+    for (start, end, perms, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
+        let (Some(path), true) = (path, perms.contains('x')) else {
+            continue;
+        };
+        if !paths.iter().any(|p| p == path) {
+            paths.push(path.to_string());
+        }
+        let id = 1 + paths.iter().position(|p| p == path).unwrap() as u64;
+        maps.push((start, end, offset, id));
+    }
+    let pc = u64::from(cap.regs.r[15] & !1);
+    let m = maps.iter().find(|m| m.0 <= pc && pc < m.1).unwrap();
+    let mut words = stream_words(&[
+        (Some(R::CpuSwitch { cpu: 0 }), vec![]),
+        (
+            Some(R::CtxSwitch {
+                pid: tgid,
+                tgid,
+                app_cookie: 1,
+            }),
+            vec![],
+        ),
+        (Some(R::KernelExit), vec![]),
+        (Some(R::CookieSwitch { cookie: m.3 }), vec![]),
+    ]);
+    words.extend(user_maps_header(tgid as usize, maps.len()).map(|w| w as u32 as u64));
+    words.extend(maps.iter().flat_map(|m| [m.0, m.1, m.2, m.3]));
+    let stack = cap.stack.chunks_exact(4);
+    let sample = stream_words(&[
+        (Some(R::TraceBegin), vec![]),
+        (
+            Some(R::Sample {
+                pc: m.2 + pc - m.0,
+                event: 0,
+            }),
+            vec![],
+        ),
+        (
+            None,
+            user_stack_header(stack.len())
+                .iter()
+                .map(|&w| w as u32 as u64)
+                .chain(cap.regs.r.iter().map(|&r| u64::from(r)))
+                .chain([u64::from(cap.regs.cpsr)])
+                .chain(stack.map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap()))))
+                .collect(),
+        ),
+    ]);
+    for _ in 0..n {
+        words.extend(&sample);
+    }
+    words
+}
+
+/// The unwinding cost per sample, in a release build: `cargo test --release -p oprof --lib
+/// expand_speed -- --ignored --nocapture` (`OPROF_BENCH_SAMPLES`, default 30000). Snapshots
+/// of the three paths to `leaf` (through the program's frames and libc's qsort), in turn.
+#[test]
+#[ignore]
+fn expand_speed() {
+    let n: usize = std::env::var("OPROF_BENCH_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30000);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "o2g", &["-O2", "-g"]);
+    let caps: Vec<Capture> = ["a", "b", "q"].iter().map(|m| capture(&exe, m)).collect();
+    let mut paths = vec![];
+    let mut words = vec![];
+    for pass in 0..n / 100 {
+        let cap = &caps[pass % caps.len()];
+        words.extend(snapshot_pass(
+            cap,
+            5 + (pass % caps.len()) as u64,
+            100,
+            &mut paths,
+        ));
+    }
+    // OPROF_BENCH_OUT=DIR: the stream for `oprof report DIR/samples --images DIR/images
+    // --word-size 4 --sysroot /` too (the program copied to DIR).
+    if let Some(out) = std::env::var_os("OPROF_BENCH_OUT").map(PathBuf::from) {
+        std::fs::create_dir_all(&out).unwrap();
+        let bytes: Vec<u8> = words
+            .iter()
+            .flat_map(|&w| (w as u32).to_le_bytes())
+            .collect();
+        std::fs::write(out.join("samples"), bytes).unwrap();
+        std::fs::copy(&exe, out.join("o2g")).unwrap();
+        let list: String = paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let host = if Path::new(p) == exe {
+                    out.join("o2g")
+                } else {
+                    host_file(p)
+                };
+                format!("{} {}\n", i + 1, host.display())
+            })
+            .collect();
+        std::fs::write(out.join("images"), list).unwrap();
+    }
+    let load = &mut |id: u64| {
+        paths
+            .get(id as usize - 1)
+            .map(|p| ImageTables::load(&host_file(p)).unwrap())
+    };
+    // The thread's CPU time, as wall time on a busy host says little.
+    let cpu = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write.
+        let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        assert_eq!(r, 0);
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    };
+    let (t, c) = (std::time::Instant::now(), cpu());
+    let (_, stats) = expand::expand(&words, 4, Some(64), load).unwrap();
+    let (took, cpu_s) = (t.elapsed().as_secs_f64(), cpu() - c);
+    let per = |s: f64| s * 1e6 / stats.snapshots as f64;
+    eprintln!(
+        "{} snapshots, {} frames: {took:.3} s wall, {cpu_s:.3} s CPU: {:.2} us CPU per sample \
+         ({:.2} wall; image tables loaded included); {:?}",
+        stats.snapshots,
+        stats.frames,
+        per(cpu_s),
+        per(took),
+        stats.ends
+    );
+    assert_eq!(stats.snapshots, (n / 100 * 100) as u64);
+}
+
+/// Every address of one image, as `Images`: the place `at` in `tables`, under image id `id`.
+struct OnePlace<'a> {
+    tables: &'a ImageTables,
+    at: u64,
+    id: Option<u64>,
+}
+
+impl Images for OnePlace<'_> {
+    fn find(&self, _addr: u64) -> Option<Place<'_>> {
+        Some(Place {
+            tables: self.tables,
+            elf_addr: self.at,
+            executable: true,
+            id: self.id,
+        })
+    }
+}
+
+/// The unwinder's rule cache keeps images apart: the same ELF address in the program and in
+/// libc (different rules) gives each image's own step, cached or not, in either order.
+#[test]
+fn rule_cache_keeps_images_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "o2r", &["-O2", "-g"]);
+    let cap = capture(&exe, "q");
+    let procs = images(&cap);
+    let chain = unwind(&cap, &procs);
+    let places: Vec<Place<'_>> = chain
+        .frames
+        .iter()
+        .filter_map(|f| procs.find(u64::from(f.addr)))
+        .collect();
+    let prog = places[0];
+    let other = places
+        .iter()
+        .find(|p| !std::ptr::eq(p.tables, prog.tables))
+        .expect("a frame in libc");
+    let s = State {
+        r: cap.regs.r,
+        known: 0xFFFF,
+    };
+    let stack = Stack {
+        sp: cap.regs.r[13],
+        bytes: &cap.stack,
+    };
+    let step = |u: &mut Unwinder, t: &ImageTables, id| {
+        let img = OnePlace {
+            tables: t,
+            at: prog.elf_addr,
+            id,
+        };
+        format!("{:?}", u.step(&img, &s, true, &stack))
+    };
+    let mut fresh = Unwinder::new(64);
+    let own = step(&mut fresh, prog.tables, None);
+    let libc = step(&mut fresh, other.tables, None);
+    assert_ne!(own, libc, "the address has other rules in libc");
+    let mut u = Unwinder::new(64);
+    for _ in 0..2 {
+        assert_eq!(step(&mut u, prog.tables, Some(1)), own);
+        assert_eq!(step(&mut u, other.tables, Some(2)), libc);
+    }
 }

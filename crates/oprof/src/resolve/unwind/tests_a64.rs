@@ -452,6 +452,7 @@ fn a64_snapshots_expand_in_8_byte_streams() {
             .map(|p| ImageTables::load(&host_file(p)).unwrap())
     };
     let (out, stats) = expand::expand(&words, 8, Some(64), load).unwrap();
+    super::expanding::assert_streams_alike(&words, 8, Some(64), load);
     let bytes: Vec<u8> = out.iter().flat_map(|&w| w.to_le_bytes()).collect();
     let d = decode(&Stream::from_bytes(&bytes, 8).unwrap()).unwrap();
     let procs = images(&cap);
