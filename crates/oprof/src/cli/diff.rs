@@ -48,6 +48,10 @@ pub struct Args {
     /// Repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
+    /// Do not ask the debuginfod servers of DEBUGINFOD_URLS for missing debug files (asked
+    /// by build-id after the local places; only http:// servers; cached as elfutils does).
+    #[arg(long)]
+    no_debuginfod: bool,
     /// Word size in bytes of both streams (default: the sessions', else 4).
     #[arg(long)]
     word_size: Option<usize>,
@@ -191,6 +195,9 @@ fn check_word_sizes(a: &Loaded, b: &Loaded) -> Result<()> {
 /// [`diff::build`] (other cpu_type, other events), other word sizes, a side without samples
 /// for `--flame`/`--folded`, and writing the SVG.
 pub fn run(a: &Args) -> Result<()> {
+    if a.no_debuginfod {
+        crate::resolve::debuginfod::disable();
+    }
     if a.negate && !a.stacks() {
         bail!("--negate draws the flame graph of A: give --flame or --folded");
     }
