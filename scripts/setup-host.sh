@@ -15,7 +15,8 @@ APT_PKGS=(rustc-web rust-web-src rust-web-clippy clang-19 lld-19 llvm-19 libclan
           python3 pyflakes3 ca-certificates
           mtools u-boot-tools fdisk dkms   # make image (FAT, boot.scr, sfdisk), the DKMS test
           time                             # make bench: /usr/bin/time (wall time, peak RSS)
-          golang-go)                       # `go tool pprof`: the pprof output test (src/tests/pprof.rs)
+          golang-go                        # `go tool pprof`: the pprof output test (src/tests/pprof.rs)
+          debuginfod)                      # a real debuginfod server: crates/oprof/tests/debuginfod.rs
 
 sources_ok() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ &&

@@ -12,6 +12,10 @@ use std::path::PathBuf;
 pub struct Args {
     #[command(flatten)]
     inputs: Inputs,
+    /// Do not ask the debuginfod servers of DEBUGINFOD_URLS for missing debug files (asked
+    /// by build-id after the local places; only http:// servers; cached as elfutils does).
+    #[arg(long)]
+    no_debuginfod: bool,
     /// Only this function (its name as `oprof report -l` shows it).
     #[arg(long, short = 's')]
     symbol: Option<String>,
@@ -62,6 +66,9 @@ impl Args {
 /// Prints the annotated functions (text or JSON), notes on stderr. Errors: as
 /// [`Inputs::load`] and [`annotate::build`].
 pub fn run(a: Args) -> Result<()> {
+    if a.no_debuginfod {
+        crate::resolve::debuginfod::disable();
+    }
     let opts = a.options();
     // The vmlinux's line tables are large: loaded only when kernel code may be annotated.
     let kernel_lines = opts.image.as_deref().is_none_or(|i| i == resolve::VMLINUX);

@@ -1,11 +1,14 @@
-//! `oprof diff A B`: two profiles compared per image or symbol.
+//! `oprof diff A B`: two profiles compared per image or symbol, and as a differential flame
+//! graph (`--flame`) or its folded lines (`--folded`).
 
 use super::{emit, emit_json};
-use crate::input::inputs::{Inputs, Want};
+use crate::aggregate;
+use crate::input::inputs::{Inputs, Profile, Want};
+use crate::view::flame::Differential;
 use crate::view::{diff, report};
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `oprof diff` options.
 #[derive(clap::Args)]
@@ -45,6 +48,10 @@ pub struct Args {
     /// Repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
+    /// Do not ask the debuginfod servers of DEBUGINFOD_URLS for missing debug files (asked
+    /// by build-id after the local places; only http:// servers; cached as elfutils does).
+    #[arg(long)]
+    no_debuginfod: bool,
     /// Word size in bytes of both streams (default: the sessions', else 4).
     #[arg(long)]
     word_size: Option<usize>,
@@ -67,6 +74,23 @@ pub struct Args {
     /// Show at most this many rows (0: all).
     #[arg(long, short = 'n', default_value_t = 0)]
     limit: usize,
+    /// Also write a differential flame graph SVG (Brendan Gregg's): B's stacks (the frames of
+    /// `oprof report --flame`, matched by name, not address, so two builds compare), each frame
+    /// red where its own samples' share grew from A to B and blue where it shrank, deeper for
+    /// larger changes; A's counts are scaled to B's total first. Hover shows B's samples and
+    /// the change in points of the graph's total.
+    #[arg(long, value_name = "OUT.svg")]
+    flame: Option<PathBuf>,
+    /// Print the differential's folded lines instead of the table: `ROOT;...;SYMBOL A B`, A's
+    /// count scaled to B's total (truncated), B's as counted; sorted. The input of
+    /// flamegraph.pl and inferno-flamegraph (as difffolded.pl writes it).
+    #[arg(long, conflicts_with = "json")]
+    folded: bool,
+    /// With --flame/--folded: draw A's stacks instead of B's, so code gone in B shows (blue);
+    /// red still means more in B. The columns are swapped (`STACK B A`, B scaled to A's
+    /// total), as for `flamegraph.pl --negate`.
+    #[arg(long)]
+    negate: bool,
 }
 
 /// One of the two profiles compared.
@@ -108,25 +132,79 @@ impl Args {
             force: self.force,
         }
     }
+
+    /// Whether folded stacks are needed (`--flame`, `--folded`).
+    fn stacks(&self) -> bool {
+        self.flame.is_some() || self.folded
+    }
+
+    /// The word size a side's stream is read with: `--word-size`, else its session's, else 4
+    /// (as [`Inputs::load`] chooses it).
+    fn word_size(&self, p: &Profile) -> usize {
+        self.word_size
+            .or(p.session.as_ref().map(|s| s.info.pointer_size))
+            .unwrap_or(4)
+    }
 }
 
-/// The report of one side and (its path, its cpu_type) for the comparison.
-fn load(i: Inputs) -> Result<(report::Report, (String, Option<String>))> {
-    let mut p = i.load(Want::default())?;
-    let r = report::build_counts(
-        &p.counts,
-        &mut p.res,
-        &p.counters,
-        report::Options::default(),
-    );
-    Ok((r, (p.path.display().to_string(), p.cpu_type)))
+/// One loaded side: its report, (path, cpu_type) for the comparison, and its word size.
+struct Loaded {
+    report: report::Report,
+    side: (String, Option<String>),
+    word_size: usize,
 }
 
-/// Prints the comparison (table or JSON); both sides' notes once each on stderr. Errors: as
-/// [`Inputs::load`] and [`diff::build`] (other cpu_type, other events).
+/// Loads one side; folded stacks (rooted at the task's executable) when `a` draws a flame graph.
+fn load(a: &Args, side: Side) -> Result<Loaded> {
+    let want = Want {
+        keys: aggregate::Options {
+            app: a.stacks(),
+            task: false,
+        },
+        ..Want::default()
+    };
+    let mut p = a.inputs(side).load(want)?;
+    let opts = report::Options {
+        lines: false,
+        flame: a.stacks(),
+    };
+    let report = report::build_counts(&p.counts, &mut p.res, &p.counters, opts);
+    Ok(Loaded {
+        report,
+        word_size: a.word_size(&p),
+        side: (p.path.display().to_string(), p.cpu_type),
+    })
+}
+
+/// Refuses sides read with different word sizes (a 32-bit and a 64-bit kernel's profile).
+fn check_word_sizes(a: &Loaded, b: &Loaded) -> Result<()> {
+    if a.word_size != b.word_size {
+        bail!(
+            "{} has {}-byte words but {} has {}-byte words: compare profiles of one word size",
+            a.side.0,
+            a.word_size,
+            b.side.0,
+            b.word_size
+        );
+    }
+    Ok(())
+}
+
+/// Prints the comparison (table, JSON or the differential's folded lines) and writes the
+/// `--flame` SVG; both sides' notes once each on stderr. Errors: as [`Inputs::load`],
+/// [`diff::build`] (other cpu_type, other events), other word sizes, a side without samples
+/// for `--flame`/`--folded`, and writing the SVG.
 pub fn run(a: &Args) -> Result<()> {
-    let (ra, sa) = load(a.inputs(Side::A))?;
-    let (rb, sb) = load(a.inputs(Side::B))?;
+    if a.no_debuginfod {
+        crate::resolve::debuginfod::disable();
+    }
+    if a.negate && !a.stacks() {
+        bail!("--negate draws the flame graph of A: give --flame or --folded");
+    }
+    let la = load(a, Side::A)?;
+    let lb = load(a, Side::B)?;
+    check_word_sizes(&la, &lb)?;
+    let (ra, rb) = (&la.report, &lb.report);
     for w in ra
         .warnings
         .iter()
@@ -135,10 +213,39 @@ pub fn run(a: &Args) -> Result<()> {
     {
         eprintln!("oprof: note: {w}");
     }
-    let d = diff::build(&ra, &rb, sa, sb, a.symbols)?;
-    if a.json {
-        emit_json(&d)
-    } else {
-        emit(&diff::render(&d, a.limit))
+    let d = diff::build(ra, rb, la.side.clone(), lb.side.clone(), a.symbols)?;
+    let delta = a.stacks().then(|| differential(a, &la, &lb)).transpose()?;
+    match &delta {
+        Some(x) if a.folded => emit(&x.text())?,
+        _ if a.json => emit_json(&d)?,
+        _ => emit(&diff::render(&d, a.limit))?,
     }
+    if let (Some(out), Some(x)) = (&a.flame, &delta) {
+        x.write_svg_file(&flame_title(&la.side.0, &lb.side.0), out)?;
+    }
+    Ok(())
+}
+
+/// The differential of the two sides' folded stacks (see [`Differential`]). Errors: a side
+/// without samples, named.
+fn differential(a: &Args, la: &Loaded, lb: &Loaded) -> Result<Differential> {
+    for l in [la, lb] {
+        if l.report.folded.is_empty() {
+            bail!("{}: no samples: no differential flame graph", l.side.0);
+        }
+    }
+    Differential::new(&la.report.folded, &lb.report.folded, a.negate)
+        .with_context(|| format!("comparing {} with {}", la.side.0, lb.side.0))
+}
+
+/// The flame graph's title: `oprof diff: A → B` with the file names of the sessions or streams.
+fn flame_title(a: &str, b: &str) -> String {
+    let name = |p: &str| {
+        Path::new(p)
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!("oprof diff: {} \u{2192} {}", name(a), name(b))
 }

@@ -86,7 +86,8 @@ enum Cmd {
     /// the delta, largest change first, like perf diff.
     ///
     /// A and B are session directories or streams; a stream's images, modules and sections
-    /// come from the --a-*/--b-* options. Both must be of one cpu_type and count the same events.
+    /// come from the --a-*/--b-* options. Both must be of one cpu_type and word size and count
+    /// the same events. --flame draws a differential flame graph (red: grew in B, blue: shrank).
     #[command(verbatim_doc_comment)]
     Diff(diff::Args),
     /// Write a stream of N samples made of a captured stream's samples, round and round

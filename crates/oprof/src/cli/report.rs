@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 pub struct Args {
     #[command(flatten)]
     inputs: Inputs,
+    /// Do not ask the debuginfod servers of DEBUGINFOD_URLS for missing debug files (asked
+    /// by build-id after the local places; only http:// servers; cached as elfutils does).
+    #[arg(long)]
+    no_debuginfod: bool,
     /// Show samples per symbol (like opreport -l) instead of per image.
     #[arg(short = 'l', long = "symbols")]
     symbols: bool,
@@ -44,7 +48,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Also print which file named each image (its separate debug file found by build-id,
-    /// .gnu_debuglink or MiniDebugInfo, or the image itself) and how it was found (JSON
+    /// .gnu_debuglink, debuginfod or MiniDebugInfo, or the image itself) and how it was found (JSON
     /// has it always: `debug_file`, `debug_found_by` per image).
     #[arg(short = 'v', long)]
     verbose: bool,
@@ -88,6 +92,9 @@ impl Args {
 /// Prints the report (table, JSON or folded stacks; notes on stderr) and writes the
 /// `--pprof` and `--flame` files. Errors: as [`Inputs::load`], and writing the files.
 pub fn run(a: Args) -> Result<()> {
+    if a.no_debuginfod {
+        crate::resolve::debuginfod::disable();
+    }
     let want = a.want();
     let Profile {
         path,

@@ -9,7 +9,9 @@
 //! 2. `.gnu_debuglink` (a file name and the CRC32 of the debug file): `DIR/NAME` beside the
 //!    image on the host, `DIR/.debug/NAME`, then `DEBUGDIR/TDIR/NAME` for each DEBUGDIR
 //!    (`TDIR`: the image's directory on the target, else on the host);
-//! 3. MiniDebugInfo (Fedora): an xz-compressed ELF with a `.symtab` of function symbols in the
+//! 3. debuginfod: `URL/buildid/HEX/debuginfo` from the servers of `DEBUGINFOD_URLS`, cached
+//!    in elfutils' layout ([`crate::resolve::debuginfod`]; off with `--no-debuginfod`);
+//! 4. MiniDebugInfo (Fedora): an xz-compressed ELF with a `.symtab` of function symbols in the
 //!    image's `.gnu_debugdata` section.
 //!
 //! A candidate is refused, with a note naming both files, when it is no ELF file of the image's
@@ -38,6 +40,8 @@ pub enum Method {
     BuildId,
     /// A debug file found through `.gnu_debuglink`.
     Debuglink,
+    /// A debug file from a debuginfod server (or its cache), by build-id.
+    Debuginfod,
     /// The image's `.gnu_debugdata` (MiniDebugInfo).
     #[serde(rename = "minidebuginfo")]
     MiniDebugInfo,
@@ -53,6 +57,7 @@ impl Method {
             Method::Dynsym => "dynsym",
             Method::BuildId => "build-id",
             Method::Debuglink => "debuglink",
+            Method::Debuginfod => "debuginfod",
             Method::MiniDebugInfo => "minidebuginfo",
             Method::Kallsyms => "kallsyms",
         }
@@ -241,6 +246,14 @@ impl Search {
                 }
             }
         }
+        if let Some(found) = ids
+            .build_id
+            .as_deref()
+            .and_then(|id| debuginfod(id, file, host, &mut lk.notes))
+        {
+            lk.found = Some(found);
+            return lk;
+        }
         lk.found = minidebuginfo(file, host, &mut lk.notes);
         lk
     }
@@ -312,6 +325,35 @@ fn mismatch(
         (Some(ours), None) if need_id => Some(format!("no build-id, the image's is {ours}")),
         _ => None,
     }
+}
+
+/// The debug file of build-id `id` from the debuginfod servers, if any are set and one has
+/// a file of the image's machine (the client checked the build-id).
+fn debuginfod(
+    id: &str,
+    file: &object::File<'_>,
+    host: &Path,
+    notes: &mut Vec<String>,
+) -> Option<Found> {
+    use crate::resolve::debuginfod::{client, Kind};
+    let got = client()?.fetch(id, Kind::Debuginfo, notes)?;
+    let why = match object::File::parse(&*got.data) {
+        Err(e) => Some(format!("not an ELF file ({e})")),
+        Ok(d) => mismatch(&d, file, &Ids::default(), false),
+    };
+    if let Some(why) = why {
+        notes.push(format!(
+            "{}: {why}: not used for {}",
+            got.path.display(),
+            host.display()
+        ));
+        return None;
+    }
+    Some(Found {
+        path: got.path,
+        method: Method::Debuginfod,
+        data: got.data,
+    })
 }
 
 /// Whether `a` and `b` name the same file (a debuglink naming the image itself).

@@ -6,7 +6,8 @@
 //! virtual address through `PT_LOAD`), or a raw PC in
 //! anonymous memory (cookie 0; `[anon] (APP)`), or, with no COOKIE_SWITCH since the last CPU or
 //! task switch, `(user, no image) (APP)`. Host files: `SYSROOT/PATH` for each sysroot in order,
-//! else `DIR/basename(PATH)` for each `--image-path` DIR; modules: the `.ko` named in
+//! else `DIR/basename(PATH)` for each `--image-path` DIR, else the executable of the build-id
+//! `--archive` recorded from the debuginfod servers ([`debuginfod`]); modules: the `.ko` named in
 //! [`Options::module_files`], else `DIR/NAME.ko` (with `-`/`_` swapped too), else the module's
 //! symbols from the target's kallsyms ([`Options::module_symbols`], names only). Parsed ELF files
 //! are cached per host path, resolved addresses per (space, word).
@@ -17,6 +18,7 @@
 
 pub mod calls;
 pub mod debugfile;
+pub mod debuginfod;
 pub mod disasm;
 pub mod elf;
 pub mod images;
@@ -458,6 +460,20 @@ impl Resolver {
             .find(|p| p.is_file())
     }
 
+    /// [`Resolver::find_host_file`], else the executable of the build-id `oprof record
+    /// --archive` recorded for `target`, from the debuginfod servers or their cache
+    /// ([`debuginfod`]); their notes become warnings.
+    fn host_file_or_debuginfod(&mut self, target: &str) -> Option<PathBuf> {
+        if let Some(p) = self.find_host_file(target) {
+            return Some(p);
+        }
+        let id = self.opts.recorded_ids.get(target)?.build_id.clone()?;
+        let mut notes = vec![];
+        let got = debuginfod::client()?.fetch(&id, debuginfod::Kind::Executable, &mut notes);
+        self.warnings.extend(notes);
+        Some(got?.path)
+    }
+
     fn image(&mut self, name: &str, host_path: Option<&Path>) -> ImageId {
         if let Some(&id) = self.image_ids.get(name) {
             return id;
@@ -716,7 +732,7 @@ impl Resolver {
                     unreadable: None,
                 }
             }
-            Some(t) => match self.find_host_file(&t) {
+            Some(t) => match self.host_file_or_debuginfod(&t) {
                 None => {
                     self.warnings
                         .insert(format!("{t}: not found in --sysroot or --image-path"));

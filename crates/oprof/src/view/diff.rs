@@ -6,6 +6,9 @@
 //! Shares, not sample counts, are compared: two runs of different length or rate compare as
 //! they should. Both sessions must have counted the same thing: the same `cpu_type` and the same
 //! events (timer mode compares with timer mode).
+//!
+//! The same comparison per call stack, drawn as a differential flame graph (`--flame`,
+//! `--folded`), is [`crate::view::flame::Differential`].
 
 use crate::view::percent::percent;
 use crate::view::report::{Counter, Report};

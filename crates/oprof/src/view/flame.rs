@@ -1,5 +1,6 @@
 //! Flame graphs: folded stacks (`root;caller;…;leaf COUNT`, outermost first) rendered to SVG
-//! with `inferno`.
+//! with `inferno`; differential flame graphs of two profiles (`STACK BEFORE AFTER`, Brendan
+//! Gregg's difffolded.pl and `flamegraph.pl` colouring) with `inferno::differential`.
 
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
@@ -83,13 +84,98 @@ impl Folded {
 
     /// Writes the flame graph SVG to `path`.
     pub fn write_svg_file(&self, title: &str, path: &Path) -> Result<()> {
-        let f =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        self.write_svg(title, &mut w)
-            .with_context(|| format!("writing {}", path.display()))?;
-        w.flush()
-            .with_context(|| format!("writing {}", path.display()))
+        write_file(path, |w| self.write_svg(title, w))
+    }
+}
+
+/// Creates `path` and writes it with `write` (buffered). Errors name `path`.
+fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    write(&mut w).with_context(|| format!("writing {}", path.display()))?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A differential profile of two folded profiles, A (the baseline) and B: one line
+/// `STACK FIRST SECOND` per stack of either, as `inferno::differential` (difffolded.pl)
+/// writes it, sorted. FIRST is scaled to SECOND's total (`inferno::differential::Options::
+/// normalize`: each count times SECOND's total / FIRST's total, truncated to an integer), so
+/// shares compare, not sample counts.
+///
+/// Normally FIRST is A and SECOND is B: the flame graph draws B's stacks (widths: B's samples),
+/// each frame coloured by the change of its own (self) samples, red where B has more than A
+/// scaled, blue where less (`flamegraph.pl`'s differential hues, deeper for larger changes).
+/// Stacks B no longer has have no width there; `negated` swaps the columns (FIRST is B, scaled
+/// to A's total; SECOND is A) and sets `inferno`'s `negate_differentials` (`flamegraph.pl
+/// --negate`): A's stacks are drawn, and red still means more in B.
+///
+/// # Invariants
+/// `lines` is sorted and has no empty stack.
+#[derive(Debug)]
+pub struct Differential {
+    lines: Vec<String>,
+    negated: bool,
+}
+
+impl Differential {
+    /// The differential of `a` (baseline) and `b`; `negated` as in [`Differential`]. Errors:
+    /// either side has no samples (nothing to scale).
+    pub fn new(a: &Folded, b: &Folded, negated: bool) -> Result<Self> {
+        if a.is_empty() || b.is_empty() {
+            bail!("no samples to compare");
+        }
+        let (first, second) = if negated { (b, a) } else { (a, b) };
+        let opts = inferno::differential::Options {
+            normalize: true,
+            strip_hex: false,
+        };
+        let (t1, t2) = (first.text(), second.text());
+        let mut out = Vec::new();
+        inferno::differential::from_readers(opts, t1.as_bytes(), t2.as_bytes(), &mut out)
+            .context("computing the differential profile")?;
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        Ok(Differential { lines, negated })
+    }
+
+    /// The lines `STACK FIRST SECOND`, sorted.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// The lines as text, each ending in a newline (`oprof diff --folded`).
+    pub fn text(&self) -> String {
+        self.lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// Renders the differential flame graph SVG to `w`, with `title` and a subtitle saying
+    /// what widths and colours mean.
+    pub fn write_svg(&self, title: &str, w: impl Write) -> Result<()> {
+        let mut opts = inferno::flamegraph::Options::default();
+        opts.title = title.to_string();
+        opts.subtitle = Some(
+            if self.negated {
+                "widths: A's samples; red: more in B than in A, blue: less (shares of each total)"
+            } else {
+                "widths: B's samples; red: more in B than in A, blue: less (shares of each total)"
+            }
+            .to_string(),
+        );
+        opts.count_name = "samples".to_string();
+        opts.negate_differentials = self.negated;
+        inferno::flamegraph::from_lines(&mut opts, self.lines.iter().map(String::as_str), w)
+            .context("rendering the differential flame graph")?;
+        Ok(())
+    }
+
+    /// Writes the differential flame graph SVG to `path`.
+    pub fn write_svg_file(&self, title: &str, path: &Path) -> Result<()> {
+        write_file(path, |w| self.write_svg(title, w))
     }
 }
 
