@@ -13,7 +13,7 @@
 use crate::input::session::{
     self, CounterInfo, Losses, SessionInfo, Settings, Time, Totals, DEFAULT_DIR,
 };
-use crate::input::stream::{self, Stream};
+use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
@@ -23,6 +23,7 @@ use crate::view::points;
 use anyhow::{anyhow, bail, Context, Result};
 use nix::sys::signal::{kill, pthread_sigmask, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
+use oprofile_common::event::{DecodeError, Decoder, Record, MAX_RECORD_WORDS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -517,38 +518,150 @@ fn dir_bytes(dir: &Path) -> u64 {
     n
 }
 
-/// What the decoded stream says: samples, and what `--archive` should copy.
-#[derive(Debug, Default)]
+/// What the decoded stream says: samples, and what `--archive` should copy. Its size is
+/// bounded by the distinct images and modules sampled, not by the stream's length.
+#[derive(Debug, Default, PartialEq, Eq)]
 struct StreamFacts {
     samples: u64,
     /// Image ids of user samples, call-chain frames and tasks.
     images: BTreeSet<u64>,
-    /// Kernel PCs (samples and frames), to find the sampled modules.
-    kernel_pcs: Vec<u64>,
+    /// Names of the modules (of [`ModuleRanges`]) holding a sampled kernel PC (samples and
+    /// frames).
+    modules: BTreeSet<String>,
 }
 
-fn stream_facts(bytes: &[u8], word: usize) -> Result<StreamFacts> {
-    let st = Stream::from_bytes(bytes, word)?;
-    let d = stream::decode(&st)?;
-    let mut f = StreamFacts {
-        samples: d.samples.len() as u64,
-        ..Default::default()
-    };
-    for s in &d.samples {
-        f.images.extend(s.ctx.app_cookie.filter(|&c| c != 0));
-        match s.ctx.in_kernel {
-            Some(true) => f.kernel_pcs.push(s.pc),
-            Some(false) => f.images.extend(s.ctx.cookie.filter(|&c| c != 0)),
-            None => {}
-        }
-        for fr in &s.frames {
-            match fr.in_kernel {
-                Some(true) => f.kernel_pcs.push(fr.pc),
-                Some(false) => f.images.extend(fr.cookie.filter(|&c| c != 0)),
-                None => {}
+/// The core memory of each module of a [`ModuleSnapshot`]: `(base, end, name)` sorted by base.
+#[derive(Debug, Default)]
+struct ModuleRanges(Vec<(u64, u64, String)>);
+
+impl ModuleRanges {
+    fn of(snapshot: &ModuleSnapshot) -> ModuleRanges {
+        let mut v: Vec<(u64, u64, String)> = snapshot
+            .modules
+            .iter()
+            .filter_map(|(name, m)| {
+                let (base, size) = m.core?;
+                Some((base, base.checked_add(size)?, name.clone()))
+            })
+            .collect();
+        v.sort();
+        ModuleRanges(v)
+    }
+
+    /// The module whose core memory holds `pc`.
+    fn find(&self, pc: u64) -> Option<&str> {
+        let i = self.0.partition_point(|(base, _, _)| *base <= pc);
+        let (_, end, name) = self.0.get(i.checked_sub(1)?)?;
+        (pc < *end).then_some(name.as_str())
+    }
+}
+
+/// Bytes read at a time by every pass over a recorded stream (whole words of 4 and 8 bytes).
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// A record longer than this many words cannot be awaited across block seams (the longest the
+/// module writes, USER_MAPS of 256 mappings, is 1028 words).
+const MAX_CARRY_WORDS: usize = 1 << 16;
+
+/// Reads the stream `r` of `wb`-byte words in blocks of `block` bytes (a multiple of `wb`)
+/// and calls `f` with each record and the decoder state after it; a record cut at a block
+/// seam is carried to the next block. Memory: one block and one carried record. Returns the
+/// bytes read. Errors: read errors, and a stream that does not decode (the byte offset of the
+/// record at fault), ends inside a record or with part of a word.
+fn each_record(
+    r: &mut impl Read,
+    wb: usize,
+    block: usize,
+    mut f: impl FnMut(&Record, &SampleCtx),
+) -> Result<u64> {
+    stream::check_size(0, wb)?;
+    let mut ctx = SampleCtx::default();
+    let mut pending: Vec<u64> = Vec::with_capacity(block / wb + MAX_RECORD_WORDS);
+    let mut buf = Vec::with_capacity(block);
+    let (mut base, mut bytes) = (0usize, 0u64);
+    loop {
+        buf.clear();
+        r.by_ref().take(block as u64).read_to_end(&mut buf)?;
+        bytes += buf.len() as u64;
+        let last = buf.len() < block;
+        pending.extend(stream::le_words(&buf, wb));
+        let mut used = 0;
+        for item in Decoder::new(&pending, wb) {
+            match item {
+                Ok((at, rec)) => {
+                    ctx.apply(&rec);
+                    f(&rec, &ctx);
+                    used = at + rec.words();
+                }
+                Err(DecodeError::Truncated { need, .. }) if !last && need <= MAX_CARRY_WORDS => {
+                    break
+                }
+                Err(e) => {
+                    let e = shifted(e, base);
+                    bail!("{}", stream::describe(e, wb, base + pending.len()));
+                }
             }
         }
+        pending.drain(..used);
+        base += used;
+        if last {
+            let rest = buf.len() % wb;
+            if rest > 0 {
+                bail!(
+                    "the stream ends with {rest} bytes, not a whole {wb}-byte word (byte offset {})",
+                    bytes - rest as u64
+                );
+            }
+            return Ok(bytes);
+        }
     }
+}
+
+/// `e` with its word index moved by `base` words.
+fn shifted(e: DecodeError, base: usize) -> DecodeError {
+    match e {
+        DecodeError::Truncated { word, need } => DecodeError::Truncated {
+            word: word + base,
+            need,
+        },
+        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode {
+            word: word + base,
+            code,
+        },
+        DecodeError::BadCtxSwitch { word } => DecodeError::BadCtxSwitch { word: word + base },
+    }
+}
+
+/// The facts of the stream `r` ([`each_record`] in blocks of `block` bytes): samples counted
+/// as [`stream::decode`] groups them (call-chain frames are not samples), images and modules
+/// of samples and frames.
+fn stream_facts(
+    r: &mut impl Read,
+    wb: usize,
+    block: usize,
+    modules: &ModuleRanges,
+) -> Result<StreamFacts> {
+    let mut f = StreamFacts::default();
+    let mut chain = ChainState::default();
+    each_record(r, wb, block, |rec, ctx| {
+        let role = chain.apply(rec);
+        let Record::Sample { pc, .. } = *rec else {
+            return;
+        };
+        if let Some(Role::Sample { .. }) = role {
+            f.samples += 1;
+            f.images.extend(ctx.app_cookie.filter(|&c| c != 0));
+        }
+        match ctx.in_kernel {
+            Some(true) => {
+                if let Some(m) = modules.find(pc).filter(|m| !f.modules.contains(*m)) {
+                    f.modules.insert(m.to_string());
+                }
+            }
+            Some(false) => f.images.extend(ctx.cookie.filter(|&c| c != 0)),
+            None => {}
+        }
+    })?;
     Ok(f)
 }
 
@@ -904,18 +1017,21 @@ fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Col
     })
 }
 
-/// Counts the samples of the written stream (call-chain entries are not samples), finds what
-/// was sampled, and checks the count against the module's: samples + lost = taken. A stream
-/// that does not decode or a count that does not add up is a warning and a note.
+/// Counts the samples of the written stream (call-chain entries are not samples) in blocks,
+/// finds what was sampled (modules: of `snapshot`), and checks the count against the
+/// module's: samples + lost = taken. A stream that does not decode or a count that does not
+/// add up is a warning and a note.
 fn verify(
     samples_path: &Path,
     pointer_size: usize,
     losses: &Losses,
+    snapshot: &ModuleSnapshot,
     notes: &mut Vec<String>,
 ) -> Result<StreamFacts> {
-    let bytes = std::fs::read(samples_path)
-        .with_context(|| format!("reading {}", samples_path.display()))?;
-    let facts = match stream_facts(&bytes, pointer_size) {
+    let mut f =
+        File::open(samples_path).with_context(|| format!("reading {}", samples_path.display()))?;
+    let ranges = ModuleRanges::of(snapshot);
+    let facts = match stream_facts(&mut f, pointer_size, BLOCK_BYTES, &ranges) {
         Ok(f) => f,
         Err(e) => {
             let n = format!("samples: the stream does not decode: {e:#}");
@@ -986,13 +1102,8 @@ fn archive(
             None => notes.push(format!("archive: image id {id} is not in the images file")),
         }
     }
-    for (name, m) in &c.snapshot.modules {
-        let Some((base, size)) = m.core else { continue };
-        let sampled = facts
-            .kernel_pcs
-            .iter()
-            .any(|&pc| pc >= base && pc - base < size);
-        if let (true, Some(p)) = (sampled, modules.get(name)) {
+    for name in &facts.modules {
+        if let Some(p) = modules.get(name) {
             match archive_image(&root, Path::new(p), &mut debug_ids) {
                 Ok(_) => copied += 1,
                 Err(e) => notes.push(format!("archive: {e:#}")),
@@ -1098,7 +1209,13 @@ fn record(
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, dir, extras)?;
     let losses = Losses::of(&c.stats);
-    let facts = verify(&samples_path, cfg.pointer_size, &losses, &mut c.notes)?;
+    let facts = verify(
+        &samples_path,
+        cfg.pointer_size,
+        &losses,
+        &c.snapshot,
+        &mut c.notes,
+    )?;
     let kernel = system::uname();
     let modules = module_files(sys, &c.snapshot, &kernel.release);
     let debug_ids = if args.archive {
@@ -1330,10 +1447,172 @@ mod tests {
             .iter()
             .flat_map(|&w| (w as u32).to_le_bytes())
             .collect();
-        let f = stream_facts(&bytes, 4).unwrap();
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules(
+            "oprofile 4096 0 - Live 0xbf000000\nother 4096 0 - Live 0xbf002000\n",
+            "t",
+        )
+        .unwrap();
+        let ranges = ModuleRanges::of(&snap);
+        let facts = |b: &[u8], block| stream_facts(&mut &b[..], 4, block, &ranges);
+        let f = facts(&bytes, BLOCK_BYTES).unwrap();
         assert_eq!(f.samples, 2);
         assert_eq!(f.images.iter().copied().collect::<Vec<_>>(), [2, 3]);
-        assert_eq!(f.kernel_pcs, [0xbf00_0010, 0xc000_0010]);
-        assert!(stream_facts(&bytes[..bytes.len() - 2], 4).is_err());
+        // 0xbf00_0010 is oprofile's, 0xc000_0010 (a frame) the kernel's.
+        assert_eq!(f.modules.iter().collect::<Vec<_>>(), ["oprofile"]);
+        for cut in [2, 4] {
+            let e = format!("{:#}", facts(&bytes[..bytes.len() - cut], 8).unwrap_err());
+            assert!(e.contains("byte offset"), "{e}");
+        }
+    }
+
+    /// The whole-stream facts of a stream: [`stream::decode`]'s samples, their images and the
+    /// modules of their kernel PCs (the expected values of the streamed pass).
+    fn decoded_facts(st: &stream::Stream, ranges: &ModuleRanges) -> StreamFacts {
+        let d = stream::decode(st).unwrap();
+        let mut f = StreamFacts {
+            samples: d.samples.len() as u64,
+            ..Default::default()
+        };
+        let pc = |pc, k: Option<bool>, cookie: Option<u64>, f: &mut StreamFacts| match k {
+            Some(true) => f.modules.extend(ranges.find(pc).map(str::to_string)),
+            Some(false) => f.images.extend(cookie.filter(|&c| c != 0)),
+            None => {}
+        };
+        for s in &d.samples {
+            f.images.extend(s.ctx.app_cookie.filter(|&c| c != 0));
+            pc(s.pc, s.ctx.in_kernel, s.ctx.cookie, &mut f);
+            for fr in &s.frames {
+                pc(fr.pc, fr.in_kernel, fr.cookie, &mut f);
+            }
+        }
+        f
+    }
+
+    /// `VmHWM` of this process, kB.
+    fn vm_hwm_kb() -> u64 {
+        let st = std::fs::read_to_string("/proc/self/status").unwrap();
+        let l = st.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        l.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// The recorder's passes over a 512 MiB stream (generated as it is read) stay within a
+    /// few blocks: peak RSS grows by less than 8 MiB. Alone, as the peak is the process's:
+    /// `cargo test --release -p oprof --lib facts_memory -- --ignored --test-threads=1`.
+    #[test]
+    #[ignore]
+    fn facts_memory_is_bounded() {
+        use oprofile_common::event::Record as R;
+        let group = crate::fixtures::bytes32(&[
+            R::CpuSwitch { cpu: 0 },
+            R::KernelEnter,
+            R::CtxSwitch {
+                pid: 1,
+                tgid: 1,
+                app_cookie: 2,
+            },
+            R::TraceBegin,
+            R::Sample {
+                pc: 0xbf00_0010,
+                event: 0,
+            },
+            R::Sample {
+                pc: 0xc000_0010,
+                event: 0,
+            },
+        ]);
+        let total: u64 = 512 << 20;
+        let n = total / group.len() as u64;
+        struct Gen<'a>(&'a [u8], u64, usize);
+        impl Read for Gen<'_> {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                let mut k = 0;
+                while k < out.len() && self.1 > 0 {
+                    let take = (self.0.len() - self.2).min(out.len() - k);
+                    out[k..k + take].copy_from_slice(&self.0[self.2..self.2 + take]);
+                    (k, self.2) = (k + take, self.2 + take);
+                    if self.2 == self.0.len() {
+                        (self.1, self.2) = (self.1 - 1, 0);
+                    }
+                }
+                Ok(k)
+            }
+        }
+        let before = vm_hwm_kb();
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules("oprofile 4096 0 - Live 0xbf000000\n", "t")
+            .unwrap();
+        let f = stream_facts(
+            &mut Gen(&group, n, 0),
+            4,
+            BLOCK_BYTES,
+            &ModuleRanges::of(&snap),
+        )
+        .unwrap();
+        let grown = vm_hwm_kb() - before;
+        eprintln!("VmHWM {before} kB before, grown by {grown} kB over {total} bytes");
+        assert_eq!(f.samples, n);
+        assert!(grown < 8 << 10, "peak RSS grew by {grown} kB");
+    }
+
+    #[test]
+    fn streamed_facts_are_the_whole_streams_at_every_block_seam() {
+        use oprofile_common::event::Record as R;
+        // Every record kind the facts look at, a USER_MAPS longer than the smallest blocks,
+        // chains in the kernel and in user images, modules at both ends of their ranges.
+        let mut recs = vec![R::CpuSwitch { cpu: 1 }, R::KernelEnter];
+        for (i, pc) in [
+            0xbf00_0000u64,
+            0xbf00_0fff,
+            0xbf00_1000,
+            0xbf00_2000,
+            0xc000_0000,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let i = i as u64;
+            recs.push(R::CtxSwitch {
+                pid: 10 + i,
+                tgid: 10 + i,
+                app_cookie: 20 + i,
+            });
+            recs.extend([R::TraceBegin, R::Sample { pc, event: 1 }]);
+            recs.extend([
+                R::Sample {
+                    pc: pc + 4,
+                    event: 0,
+                },
+                R::KernelExit,
+            ]);
+            recs.extend([
+                R::CookieSwitch { cookie: 30 + i },
+                R::Sample { pc: 8, event: 0 },
+            ]);
+            recs.extend([R::Sample { pc: 12, event: 1 }, R::KernelEnter]);
+        }
+        let mut bytes = crate::fixtures::bytes32(&recs);
+        // A USER_MAPS of 3 mappings (16 words) after the first CPU_SWITCH's group.
+        let maps: Vec<u32> = [!0u32, 32, 10, 3].into_iter().chain(1..=12).collect();
+        let at = 5 * 4;
+        bytes.splice(at..at, maps.iter().flat_map(|w| w.to_le_bytes()));
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules(
+            "oprofile 4096 0 - Live 0xbf000000\nother 4096 0 - Live 0xbf002000\nunused 4096 0 - Live 0xbf004000\n",
+            "t",
+        )
+        .unwrap();
+        let ranges = ModuleRanges::of(&snap);
+        let st = stream::Stream::from_bytes(&bytes, 4).unwrap();
+        let want = decoded_facts(&st, &ranges);
+        assert_eq!(want.samples, 10);
+        assert_eq!(
+            want.modules.iter().collect::<Vec<_>>(),
+            ["oprofile", "other"]
+        );
+        for block in (4..=96).step_by(4).chain([BLOCK_BYTES]) {
+            let got = stream_facts(&mut &bytes[..], 4, block, &ranges).unwrap();
+            assert_eq!(got, want, "blocks of {block} bytes");
+        }
     }
 }
