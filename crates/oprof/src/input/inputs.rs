@@ -217,6 +217,8 @@ impl Inputs {
             }
         }
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
+        res.warnings
+            .extend(ses.as_ref().and_then(Session::crash_note));
         res.warnings.extend(notes);
         res.warnings.extend(size_note);
         let skip_note = checked.skipped().map(|s| s.note(&buffer));
@@ -271,6 +273,12 @@ impl Inputs {
                 let json = s.dir.join(session::SESSION);
                 let (info, force) = (&s.info, self.force);
                 let note = validate::check_session(&json, info, self.word_size, buffer, force)?;
+                if s.crashed() {
+                    // Its recorder died: the stream may end inside a record.
+                    let (checked, torn) =
+                        validate::check_recording(buffer, &Limits::session(info), force)?;
+                    return Ok((checked, note.or(torn)));
+                }
                 (Limits::session(info), note)
             }
             None => {
@@ -293,15 +301,20 @@ fn unwound(
     res: &mut Resolver,
 ) -> Result<Option<Vec<u8>>> {
     let words = match checked {
-        Checked::File => {
+        Checked::File | Checked::Prefix { .. } => {
             let reading = || format!("reading {}", buffer.display());
             // A scan in bounded memory first: the streaming count must not hold a stream
             // without snapshots (the common case) in memory.
-            let mut f = std::fs::File::open(buffer).with_context(reading)?;
+            let mut f = checked.open(buffer)?;
             if !scan_for_snapshots(&mut f, word_size).with_context(reading)? {
                 return Ok(None);
             }
-            crate::input::stream::Stream::read(buffer, word_size)?.words
+            let mut bytes = vec![];
+            std::io::Read::read_to_end(&mut checked.open(buffer)?, &mut bytes)
+                .with_context(reading)?;
+            crate::input::stream::Stream::from_bytes(&bytes, word_size)
+                .with_context(|| format!("in {}", buffer.display()))?
+                .words
         }
         Checked::Kept { bytes, .. } => {
             let words = crate::input::stream::Stream::from_bytes(bytes, word_size)?.words;
@@ -343,6 +356,9 @@ fn count(
         (None, Checked::File) => {
             let f = aggregate::open(buffer, word_size)?;
             aggregate::read(f, word_size, keys, tuning)
+        }
+        (None, Checked::Prefix { .. }) => {
+            aggregate::read(checked.open(buffer)?, word_size, keys, tuning)
         }
     };
     counts.with_context(|| format!("decoding {}", buffer.display()))

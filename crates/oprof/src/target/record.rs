@@ -11,7 +11,7 @@
 //! are copied, the system put back as found, and one summary line printed.
 
 use crate::input::session::{
-    self, CounterInfo, Losses, SessionInfo, Settings, Time, Totals, DEFAULT_DIR,
+    self, CounterInfo, Losses, SessionInfo, Settings, State, Time, Totals, DEFAULT_DIR,
 };
 use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::debugfile::Ids;
@@ -242,8 +242,11 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
 /// What the reader thread read.
 #[derive(Debug, Default, Clone, Copy)]
 struct ReadTotals {
+    /// Bytes written to the samples file.
     bytes: u64,
     reads: u64,
+    /// Bytes read that could not be written (a full disk).
+    unwritten: u64,
 }
 
 /// The reader loop: blocking reads of `chunk` bytes from `buffer`, appended to `out`. Once
@@ -1158,10 +1161,157 @@ fn print_summary(dir: &Path, samples: u64, losses: &Losses) {
     );
 }
 
-/// One session: settings, capture while CMD runs, collection of the session files,
-/// verification of the stream, `--archive`, session.json and the summary line. Returns CMD's
-/// exit status (0 without CMD). Errors: each step's; a reader that failed after the session
-/// was written.
+/// `session.json` as known when the capture starts (state `recording`): settings, counters
+/// (no totals yet), the command; [`finish_info`] completes it.
+fn initial_info(
+    args: &RecordArgs,
+    argv: &[String],
+    fs: &Fs,
+    cfg: &Configured,
+    cmd: &Option<Cmd>,
+) -> SessionInfo {
+    SessionInfo {
+        format: session::FORMAT,
+        state: State::Recording,
+        oprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        counters: counter_infos(fs, &cfg.placed)
+            .into_iter()
+            .map(|c| CounterInfo { total: None, ..c })
+            .collect(),
+        timer_hz: timer_hz(&cfg.placed),
+        cpu_type: cfg.cpu_type.clone(),
+        pointer_size: cfg.pointer_size,
+        kernel: system::uname(),
+        cpus: system::online_cpus(),
+        settings: cfg.settings.clone(),
+        start: Time::now(),
+        command: cmd.as_ref().map(|(n, _, rest)| {
+            std::iter::once(n)
+                .chain(rest)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        }),
+        command_line: argv.to_vec(),
+        archive: args.archive,
+        ..Default::default()
+    }
+}
+
+/// Writes `info` as `session.json`, atomically ([`write_atomic`]).
+fn write_info(dir: &Path, info: &SessionInfo) -> Result<()> {
+    let text = serde_json::to_string_pretty(info)? + "\n";
+    write_atomic(dir, session::SESSION, text.as_bytes())
+}
+
+/// Replaces `dir/name` by `data` atomically: writes `name.tmp` (0600, created afresh, not
+/// through a link), syncs it, renames it over `name` and syncs the directory, so a reader or a
+/// crash finds the old file or the new one, never a part. Errors name the file; the temporary
+/// file is removed again.
+fn write_atomic(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (tmp, dest) = (dir.join(format!("{name}.tmp")), dir.join(name));
+    let _ = std::fs::remove_file(&tmp);
+    let r = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(data)?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&tmp, &dest))
+        .and_then(|()| File::open(dir)?.sync_all());
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r.with_context(|| format!("writing {}", dest.display()))
+}
+
+/// How the capture went, for [`finish_info`].
+struct Captured {
+    stop: Time,
+    duration_ns: u64,
+    end: End,
+    exit_status: Option<i32>,
+    read: ReadTotals,
+}
+
+/// Completes `info` (state `complete`) with the capture, the collected files and the facts.
+fn finish_info(
+    info: &mut SessionInfo,
+    fs: &Fs,
+    placed: &[Placement],
+    cap: Captured,
+    c: Collected,
+    facts: &StreamFacts,
+    losses: &Losses,
+) {
+    info.state = State::Complete;
+    info.counters = counter_infos(fs, placed);
+    info.stop = cap.stop;
+    info.duration_ns = cap.duration_ns;
+    info.exit_status = cap.exit_status;
+    info.ended_by = cap.end.as_str().to_string();
+    info.totals = Totals {
+        samples: facts.samples,
+        sample_received: losses.received,
+        lost: losses.lost,
+        not_taken: losses.not_taken,
+        bytes: cap.read.bytes,
+        reads: cap.read.reads,
+        unwritten: cap.read.unwritten,
+    };
+    info.kprof = c.kprof_info;
+    info.notes = c.notes;
+}
+
+/// Runs the capture: starts the reader and CMD, waits ([`supervise`]) and stops. Errors:
+/// starting it; the reader's (after CMD has ended).
+fn capture(
+    args: &RecordArgs,
+    fs: &Fs,
+    out: File,
+    chunk: usize,
+    outdir: &mut OutputDir,
+    cmd: &Option<Cmd>,
+    limit: Option<Duration>,
+) -> Result<Captured> {
+    let t0 = Instant::now();
+    let mut cap = Capture::start(fs, out, chunk)?;
+    if args.kprof {
+        fs.write("kprof/kpctl", "startclr")?;
+    }
+    let mut child = spawn(cmd, limit)?;
+    // From here on the session is written whatever happens (a CMD that cannot be started
+    // leaves nothing, like the errors before).
+    outdir.keep();
+    let (end, exit_status) = supervise(child.as_mut(), &cap, limit, t0)?;
+    let stop = Time::now();
+    let duration_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let kprof_stopped = if args.kprof {
+        fs.write("kprof/kpctl", "stop")
+    } else {
+        Ok(())
+    };
+    let read = cap.finish();
+    drop(cap);
+    kprof_stopped?;
+    Ok(Captured {
+        stop,
+        duration_ns,
+        end,
+        exit_status,
+        read: read?,
+    })
+}
+
+/// One session: settings, session.json (state `recording`), capture while CMD runs,
+/// collection of the session files, verification of the stream, `--archive`, session.json
+/// rewritten (state `complete`) and the summary line. Returns CMD's exit status (0 without
+/// CMD). Errors: each step's; a reader that failed, or a full disk, after the session was
+/// written.
 fn record(
     args: &RecordArgs,
     argv: &[String],
@@ -1181,30 +1331,9 @@ fn record(
     let samples_path = dir.join(session::SAMPLES);
     let out = File::create(&samples_path)
         .with_context(|| format!("creating {}", samples_path.display()))?;
-
-    // The capture.
-    let start = Time::now();
-    let t0 = Instant::now();
-    let mut cap = Capture::start(fs, out, chunk)?;
-    if args.kprof {
-        fs.write("kprof/kpctl", "startclr")?;
-    }
-    let mut child = spawn(&cmd, limit)?;
-    // From here on the session is written whatever happens (a CMD that cannot be started
-    // leaves nothing, like the errors before).
-    outdir.keep();
-    let (end, exit_status) = supervise(child.as_mut(), &cap, limit, t0)?;
-    let stop = Time::now();
-    let duration_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let kprof_stopped = if args.kprof {
-        fs.write("kprof/kpctl", "stop")
-    } else {
-        Ok(())
-    };
-    let read = cap.finish();
-    drop(cap);
-    kprof_stopped?;
-    let read = read?;
+    let mut info = initial_info(args, argv, fs, &cfg, &cmd);
+    write_info(dir, &info)?;
+    let cap = capture(args, fs, out, chunk, outdir, &cmd, limit)?;
 
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, dir, extras)?;
@@ -1216,55 +1345,15 @@ fn record(
         &c.snapshot,
         &mut c.notes,
     )?;
-    let kernel = system::uname();
-    let modules = module_files(sys, &c.snapshot, &kernel.release);
-    let debug_ids = if args.archive {
-        archive(dir, &facts, &mut c, &modules)?
-    } else {
-        BTreeMap::new()
-    };
-    let fs = &sys.fs;
-    let info = SessionInfo {
-        format: session::FORMAT,
-        oprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        counters: counter_infos(fs, &cfg.placed),
-        timer_hz: timer_hz(&cfg.placed),
-        cpu_type: cfg.cpu_type,
-        pointer_size: cfg.pointer_size,
-        kernel,
-        cpus: system::online_cpus(),
-        settings: cfg.settings,
-        start,
-        stop,
-        duration_ns,
-        command: cmd.as_ref().map(|(n, _, rest)| {
-            std::iter::once(n)
-                .chain(rest)
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect()
-        }),
-        exit_status,
-        ended_by: end.as_str().to_string(),
-        command_line: argv.to_vec(),
-        totals: Totals {
-            samples: facts.samples,
-            sample_received: losses.received,
-            lost: losses.lost,
-            not_taken: losses.not_taken,
-            bytes: read.bytes,
-            reads: read.reads,
-        },
-        modules,
-        archive: args.archive,
-        kprof: c.kprof_info,
-        notes: c.notes,
-        debug_ids,
-    };
-    write_file(
-        dir,
-        session::SESSION,
-        (serde_json::to_string_pretty(&info)? + "\n").as_bytes(),
-    )?;
+    let modules = module_files(sys, &c.snapshot, &info.kernel.release);
+    if args.archive {
+        info.debug_ids = archive(dir, &facts, &mut c, &modules)?;
+    }
+    info.modules = modules;
+    let end = cap.end;
+    let exit_status = cap.exit_status;
+    finish_info(&mut info, &sys.fs, &cfg.placed, cap, c, &facts, &losses);
+    write_info(dir, &info)?;
     print_summary(dir, facts.samples, &losses);
     if end == End::ReaderError {
         bail!("the reader of /dev/oprofile/buffer failed; the session is incomplete");
@@ -1395,6 +1484,24 @@ mod tests {
         std::fs::create_dir(&empty).unwrap();
         drop(prepare_dir(&empty, false).unwrap());
         assert!(empty.is_dir(), "an empty directory given stays");
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files_privately() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("session.json"), "old").unwrap();
+        // A stale temporary file (a recorder killed mid-write) is replaced, not followed.
+        std::os::unix::fs::symlink("/nonexistent/x", d.path().join("session.json.tmp")).unwrap();
+        write_atomic(d.path(), "session.json", b"new\n").unwrap();
+        let p = d.path().join("session.json");
+        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
+        assert_eq!(p.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!d.path().join("session.json.tmp").exists());
+        let e = format!(
+            "{:#}",
+            write_atomic(&d.path().join("no"), "x", b"").unwrap_err()
+        );
+        assert!(e.contains("writing") && e.contains("no/x"), "{e}");
     }
 
     #[test]
