@@ -240,19 +240,43 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
 }
 
 /// What the reader thread read.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct ReadTotals {
     /// Bytes written to the samples file.
     bytes: u64,
     reads: u64,
     /// Bytes read that could not be written (a full disk).
     unwritten: u64,
+    /// Why writing stopped (the first write error).
+    write_error: Option<String>,
+}
+
+/// Writes `data` to `out` as far as it goes: the bytes written, and the error that stopped it.
+fn write_counted(out: &mut impl Write, data: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut done = 0;
+    while done < data.len() {
+        match out.write(&data[done..]) {
+            Ok(0) => return (done, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
 }
 
 /// The reader loop: blocking reads of `chunk` bytes from `buffer`, appended to `out`. Once
 /// `stop` is seen set before a read, that read is the last one: it returns everything left
-/// (profiling is stopped and flushed, and a read takes up to `buffer_size` words).
-fn drain(mut buffer: File, mut out: File, chunk: usize, stop: &AtomicBool) -> Result<ReadTotals> {
+/// (profiling is stopped and flushed, and a read takes up to `buffer_size` words). A write
+/// that fails (a full disk: ENOSPC, EDQUOT, EIO) sets `full` and ends the writing, not the
+/// reading: the buffer is still drained, and what is read is counted as unwritten.
+fn drain(
+    mut buffer: impl Read,
+    mut out: impl Write,
+    chunk: usize,
+    stop: &AtomicBool,
+    full: &AtomicBool,
+) -> Result<ReadTotals> {
     let mut buf = vec![0u8; chunk];
     let mut t = ReadTotals::default();
     loop {
@@ -260,10 +284,18 @@ fn drain(mut buffer: File, mut out: File, chunk: usize, stop: &AtomicBool) -> Re
         match buffer.read(&mut buf) {
             Ok(0) => {}
             Ok(n) => {
-                out.write_all(&buf[..n])
-                    .context("writing the samples file")?;
-                t.bytes += n as u64;
                 t.reads += 1;
+                let (written, err) = if t.write_error.is_none() {
+                    write_counted(&mut out, &buf[..n])
+                } else {
+                    (0, None)
+                };
+                t.bytes += written as u64;
+                t.unwritten += (n - written) as u64;
+                if let Some(e) = err {
+                    t.write_error = Some(e.to_string());
+                    full.store(true, Ordering::Release);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(anyhow!("reading /dev/oprofile/buffer: {e}")),
@@ -320,6 +352,8 @@ fn open_buffer(fs: &Fs) -> Result<File> {
 struct Capture {
     fs: PathBuf,
     stop: Arc<AtomicBool>,
+    /// The reader could not write (a full disk).
+    full: Arc<AtomicBool>,
     done: mpsc::Receiver<()>,
     handle: Option<std::thread::JoinHandle<Result<ReadTotals>>>,
 }
@@ -330,25 +364,32 @@ impl Capture {
     fn start(fs: &Fs, out: File, chunk: usize) -> Result<Capture> {
         let buffer = open_buffer(fs)?;
         let stop = Arc::new(AtomicBool::new(false));
+        let full = Arc::new(AtomicBool::new(false));
         let (tx, done) = mpsc::channel::<()>();
-        let st = stop.clone();
+        let (st, fu) = (stop.clone(), full.clone());
         let handle = with_signals_blocked(|| {
             std::thread::Builder::new()
                 .name("oprof-reader".into())
                 .spawn(move || {
                     let _done = tx; // dropped when the reader ends: wakes `finish`
-                    drain(buffer, out, chunk, &st)
+                    drain(buffer, out, chunk, &st, &fu)
                 })
         })
         .context("starting the reader thread")?;
         let cap = Capture {
             fs: fs.dir.clone(),
             stop,
+            full,
             done,
             handle: Some(handle),
         };
         Fs::new(&cap.fs).write("enable", "1")?;
         Ok(cap)
+    }
+
+    /// Whether the reader could not write the samples file (a full disk).
+    fn disk_full(&self) -> bool {
+        self.full.load(Ordering::Acquire)
     }
 
     /// Whether the reader has ended early (an error).
@@ -569,12 +610,14 @@ const MAX_CARRY_WORDS: usize = 1 << 16;
 /// Reads the stream `r` of `wb`-byte words in blocks of `block` bytes (a multiple of `wb`)
 /// and calls `f` with each record and the decoder state after it; a record cut at a block
 /// seam is carried to the next block. Memory: one block and one carried record. Returns the
-/// bytes read. Errors: read errors, and a stream that does not decode (the byte offset of the
-/// record at fault), ends inside a record or with part of a word.
+/// bytes of the whole records. Errors: read errors, and a stream that does not decode (the
+/// byte offset of the record at fault), ends inside a record or with part of a word (unless
+/// `torn_ok`: a stream cut short by a full disk ends so).
 fn each_record(
     r: &mut impl Read,
     wb: usize,
     block: usize,
+    torn_ok: bool,
     mut f: impl FnMut(&Record, &SampleCtx),
 ) -> Result<u64> {
     stream::check_size(0, wb)?;
@@ -599,6 +642,7 @@ fn each_record(
                 Err(DecodeError::Truncated { need, .. }) if !last && need <= MAX_CARRY_WORDS => {
                     break
                 }
+                Err(DecodeError::Truncated { .. }) if torn_ok => break,
                 Err(e) => {
                     let e = shifted(e, base);
                     bail!("{}", stream::describe(e, wb, base + pending.len()));
@@ -609,13 +653,16 @@ fn each_record(
         base += used;
         if last {
             let rest = buf.len() % wb;
+            if torn_ok {
+                return Ok((base * wb) as u64);
+            }
             if rest > 0 {
                 bail!(
                     "the stream ends with {rest} bytes, not a whole {wb}-byte word (byte offset {})",
                     bytes - rest as u64
                 );
             }
-            return Ok(bytes);
+            return Ok((base * wb) as u64);
         }
     }
 }
@@ -637,16 +684,17 @@ fn shifted(e: DecodeError, base: usize) -> DecodeError {
 
 /// The facts of the stream `r` ([`each_record`] in blocks of `block` bytes): samples counted
 /// as [`stream::decode`] groups them (call-chain frames are not samples), images and modules
-/// of samples and frames.
+/// of samples and frames; and the bytes of its whole records (`torn_ok`: see [`each_record`]).
 fn stream_facts(
     r: &mut impl Read,
     wb: usize,
     block: usize,
+    torn_ok: bool,
     modules: &ModuleRanges,
-) -> Result<StreamFacts> {
+) -> Result<(StreamFacts, u64)> {
     let mut f = StreamFacts::default();
     let mut chain = ChainState::default();
-    each_record(r, wb, block, |rec, ctx| {
+    let whole = each_record(r, wb, block, torn_ok, |rec, ctx| {
         let role = chain.apply(rec);
         let Record::Sample { pc, .. } = *rec else {
             return;
@@ -665,7 +713,7 @@ fn stream_facts(
             None => {}
         }
     })?;
-    Ok(f)
+    Ok((f, whole))
 }
 
 /// The last SIGINT/SIGTERM received (its number; 0: none), set by signal-hook's handlers.
@@ -754,19 +802,29 @@ enum End {
     Duration,
     /// The reader of `buffer` ended early (an error): the session is incomplete.
     ReaderError,
+    /// The samples file could not be written (a full disk): profiling was stopped at once and
+    /// CMD, if any, left to run to its end.
+    DiskFull,
 }
 
 impl End {
-    /// `command`, `SIGINT`, `SIGTERM` (`signal` for another), `duration` or `reader error`.
+    /// `command`, `SIGINT`, `SIGTERM` (`signal` for another), `duration`, `reader error` or
+    /// `disk full`.
     fn as_str(self) -> &'static str {
         match self {
             End::Command => "command",
             End::Signal(sig) => signal_name(sig),
             End::Duration => "duration",
             End::ReaderError => "reader error",
+            End::DiskFull => "disk full",
         }
     }
 }
+
+/// A file of zeros the recorder keeps in the session directory during the capture, removed
+/// when it is over: room for session.json and the small files if the stream fills the disk.
+const RESERVE: &str = ".oprof-reserve";
+const RESERVE_BYTES: usize = 256 << 10;
 
 /// The command to profile: the name it was given as (its `argv[0]`), its path, its arguments.
 type Cmd = (OsString, PathBuf, Vec<OsString>);
@@ -910,8 +968,10 @@ fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::proce
 }
 
 /// Waits (polling every 20 ms) until CMD exits, a signal comes, `limit` has passed since `t0`
-/// or the reader ends; CMD still running then is sent SIGTERM and waited for. Returns why it
-/// ended and CMD's exit status ([`exit_code`]).
+/// or the reader ends; CMD still running then is sent SIGTERM and waited for. A full disk
+/// stops profiling (`enable` 0) at once and ends the wait without CMD; CMD is left to run to
+/// its end (or to a signal or `limit`). Returns why it ended ([`End::DiskFull`] once the disk
+/// was full) and CMD's exit status ([`exit_code`]).
 fn supervise(
     child: Option<&mut std::process::Child>,
     cap: &Capture,
@@ -919,10 +979,16 @@ fn supervise(
     t0: Instant,
 ) -> Result<(End, Option<i32>)> {
     let mut child = child;
+    let mut full = false;
     loop {
+        if !full && cap.disk_full() {
+            full = true;
+            let _ = Fs::new(&cap.fs).write("enable", "0");
+        }
+        let ended = |end| if full { End::DiskFull } else { end };
         if let Some(c) = child.as_mut() {
             if let Some(st) = c.try_wait().context("waiting for the command")? {
-                return Ok((End::Command, Some(exit_code(st))));
+                return Ok((ended(End::Command), Some(exit_code(st))));
             }
         }
         let sig = signal_received();
@@ -932,6 +998,8 @@ fn supervise(
             Some(End::Duration)
         } else if cap.reader_ended() {
             Some(End::ReaderError)
+        } else if full && child.is_none() {
+            Some(End::DiskFull)
         } else {
             None
         };
@@ -945,7 +1013,7 @@ fn supervise(
                 }
                 exit_status = Some(exit_code(c.wait().context("waiting for the command")?));
             }
-            return Ok((end, exit_status));
+            return Ok((ended(end), exit_status));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -955,6 +1023,17 @@ fn supervise(
 fn write_file(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
     let p = dir.join(name);
     std::fs::write(&p, data).with_context(|| format!("writing {}", p.display()))
+}
+
+/// Writes a session file with [`write_file`]; a file that cannot be written (a full disk) is
+/// removed again and is a warning and a note, so that what fits is still written.
+fn put(dir: &Path, name: &str, data: &[u8], notes: &mut Vec<String>) {
+    if let Err(e) = write_file(dir, name, data) {
+        let _ = std::fs::remove_file(dir.join(name));
+        let n = format!("{name}: not written: {e:#}");
+        eprintln!("oprof record: warning: {n}");
+        notes.push(n);
+    }
 }
 
 /// What [`collect`] copied of the system after the run.
@@ -970,38 +1049,47 @@ struct Collected {
 /// module sections, kallsyms; puts kprof and the profile points back as [`Extras`] found them.
 fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Collected> {
     let mut notes = vec![];
-    write_file(dir, session::IMAGES, &fs.read_bytes("images")?)?;
+    put(dir, session::IMAGES, &fs.read_bytes("images")?, &mut notes);
     let stats = fs.stats()?;
-    write_file(
-        dir,
-        session::STATS,
-        (serde_json::to_string_pretty(&stats)? + "\n").as_bytes(),
-    )?;
+    let text = serde_json::to_string_pretty(&stats)? + "\n";
+    put(dir, session::STATS, text.as_bytes(), &mut notes);
     let mut kprof_info = None;
     if args.kprof {
-        write_file(dir, session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
+        put(
+            dir,
+            session::KPDATA,
+            &fs.read_bytes("kprof/kpdata")?,
+            &mut notes,
+        );
         kprof_info = Some(kpctl(fs)?);
         if extras.kprof_was_started {
             fs.write("kprof/kpctl", "start")?;
         }
     }
     if let Some(before) = extras.points_before {
-        write_file(
-            dir,
-            session::PROFILE_POINTS,
-            &fs.read_bytes("profile_points")?,
-        )?;
+        let table = fs.read_bytes("profile_points")?;
+        put(dir, session::PROFILE_POINTS, &table, &mut notes);
         fs.write("profile_points", "disable all")?;
         for p in before.iter().filter(|p| p.enabled) {
             fs.write("profile_points", &format!("enable {}", p.name))?;
         }
     }
     let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
-    write_file(dir, session::PROC_MODULES, proc_modules.as_bytes())?;
+    put(
+        dir,
+        session::PROC_MODULES,
+        proc_modules.as_bytes(),
+        &mut notes,
+    );
     let sections = module_sections();
-    write_file(dir, session::MODULE_SECTIONS, sections.as_bytes())?;
+    put(
+        dir,
+        session::MODULE_SECTIONS,
+        sections.as_bytes(),
+        &mut notes,
+    );
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-    write_file(dir, session::KALLSYMS, kallsyms.as_bytes())?;
+    put(dir, session::KALLSYMS, kallsyms.as_bytes(), &mut notes);
     if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
         let n =
             "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
@@ -1023,19 +1111,33 @@ fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Col
 /// Counts the samples of the written stream (call-chain entries are not samples) in blocks,
 /// finds what was sampled (modules: of `snapshot`), and checks the count against the
 /// module's: samples + lost = taken. A stream that does not decode or a count that does not
-/// add up is a warning and a note.
+/// add up is a warning and a note. `full`: the disk filled up, the stream may end inside a
+/// record and is cut back to its whole records (the bytes cut are added to `read.unwritten`).
 fn verify(
     samples_path: &Path,
     pointer_size: usize,
     losses: &Losses,
     snapshot: &ModuleSnapshot,
+    read: &mut ReadTotals,
     notes: &mut Vec<String>,
 ) -> Result<StreamFacts> {
-    let mut f =
-        File::open(samples_path).with_context(|| format!("reading {}", samples_path.display()))?;
+    let shown = samples_path.display();
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .open(samples_path)
+        .with_context(|| format!("reading {shown}"))?;
     let ranges = ModuleRanges::of(snapshot);
-    let facts = match stream_facts(&mut f, pointer_size, BLOCK_BYTES, &ranges) {
-        Ok(f) => f,
+    let full = read.write_error.is_some();
+    let facts = match stream_facts(&mut f, pointer_size, BLOCK_BYTES, full, &ranges) {
+        Ok((facts, whole)) if whole < read.bytes => {
+            f.set_len(whole)
+                .with_context(|| format!("cutting {shown} to its whole records"))?;
+            read.unwritten += read.bytes - whole;
+            read.bytes = whole;
+            facts
+        }
+        Ok((f, _)) => f,
         Err(e) => {
             let n = format!("samples: the stream does not decode: {e:#}");
             eprintln!("oprof record: warning: {n}");
@@ -1044,8 +1146,16 @@ fn verify(
         }
     };
     if facts.samples + losses.lost != losses.received {
+        let unwritten = if full {
+            format!(
+                " ({} bytes read were not written: disk full)",
+                read.unwritten
+            )
+        } else {
+            String::new()
+        };
         let n = format!(
-            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received)",
+            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received){unwritten}",
             facts.samples, losses.lost, losses.received
         );
         eprintln!("oprof record: warning: {n}");
@@ -1333,7 +1443,12 @@ fn record(
         .with_context(|| format!("creating {}", samples_path.display()))?;
     let mut info = initial_info(args, argv, fs, &cfg, &cmd);
     write_info(dir, &info)?;
-    let cap = capture(args, fs, out, chunk, outdir, &cmd, limit)?;
+    // Room for the metadata if the stream fills the disk: freed when the capture is over.
+    let reserve = dir.join(RESERVE);
+    write_file(dir, RESERVE, &[0; RESERVE_BYTES])?;
+    let cap = capture(args, fs, out, chunk, outdir, &cmd, limit);
+    let _ = std::fs::remove_file(&reserve);
+    let mut cap = cap?;
 
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, dir, extras)?;
@@ -1343,6 +1458,7 @@ fn record(
         cfg.pointer_size,
         &losses,
         &c.snapshot,
+        &mut cap.read,
         &mut c.notes,
     )?;
     let modules = module_files(sys, &c.snapshot, &info.kernel.release);
@@ -1350,10 +1466,29 @@ fn record(
         info.debug_ids = archive(dir, &facts, &mut c, &modules)?;
     }
     info.modules = modules;
-    let end = cap.end;
-    let exit_status = cap.exit_status;
+    let (end, exit_status, read) = (cap.end, cap.exit_status, cap.read.clone());
     finish_info(&mut info, &sys.fs, &cfg.placed, cap, c, &facts, &losses);
-    write_info(dir, &info)?;
+    let written = write_info(dir, &info);
+    if let Some(e) = &read.write_error {
+        let kept = match written {
+            Ok(()) => "the session is partial",
+            Err(_) => "session.json stays \"recording\"",
+        };
+        let cmd = if info.command.is_some() {
+            "; CMD ran to its end"
+        } else {
+            ""
+        };
+        bail!(
+            "{}: {e}: profiling stopped after {} samples ({} bytes), {} bytes read were not \
+             written; {kept}{cmd}",
+            samples_path.display(),
+            facts.samples,
+            read.bytes,
+            read.unwritten
+        );
+    }
+    written?;
     print_summary(dir, facts.samples, &losses);
     if end == End::ReaderError {
         bail!("the reader of /dev/oprofile/buffer failed; the session is incomplete");
@@ -1504,6 +1639,102 @@ mod tests {
         assert!(e.contains("writing") && e.contains("no/x"), "{e}");
     }
 
+    /// A disk that takes `room` bytes, then fails with ENOSPC.
+    struct Disk {
+        data: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Disk {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.room - self.data.len());
+            if n == 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.data.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_stops_the_writing_not_the_draining() {
+        // The buffer yields 10 reads of up to 64 bytes (a chunk), the disk takes 100 bytes.
+        let stream: Vec<u8> = (0..640u32).map(|i| i as u8).collect();
+        let (stop, full) = (AtomicBool::new(true), AtomicBool::new(false));
+        let mut disk = Disk {
+            data: vec![],
+            room: 100,
+        };
+        // `stop` set: one read takes everything left, as after `enable` 0.
+        let t = drain(&stream[..], &mut disk, 64, &stop, &full).unwrap();
+        assert_eq!(
+            (t.bytes, t.unwritten, t.reads),
+            (64, 0, 1),
+            "one read of 64"
+        );
+        let stop = AtomicBool::new(false);
+        let mut disk = Disk {
+            data: vec![],
+            room: 100,
+        };
+        // Without `stop` the loop runs until a read after it is set: stop it from a reader
+        // that sets it once drained.
+        struct Src<'a>(&'a [u8], &'a AtomicBool);
+        impl Read for Src<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.read(buf)?;
+                if self.0.is_empty() {
+                    self.1.store(true, Ordering::Release);
+                }
+                Ok(n)
+            }
+        }
+        let t = drain(Src(&stream, &stop), &mut disk, 64, &stop, &full).unwrap();
+        assert!(full.load(Ordering::Acquire), "the full disk is signalled");
+        assert_eq!(disk.data, stream[..100], "what fitted, in order");
+        assert_eq!(
+            (t.bytes, t.unwritten),
+            (100, 540),
+            "every byte read is counted"
+        );
+        assert_eq!(t.reads, 10, "the buffer is still drained");
+        assert!(t.write_error.unwrap().contains("No space left on device"));
+    }
+
+    #[test]
+    fn a_stream_cut_by_a_full_disk_keeps_its_whole_records() {
+        use oprofile_common::event::Record as R;
+        let bytes = crate::fixtures::bytes32(&[
+            R::CpuSwitch { cpu: 0 },
+            R::KernelEnter,
+            R::CtxSwitch {
+                pid: 1,
+                tgid: 1,
+                app_cookie: 0,
+            },
+            R::Sample { pc: 4, event: 0 },
+            R::CtxSwitch {
+                pid: 2,
+                tgid: 2,
+                app_cookie: 0,
+            },
+        ]);
+        let whole = (3 + 2 + 7 + 2) * 4;
+        let none = ModuleRanges::default();
+        for cut in [whole, whole + 1, whole + 4, whole + 27] {
+            for block in [8, BLOCK_BYTES] {
+                let (f, at) = stream_facts(&mut &bytes[..cut], 4, block, true, &none).unwrap();
+                assert_eq!((f.samples, at), (1, whole as u64), "cut at {cut}");
+            }
+            if cut > whole {
+                assert!(stream_facts(&mut &bytes[..cut], 4, 8, false, &none).is_err());
+            }
+        }
+    }
+
     #[test]
     fn durations() {
         assert_eq!(
@@ -1561,8 +1792,8 @@ mod tests {
         )
         .unwrap();
         let ranges = ModuleRanges::of(&snap);
-        let facts = |b: &[u8], block| stream_facts(&mut &b[..], 4, block, &ranges);
-        let f = facts(&bytes, BLOCK_BYTES).unwrap();
+        let facts = |b: &[u8], block| stream_facts(&mut &b[..], 4, block, false, &ranges);
+        let f = facts(&bytes, BLOCK_BYTES).unwrap().0;
         assert_eq!(f.samples, 2);
         assert_eq!(f.images.iter().copied().collect::<Vec<_>>(), [2, 3]);
         // 0xbf00_0010 is oprofile's, 0xc000_0010 (a frame) the kernel's.
@@ -1653,9 +1884,11 @@ mod tests {
             &mut Gen(&group, n, 0),
             4,
             BLOCK_BYTES,
+            false,
             &ModuleRanges::of(&snap),
         )
-        .unwrap();
+        .unwrap()
+        .0;
         let grown = vm_hwm_kb() - before;
         eprintln!("VmHWM {before} kB before, grown by {grown} kB over {total} bytes");
         assert_eq!(f.samples, n);
@@ -1718,7 +1951,9 @@ mod tests {
             ["oprofile", "other"]
         );
         for block in (4..=96).step_by(4).chain([BLOCK_BYTES]) {
-            let got = stream_facts(&mut &bytes[..], 4, block, &ranges).unwrap();
+            let got = stream_facts(&mut &bytes[..], 4, block, false, &ranges)
+                .unwrap()
+                .0;
             assert_eq!(got, want, "blocks of {block} bytes");
         }
     }
