@@ -18,7 +18,7 @@ use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
 use crate::target::events::{self, Placement};
-use crate::target::system::{self, Fs, System, Want, OPROFILEFS};
+use crate::target::system::{self, Fs, PidFile, System, Want, OPROFILEFS};
 use crate::view::points;
 use anyhow::{anyhow, bail, Context, Result};
 use nix::sys::signal::{kill, pthread_sigmask, SigSet, SigmaskHow, Signal};
@@ -100,6 +100,11 @@ pub struct RecordArgs {
     /// oprofilefs mount point (mounted here when nothing is mounted there).
     #[arg(long, value_name = "DIR", default_value = OPROFILEFS)]
     pub oprofilefs: PathBuf,
+    /// Only undo what a recorder killed before it could clean up left behind (its pid file in
+    /// /run/oprof says what: profiling stopped, settings restored, oprofilefs unmounted, the
+    /// module unloaded), then exit; `oprof record` does the same before recording.
+    #[arg(long, conflicts_with = "command")]
+    pub cleanup: bool,
     /// The command to profile, after `--`; the whole system is profiled while it runs and its
     /// exit status is oprof's.
     #[arg(last = true, value_name = "CMD")]
@@ -756,7 +761,26 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
         bail!("must be run as root (opening /dev/oprofile/buffer needs CAP_SYS_ADMIN, loading the module CAP_SYS_MODULE)");
     }
     install_signal_handlers()?;
-    let mut out = prepare_dir(&args.output, args.force)?;
+    let (pid_file, stale) = PidFile::take(Path::new(system::RUN_DIR))?;
+    if let Some(held) = stale {
+        let (done, errs) = system::take_over(&held)?;
+        eprintln!("oprof record: {done}");
+        for e in errs {
+            eprintln!("oprof: warning: {e}");
+        }
+    }
+    if args.cleanup {
+        pid_file.remove()?;
+        eprintln!("oprof record: --cleanup: no recorder left anything behind");
+        return Ok(0);
+    }
+    let mut out = match prepare_dir(&args.output, args.force) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = pid_file.remove();
+            return Err(e);
+        }
+    };
     let want = Want {
         dir: args.oprofilefs.clone(),
         module: args.module.clone(),
@@ -766,7 +790,7 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
             vec![]
         },
     };
-    let mut sys = System::acquire(&want)?;
+    let mut sys = System::acquire(&want, Some(pid_file))?;
     let r = record(args, argv, &mut sys, &mut out, cmd, limit);
     for e in sys.release() {
         eprintln!("oprof: warning: {e}");
@@ -1431,9 +1455,10 @@ fn record(
     limit: Option<Duration>,
 ) -> Result<i32> {
     let dir = &args.output;
-    let fs = &mut sys.fs;
-    let cfg = configure(args, fs)?;
-    let extras = start_extras(args, fs)?;
+    let cfg = configure(args, &mut sys.fs)?;
+    let extras = start_extras(args, &sys.fs)?;
+    sys.checkpoint()?;
+    let fs = &sys.fs;
     let chunk = usize::try_from(cfg.settings.buffer_size)
         .ok()
         .and_then(|w| w.checked_mul(cfg.pointer_size))
