@@ -1,11 +1,13 @@
 # `oprof record` on the target (issue 12): every error is one line with the right exit status and
 # leaves the system as found; a CMD's exit status; a kernel-bound run at default buffer sizes of
 # at least 30 s and longer than ten event buffers that loses nothing; --duration; settings, module and mount put back
-# as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events.
-# Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz) with the
+# as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events;
+# a SIGKILLed recorder's session reportable and its leftovers taken over (pid file, --cleanup); a
+# full disk (a 512 KiB tmpfs) stops profiling, not the command, and undoes the load and mount.
+# Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz, full.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 41
+plan 52
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -155,6 +157,52 @@ check "SIGINT: the guest's oprof report decodes it" eval 'oprof report /tmp/sigi
 check "SIGINT: module and oprofilefs undone" clean
 rm /tmp/sigint/kallsyms   # not needed for the host's accounting check
 tar -C /tmp -czf /tmp/sigint.tgz sigint && print_stream sigint.tgz /tmp/sigint.tgz
+
+# --- SIGKILL: session.json says "recording", the report reads what was written, the pid file
+# says what the dead recorder held; the next oprof record (or --cleanup) undoes it ---
+oprof record -g 8 --user-stack 0 -o /tmp/killed & pid=$!
+sh -c 'i=0; while [ $i -lt 300 ]; do cat /proc/kallsyms > /dev/null; i=$((i + 1)); done' & load_pid=$!
+sleep 3; kill -KILL $pid; wait $pid 2>/dev/null
+kill $load_pid 2>/dev/null; wait $load_pid 2>/dev/null
+check "SIGKILL: module, oprofilefs and the pid file (pid $pid) left behind, session.json recording" \
+    eval 'grep -q "^oprofile " /proc/modules && grep -q " oprofilefs " /proc/mounts && grep -q "\"pid\":$pid," /run/oprof/record.pid && [ "$(field /tmp/killed/session.json state)" = recording ]'
+oprof report /tmp/killed -l -n 3 > /tmp/killed.rep 2>&1; rc=$?
+sed 's/^/  | /' /tmp/killed.rep
+check "SIGKILL: the guest's oprof report reads the session, with the note of what is missing" \
+    eval '[ $rc = 0 ] && grep -q "^Samples: [1-9]" /tmp/killed.rep && grep -q "the recorder died while recording (session.json state \"recording\"): no images, stats.json, proc_modules, module_sections, kallsyms" /tmp/killed.rep'
+out=$(oprof record -o /tmp/after -- true 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "the next oprof record takes over the dead one's module and mount, and records" \
+    eval '[ $rc = 0 ] && echo "$out" | grep -q "^oprof record: a dead oprof record (pid $pid) left its pid file: profiling disabled, /dev/oprofile unmounted, module oprofile unloaded\$" && session_complete /tmp/after && [ "$(field /tmp/after/session.json state)" = complete ]'
+check "after it: clean, no pid file" eval 'clean && [ ! -e /run/oprof/record.pid ]'
+oprof record -o /tmp/killed2 & pid=$!
+while [ ! -e /tmp/killed2/samples ] && kill -0 $pid 2>/dev/null; do sleep 0.2; done
+out=$(oprof record --cleanup 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "--cleanup beside a live recorder: status 1, one line naming its pid and pid file" \
+    eval '[ $rc = 1 ] && [ "$(echo "$out" | grep -c .)" = 1 ] && echo "$out" | grep -qF "another oprof record is running (pid $pid, /run/oprof/record.pid)"'
+kill -KILL $pid; wait $pid 2>/dev/null
+out=$(oprof record --cleanup 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "--cleanup after SIGKILL: status 0, module unloaded, oprofilefs unmounted, no pid file" \
+    eval '[ $rc = 0 ] && echo "$out" | grep -q "a dead oprof record (pid $pid)" && clean && [ ! -e /run/oprof/record.pid ]'
+rm -rf /tmp/killed /tmp/killed2 /tmp/after /tmp/killed.rep
+
+# --- a full disk: samples at 1000/s per CPU fill a 512 KiB tmpfs (256 KiB of it the reserve) in a second or two; the command (8 s
+# of work) runs to its end, oprof exits 1 with one error line, the session is reportable ---
+mkdir -p /tmp/small && mount -t tmpfs -o size=512k tmpfs /tmp/small
+rm -f /tmp/cmd_done
+oprof record -g 16 -o /tmp/small/full -- sh -c 'end=$(($(date +%s) + 8)); while [ $(date +%s) -lt $end ]; do cat /proc/kallsyms > /dev/null; done; touch /tmp/cmd_done' > /tmp/full.out 2>&1; rc=$?
+sed 's/^/  | /' /tmp/full.out
+check "full disk: status 1, one error line naming the samples file, ENOSPC and that CMD ran to its end" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^oprof: error:" /tmp/full.out)" = 1 ] && grep -q "^oprof: error: /tmp/small/full/samples: No space left on device (os error 28): profiling stopped after [0-9]* samples ([0-9]* bytes), [1-9][0-9]* bytes read were not written; the session is partial; CMD ran to its end\$" /tmp/full.out'
+check "full disk: the command was not killed (it ran its 8 s)" [ -e /tmp/cmd_done ]
+check "full disk: module unloaded, oprofilefs unmounted (grep oprofile /proc/modules empty)" eval 'clean && ! grep -q oprofile /proc/modules'
+check "full disk: session.json complete, ended_by disk full, unwritten bytes counted" \
+    eval '[ "$(field /tmp/small/full/session.json state)" = complete ] && [ "$(field /tmp/small/full/session.json ended_by)" = "disk full" ] && [ "$(field /tmp/small/full/session.json unwritten)" -gt 0 ]'
+check "full disk: the guest's oprof report reads the partial session" eval 'oprof report /tmp/small/full -l -n 3 2>&1 | grep -q "^Samples: [1-9]"'
+tar -C /tmp/small -czf /tmp/full.tgz full && print_stream full.tgz /tmp/full.tgz
+umount /tmp/small; rm -f /tmp/full.tgz /tmp/full.out /tmp/cmd_done
 
 # --- SIGTERM while a command runs: the command gets SIGTERM, oprof returns its status ---
 oprof record -o /tmp/term -- sleep 60 & pid=$!
