@@ -7,7 +7,7 @@
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz, full.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 52
+plan 53
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -30,6 +30,16 @@ err_case() {
         not_ok "$d: status $got (want $rc), $lines lines, want '$text', /tmp/e $([ -e /tmp/e ] && echo exists || echo absent), clean: $(clean && echo yes || echo no)"
     fi
 }
+# hwm PID OUT: the peak RSS (VmHWM, kB) of process PID, followed until it is reaped, in OUT.
+hwm() {
+    while [ -e /proc/$1/status ]; do
+        v=$(sed -n 's/^VmHWM: *\([0-9]*\) kB$/\1/p' /proc/$1/status 2>/dev/null)
+        [ -z "$v" ] || echo "$v" > $2
+        sleep 0.1
+    done
+}
+# The recorder's peak RSS bound, kB (Documentation/oprof-record.rst, "Memory").
+RSS_BOUND=40960
 # session_complete DIR: every file of a session directory.
 session_complete() {
     for f in samples images proc_modules module_sections kallsyms stats.json session.json; do
@@ -87,10 +97,14 @@ i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null &
 # The dd's stop with the 5 s session (started in the background: a busy CPU would slow the
 # session's collection and writing afterwards, several minutes on the debug kernel).
 oprof record -g 16 --duration 5 -o /tmp/snap > /tmp/snap.out 2>&1 & rec=$!
+hwm $rec /tmp/snap.hwm & hwm_pid=$!
 while [ ! -e /tmp/snap/samples ] && kill -0 $rec 2>/dev/null; do sleep 0.2; done
 sleep 5; kill $pids; wait $rec; rc=$?
 wait $pids 2>/dev/null
+wait $hwm_pid
 cat /tmp/snap.out
+peak=$(cat /tmp/snap.hwm)
+check "snapshots: the recorder's peak RSS ($peak kB) is under its bound ($RSS_BOUND kB)" eval '[ "$peak" -gt 0 ] && [ "$peak" -lt $RSS_BOUND ]'
 for s in event_lost_overflow user_stack_no_buffer user_stack_lost; do echo "snapshots: $s $(field /tmp/snap/stats.json $s)"; done
 # (The summary's "N not taken" are periods the late timer ticks skipped, TCG's: no samples taken,
 # so no losses; record.py holds them to stats.json.)
@@ -100,7 +114,7 @@ check "snapshots at 1000/s/CPU: status 0, 0 samples lost, user_stack_lost 0 (fou
     [ "$(field /tmp/snap/stats.json user_stack_lost)" = 0 ] && [ "$nobuf" -ge 0 ] 2>/dev/null &&
     [ "$(field /tmp/snap/session.json user_stack_size)" = 2048 ]'
 rmmod oprofile
-rm -rf /tmp/snap /tmp/snap.out
+rm -rf /tmp/snap /tmp/snap.out /tmp/snap.hwm
 
 # --- a long kernel-bound system-wide run at default buffer sizes, module already loaded ---
 # At least 30 s, and on until the reader has taken more than ten event buffers (the achieved
@@ -160,7 +174,8 @@ tar -C /tmp -czf /tmp/sigint.tgz sigint && print_stream sigint.tgz /tmp/sigint.t
 
 # --- SIGKILL: session.json says "recording", the report reads what was written, the pid file
 # says what the dead recorder held; the next oprof record (or --cleanup) undoes it ---
-oprof record -g 8 --user-stack 0 -o /tmp/killed & pid=$!
+# A small buffer woken every 1024 words: the stream is on disk before the kill.
+oprof record -g 8 --user-stack 0 --buffer-size 16384 --watershed 15360 -o /tmp/killed & pid=$!
 sh -c 'i=0; while [ $i -lt 300 ]; do cat /proc/kallsyms > /dev/null; i=$((i + 1)); done' & load_pid=$!
 sleep 3; kill -KILL $pid; wait $pid 2>/dev/null
 kill $load_pid 2>/dev/null; wait $load_pid 2>/dev/null
@@ -192,7 +207,7 @@ rm -rf /tmp/killed /tmp/killed2 /tmp/after /tmp/killed.rep
 # of work) runs to its end, oprof exits 1 with one error line, the session is reportable ---
 mkdir -p /tmp/small && mount -t tmpfs -o size=512k tmpfs /tmp/small
 rm -f /tmp/cmd_done
-oprof record -g 16 -o /tmp/small/full -- sh -c 'end=$(($(date +%s) + 8)); while [ $(date +%s) -lt $end ]; do cat /proc/kallsyms > /dev/null; done; touch /tmp/cmd_done' > /tmp/full.out 2>&1; rc=$?
+oprof record -g 16 --buffer-size 65536 --watershed 32768 -o /tmp/small/full -- sh -c 'end=$(($(date +%s) + 8)); while [ $(date +%s) -lt $end ]; do cat /proc/kallsyms > /dev/null; done; touch /tmp/cmd_done' > /tmp/full.out 2>&1; rc=$?
 sed 's/^/  | /' /tmp/full.out
 check "full disk: status 1, one error line naming the samples file, ENOSPC and that CMD ran to its end" \
     eval '[ $rc = 1 ] && [ "$(grep -c "^oprof: error:" /tmp/full.out)" = 1 ] && grep -q "^oprof: error: /tmp/small/full/samples: No space left on device (os error 28): profiling stopped after [0-9]* samples ([0-9]* bytes), [1-9][0-9]* bytes read were not written; the session is partial; CMD ran to its end\$" /tmp/full.out'
