@@ -762,6 +762,7 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
     }
     install_signal_handlers()?;
     let (pid_file, stale) = PidFile::take(Path::new(system::RUN_DIR))?;
+    let took_over = stale.is_some();
     if let Some(held) = stale {
         let (done, errs) = system::take_over(&held)?;
         eprintln!("oprof record: {done}");
@@ -771,7 +772,9 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
     }
     if args.cleanup {
         pid_file.remove()?;
-        eprintln!("oprof record: --cleanup: no recorder left anything behind");
+        if !took_over {
+            eprintln!("oprof record: --cleanup: no pid file of a dead recorder, nothing to undo");
+        }
         return Ok(0);
     }
     let mut out = match prepare_dir(&args.output, args.force) {
