@@ -5,7 +5,7 @@ Usage (see tests/checks/logcheck.py for every option):
         [--kout KERNEL_TREE] [--oprof target/release/oprof]
 
 Unpacks the session directories the guest printed as base64 tar.gz blocks (long.tgz, sigint.tgz,
-agree.tgz) into OUT/NAME/ and checks them with the host `oprof`:
+agree.tgz, full.tgz) into OUT/NAME/ and checks them with the host `oprof`:
 
 - long: a kernel-bound run of at least 30 s at default buffer sizes that read more than ten event
   buffers lost nothing (event_lost_overflow and every cpuN/sample_lost_overflow are 0), and its
@@ -16,8 +16,11 @@ agree.tgz) into OUT/NAME/ and checks them with the host `oprof`:
 - agree: the guest's `oprof report -l -n 10` of an --archive session equals the host's, which
   reads only the session directory (archived images, kallsyms), and so does its `oprof annotate
   --symbol hot_a --assembly` (its header and instruction rows: the source text is on the host only).
+- full: a session whose samples filled its disk is complete, ended by "disk full", counts the bytes
+  it could not write, its samples file is its totals.bytes of whole records (the host decodes it
+  all), and the samples it holds + losses are no more than were taken (the unwritten ones were).
 
-Plan: 11 checks on every board (long 6, sigint 2, agree 3). A session whose block is missing or
+Plan: 13 checks on every board (long 6, sigint 2, agree 3, full 2). A session whose block is missing or
 whose checks crash reports its remaining checks as failed.
 """
 import base64
@@ -30,7 +33,7 @@ import tarfile
 
 from logcheck import ARM64, main, not_sampled, received_and_lost
 
-CASES = {"long": 6, "sigint": 2, "agree": 3}
+CASES = {"long": 6, "sigint": 2, "agree": 3, "full": 2}
 # The debug kernel's checkers' functions (scripts/kconfig/debug*.config).
 CHECKERS = re.compile(r"lock_(is_held_type|acquire|release|acquired|contended)$|__lock_acquire|__lock_release"
                       r"|(__)?(asan|kasan|kfence|kmemleak|debug_object|debug_check)_?\w*$")
@@ -145,6 +148,21 @@ def check_sigint(d):
           f"(timer ticks that came late) in session.json ({ses['totals']['not_taken']})")
 
 
+def check_full(d):
+    ses, stats = load(d, "session.json"), load(d, "stats.json")
+    t = ses["totals"]
+    size = os.path.getsize(os.path.join(d, "samples"))
+    check(ses.get("state") == "complete" and ses["ended_by"] == "disk full" and t["unwritten"] > 0
+          and size == t["bytes"],
+          f"full: state {ses.get('state')}, ended_by {ses['ended_by']!r}, {t['unwritten']} bytes unwritten, "
+          f"samples {size} bytes == totals.bytes {t['bytes']}")
+    received, lost, _ = received_lost(stats)
+    rep = report_json(d)
+    check(rep["total"] == t["samples"] > 0 and rep["total"] + lost <= received,
+          f"full: the host decodes the whole stream ({rep['total']} == {t['samples']} samples), "
+          f"{rep['total']} + {lost} lost <= {received} taken")
+
+
 def table(text):
     """The report's lines from "Samples:" on (warnings are on stderr)."""
     lines = text.rstrip("\n").split("\n")
@@ -189,7 +207,8 @@ def checks(s):
     S = s
     outdir = s.path("")
     os.makedirs(outdir, exist_ok=True)
-    for name, fn in (("long", check_long), ("sigint", check_sigint), ("agree", check_agree)):
+    for name, fn in (("long", check_long), ("sigint", check_sigint), ("agree", check_agree),
+                     ("full", check_full)):
         before = s.ran
         d = unpack(s.log, name, outdir)
         if d is None:

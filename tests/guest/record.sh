@@ -1,11 +1,13 @@
 # `oprof record` on the target (issue 12): every error is one line with the right exit status and
 # leaves the system as found; a CMD's exit status; a kernel-bound run at default buffer sizes of
 # at least 30 s and longer than ten event buffers that loses nothing; --duration; settings, module and mount put back
-# as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events.
-# Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz) with the
+# as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events;
+# a SIGKILLed recorder's session reportable and its leftovers taken over (pid file, --cleanup); a
+# full disk (a 512 KiB tmpfs) stops profiling, not the command, and undoes the load and mount.
+# Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz, full.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 41
+plan 53
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -28,6 +30,16 @@ err_case() {
         not_ok "$d: status $got (want $rc), $lines lines, want '$text', /tmp/e $([ -e /tmp/e ] && echo exists || echo absent), clean: $(clean && echo yes || echo no)"
     fi
 }
+# hwm PID OUT: the peak RSS (VmHWM, kB) of process PID, followed until it is reaped, in OUT.
+hwm() {
+    while [ -e /proc/$1/status ]; do
+        v=$(sed -n 's/^VmHWM: *\([0-9]*\) kB$/\1/p' /proc/$1/status 2>/dev/null)
+        [ -z "$v" ] || echo "$v" > $2
+        sleep 0.1
+    done
+}
+# The recorder's peak RSS bound, kB (Documentation/oprof-record.rst, "Memory").
+RSS_BOUND=40960
 # session_complete DIR: every file of a session directory.
 session_complete() {
     for f in samples images proc_modules module_sections kallsyms stats.json session.json; do
@@ -85,10 +97,14 @@ i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null &
 # The dd's stop with the 5 s session (started in the background: a busy CPU would slow the
 # session's collection and writing afterwards, several minutes on the debug kernel).
 oprof record -g 16 --duration 5 -o /tmp/snap > /tmp/snap.out 2>&1 & rec=$!
+hwm $rec /tmp/snap.hwm & hwm_pid=$!
 while [ ! -e /tmp/snap/samples ] && kill -0 $rec 2>/dev/null; do sleep 0.2; done
 sleep 5; kill $pids; wait $rec; rc=$?
 wait $pids 2>/dev/null
+wait $hwm_pid
 cat /tmp/snap.out
+peak=$(cat /tmp/snap.hwm)
+check "snapshots: the recorder's peak RSS ($peak kB) is under its bound ($RSS_BOUND kB)" eval '[ "$peak" -gt 0 ] && [ "$peak" -lt $RSS_BOUND ]'
 for s in event_lost_overflow user_stack_no_buffer user_stack_lost; do echo "snapshots: $s $(field /tmp/snap/stats.json $s)"; done
 # (The summary's "N not taken" are periods the late timer ticks skipped, TCG's: no samples taken,
 # so no losses; record.py holds them to stats.json.)
@@ -98,7 +114,7 @@ check "snapshots at 1000/s/CPU: status 0, 0 samples lost, user_stack_lost 0 (fou
     [ "$(field /tmp/snap/stats.json user_stack_lost)" = 0 ] && [ "$nobuf" -ge 0 ] 2>/dev/null &&
     [ "$(field /tmp/snap/session.json user_stack_size)" = 2048 ]'
 rmmod oprofile
-rm -rf /tmp/snap /tmp/snap.out
+rm -rf /tmp/snap /tmp/snap.out /tmp/snap.hwm
 
 # --- a long kernel-bound system-wide run at default buffer sizes, module already loaded ---
 # At least 30 s, and on until the reader has taken more than ten event buffers (the achieved
@@ -155,6 +171,53 @@ check "SIGINT: the guest's oprof report decodes it" eval 'oprof report /tmp/sigi
 check "SIGINT: module and oprofilefs undone" clean
 rm /tmp/sigint/kallsyms   # not needed for the host's accounting check
 tar -C /tmp -czf /tmp/sigint.tgz sigint && print_stream sigint.tgz /tmp/sigint.tgz
+
+# --- SIGKILL: session.json says "recording", the report reads what was written, the pid file
+# says what the dead recorder held; the next oprof record (or --cleanup) undoes it ---
+# A small buffer woken every 1024 words: the stream is on disk before the kill.
+oprof record -g 8 --user-stack 0 --buffer-size 16384 --watershed 15360 -o /tmp/killed & pid=$!
+sh -c 'i=0; while [ $i -lt 300 ]; do cat /proc/kallsyms > /dev/null; i=$((i + 1)); done' & load_pid=$!
+sleep 3; kill -KILL $pid; wait $pid 2>/dev/null
+kill $load_pid 2>/dev/null; wait $load_pid 2>/dev/null
+check "SIGKILL: module, oprofilefs and the pid file (pid $pid) left behind, session.json recording" \
+    eval 'grep -q "^oprofile " /proc/modules && grep -q " oprofilefs " /proc/mounts && grep -q "\"pid\":$pid," /run/oprof/record.pid && [ "$(field /tmp/killed/session.json state)" = recording ]'
+oprof report /tmp/killed -l -n 3 > /tmp/killed.rep 2>&1; rc=$?
+sed 's/^/  | /' /tmp/killed.rep
+check "SIGKILL: the guest's oprof report reads the session, with the note of what is missing" \
+    eval '[ $rc = 0 ] && grep -q "^Samples: [1-9]" /tmp/killed.rep && grep -q "the recorder died while recording (session.json state \"recording\"): no images, stats.json, proc_modules, module_sections, kallsyms" /tmp/killed.rep'
+out=$(oprof record -o /tmp/after -- true 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "the next oprof record takes over the dead one's module and mount, and records" \
+    eval '[ $rc = 0 ] && echo "$out" | grep -q "^oprof record: a dead oprof record (pid $pid) left its pid file: profiling disabled, /dev/oprofile unmounted, module oprofile unloaded\$" && session_complete /tmp/after && [ "$(field /tmp/after/session.json state)" = complete ]'
+check "after it: clean, no pid file" eval 'clean && [ ! -e /run/oprof/record.pid ]'
+oprof record -o /tmp/killed2 & pid=$!
+while [ ! -e /tmp/killed2/samples ] && kill -0 $pid 2>/dev/null; do sleep 0.2; done
+out=$(oprof record --cleanup 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "--cleanup beside a live recorder: status 1, one line naming its pid and pid file" \
+    eval '[ $rc = 1 ] && [ "$(echo "$out" | grep -c .)" = 1 ] && echo "$out" | grep -qF "another oprof record is running (pid $pid, /run/oprof/record.pid)"'
+kill -KILL $pid; wait $pid 2>/dev/null
+out=$(oprof record --cleanup 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "--cleanup after SIGKILL: status 0, module unloaded, oprofilefs unmounted, no pid file" \
+    eval '[ $rc = 0 ] && echo "$out" | grep -q "a dead oprof record (pid $pid)" && clean && [ ! -e /run/oprof/record.pid ]'
+rm -rf /tmp/killed /tmp/killed2 /tmp/after /tmp/killed.rep
+
+# --- a full disk: samples at 1000/s per CPU fill a 512 KiB tmpfs (256 KiB of it the reserve) in a second or two; the command (8 s
+# of work) runs to its end, oprof exits 1 with one error line, the session is reportable ---
+mkdir -p /tmp/small && mount -t tmpfs -o size=512k tmpfs /tmp/small
+rm -f /tmp/cmd_done
+oprof record -g 16 --buffer-size 65536 --watershed 32768 -o /tmp/small/full -- sh -c 'end=$(($(date +%s) + 8)); while [ $(date +%s) -lt $end ]; do cat /proc/kallsyms > /dev/null; done; touch /tmp/cmd_done' > /tmp/full.out 2>&1; rc=$?
+sed 's/^/  | /' /tmp/full.out
+check "full disk: status 1, one error line naming the samples file, ENOSPC and that CMD ran to its end" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^oprof: error:" /tmp/full.out)" = 1 ] && grep -q "^oprof: error: /tmp/small/full/samples: No space left on device (os error 28): profiling stopped after [0-9]* samples ([0-9]* bytes), [1-9][0-9]* bytes read were not written; the session is partial; CMD ran to its end\$" /tmp/full.out'
+check "full disk: the command was not killed (it ran its 8 s)" [ -e /tmp/cmd_done ]
+check "full disk: module unloaded, oprofilefs unmounted (grep oprofile /proc/modules empty)" eval 'clean && ! grep -q oprofile /proc/modules'
+check "full disk: session.json complete, ended_by disk full, unwritten bytes counted" \
+    eval '[ "$(field /tmp/small/full/session.json state)" = complete ] && [ "$(field /tmp/small/full/session.json ended_by)" = "disk full" ] && [ "$(field /tmp/small/full/session.json unwritten)" -gt 0 ]'
+check "full disk: the guest's oprof report reads the partial session" eval 'oprof report /tmp/small/full -l -n 3 2>&1 | grep -q "^Samples: [1-9]"'
+tar -C /tmp/small -czf /tmp/full.tgz full && print_stream full.tgz /tmp/full.tgz
+umount /tmp/small; rm -f /tmp/full.tgz /tmp/full.out /tmp/cmd_done
 
 # --- SIGTERM while a command runs: the command gets SIGTERM, oprof returns its status ---
 oprof record -o /tmp/term -- sleep 60 & pid=$!

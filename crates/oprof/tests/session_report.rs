@@ -151,3 +151,84 @@ fn report_reads_a_session_directory() {
     let (ok, _, err) = oprof(&["report", p]);
     assert!(!ok && err.contains("no samples file"), "{err}");
 }
+
+/// The session.json `oprof record` writes when the capture starts (state `recording`): no
+/// totals, no stop.
+const RECORDING_JSON: &str = r##"{"format": 1, "state": "recording", "oprof_version": "0.1.0",
+    "cpu_type": "timer", "pointer_size": 4,
+    "kernel": {"release": "7.3.4", "version": "#1", "machine": "armv7l", "nodename": "board"},
+    "cpus": 1, "counters": [], "timer_hz": null,
+    "settings": {"buffer_size": 131072, "buffer_watershed": 32768, "cpu_buffer_size": 8192, "backtrace_depth": 0},
+    "start": {"unix_ns": 0, "utc": "1970-01-01T00:00:00.000Z"}, "stop": {"unix_ns": 0, "utc": ""},
+    "duration_ns": 0, "command": ["./app"], "exit_status": null, "ended_by": "",
+    "command_line": ["oprof", "record"], "totals": {"samples": 0, "sample_received": 0, "lost": 0,
+    "not_taken": 0, "bytes": 0, "reads": 0}}"##;
+
+#[test]
+fn a_session_whose_recorder_died_is_reported_to_its_torn_end() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crashed");
+    std::fs::create_dir(&dir).unwrap();
+    let s = |pc| Record::Sample { pc, event: 0 };
+    let whole = words(&[
+        Record::CpuSwitch { cpu: 0 },
+        Record::CtxSwitch {
+            pid: 9,
+            tgid: 9,
+            app_cookie: 0,
+        },
+        Record::KernelEnter,
+        s(0xc010_0004),
+        s(0xc010_0008),
+        s(0xc010_0104),
+    ]);
+    // The next CTX_SWITCH, 3 of its 7 words written, then half a word: the recorder was killed.
+    let torn = words(&[Record::CtxSwitch {
+        pid: 10,
+        tgid: 10,
+        app_cookie: 0,
+    }]);
+    let mut samples = whole.clone();
+    samples.extend_from_slice(&torn[..14]);
+    std::fs::write(dir.join("samples"), &samples).unwrap();
+    std::fs::write(dir.join("session.json"), RECORDING_JSON).unwrap();
+    let p = dir.to_str().unwrap();
+    let (ok, out, err) = oprof(&["report", p, "--json"]);
+    assert!(ok, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["total"], 3, "the whole records' samples");
+    assert!(
+        err.contains("the recorder died while recording")
+            && err.contains("no images, stats.json, proc_modules, module_sections, kallsyms"),
+        "{err}"
+    );
+    let at = whole.len();
+    assert!(
+        err.contains(&format!(
+            "byte offset {at}: the stream ends with a torn record (14 bytes"
+        )),
+        "{err}"
+    );
+    // The same file in a complete session is refused: only a dead recorder leaves a torn end.
+    let complete = RECORDING_JSON
+        .replace(r#""state": "recording", "#, "")
+        .replace(r#""bytes": 0"#, &format!(r#""bytes": {}"#, samples.len()));
+    std::fs::write(dir.join("session.json"), &complete).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(!ok && err.contains("ends inside a record"), "{err}");
+    // A bad word before the end is refused in a crashed session too.
+    let mut bad = samples.clone();
+    bad[4..8].copy_from_slice(&99u32.to_le_bytes()); // CPU_SWITCH's code
+    std::fs::write(dir.join("samples"), &bad).unwrap();
+    std::fs::write(dir.join("session.json"), RECORDING_JSON).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(
+        !ok && err.contains("byte offset 4: unknown escape code 99"),
+        "{err}"
+    );
+    // A newer format is refused with one line.
+    let newer = RECORDING_JSON.replace(r#""format": 1"#, r#""format": 2"#);
+    std::fs::write(dir.join("session.json"), newer).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(!ok && err.contains("session format 2 is newer"), "{err}");
+}

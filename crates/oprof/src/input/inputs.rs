@@ -217,6 +217,8 @@ impl Inputs {
             }
         }
         let mut res = Resolver::new(ropts, images, vm, &snapshot);
+        res.warnings
+            .extend(ses.as_ref().and_then(Session::crash_note));
         res.warnings.extend(notes);
         res.warnings.extend(size_note);
         let skip_note = checked.skipped().map(|s| s.note(&buffer));
@@ -279,6 +281,12 @@ impl Inputs {
                 let json = s.dir.join(session::SESSION);
                 let (info, force) = (&s.info, self.force);
                 let note = validate::check_session(&json, info, self.word_size, buffer, force)?;
+                if s.crashed() {
+                    // Its recorder died: the stream may end inside a record.
+                    let (checked, torn) =
+                        validate::check_recording(buffer, &Limits::session(info), force)?;
+                    return Ok((checked, note.or(torn)));
+                }
                 (Limits::session(info), note)
             }
             None => {
@@ -296,8 +304,8 @@ impl Inputs {
 fn has_snapshots(buffer: &std::path::Path, checked: &Checked, word_size: usize) -> Result<bool> {
     let reading = || format!("reading {}", buffer.display());
     match checked {
-        Checked::File => {
-            let mut f = std::fs::File::open(buffer).with_context(reading)?;
+        Checked::File | Checked::Prefix { .. } => {
+            let mut f = checked.open(buffer)?;
             scan_for_snapshots(&mut f, word_size).with_context(reading)
         }
         Checked::Kept { bytes, .. } => {
@@ -330,6 +338,9 @@ fn count(
                 let f = aggregate::open(buffer, word_size)?;
                 aggregate::read(f, word_size, keys, tuning)
             }
+            Checked::Prefix { .. } => {
+                aggregate::read(checked.open(buffer)?, word_size, keys, tuning)
+            }
         };
         return Ok((counts.with_context(decoding)?, None));
     };
@@ -346,6 +357,11 @@ fn count(
         }
         Checked::File => {
             let f = aggregate::open(buffer, word_size)?;
+            let mut x = unwind::expanding::Expanding::new(f, word_size, depth, load, block);
+            (counted(&mut x)?, x.into_stats())
+        }
+        Checked::Prefix { .. } => {
+            let f = checked.open(buffer)?;
             let mut x = unwind::expanding::Expanding::new(f, word_size, depth, load, block);
             (counted(&mut x)?, x.into_stats())
         }

@@ -30,8 +30,26 @@ pub const SESSION: &str = "session.json";
 pub const KPDATA: &str = "kpdata";
 pub const PROFILE_POINTS: &str = "profile_points";
 pub const ROOT: &str = "root";
-/// Format version of `session.json`.
+/// Format version of `session.json`. Fields added within a format have defaults that read an
+/// older file as it was meant (`state` absent: complete); a change an older `oprof` would
+/// misread takes a new number, and a session of a newer format is refused ([`Session::open`]).
 pub const FORMAT: u32 = 1;
+
+/// The files a recorder writes after the capture: missing from a session whose recorder died.
+pub const AFTER_CAPTURE: [&str; 5] = [IMAGES, STATS, PROC_MODULES, MODULE_SECTIONS, KALLSYMS];
+
+/// Where a session's recording stands ([`SessionInfo::state`]).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Written when the capture starts (settings and command known; no totals, no stop): the
+    /// recorder has not finished. Read back, the recorder died (SIGKILL, power loss): `samples`
+    /// holds what it wrote, possibly ending inside a record.
+    Recording,
+    /// Rewritten atomically when the session is written (sessions without the field).
+    #[default]
+    Complete,
+}
 
 /// The running kernel (`uname`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -138,6 +156,10 @@ pub struct Totals {
     pub not_taken: u64,
     /// Bytes of `samples`.
     pub bytes: u64,
+    /// Bytes read from `buffer` that could not be written to `samples` (a full disk: ENOSPC,
+    /// EDQUOT, EIO), and bytes of a record cut there; sessions before it: 0.
+    #[serde(default)]
+    pub unwritten: u64,
     /// `read`s of `buffer` that returned data.
     pub reads: u64,
 }
@@ -147,6 +169,9 @@ pub struct Totals {
 pub struct SessionInfo {
     /// [`FORMAT`].
     pub format: u32,
+    /// `recording` (the recorder has not finished, or died) or `complete`.
+    #[serde(default)]
+    pub state: State,
     /// Version of the `oprof` that recorded.
     pub oprof_version: String,
     /// `/dev/oprofile/cpu_type`.
@@ -262,10 +287,44 @@ impl Session {
         })?;
         let info: SessionInfo = serde_json::from_str(&text)
             .with_context(|| format!("{}: bad session file", p.display()))?;
+        if info.format > FORMAT {
+            anyhow::bail!(
+                "{}: session format {} is newer than this oprof's ({FORMAT}); use a newer oprof",
+                p.display(),
+                info.format
+            );
+        }
         Ok(Session {
             dir: dir.to_path_buf(),
             info,
         })
+    }
+
+    /// Whether the recorder of the session died before finishing it (state `recording`).
+    pub fn crashed(&self) -> bool {
+        self.info.state == State::Recording
+    }
+
+    /// For a session whose recorder died: a note saying so and what is missing (the files
+    /// written after the capture that are not there, the totals and losses).
+    pub fn crash_note(&self) -> Option<String> {
+        if !self.crashed() {
+            return None;
+        }
+        let missing: Vec<&str> = AFTER_CAPTURE
+            .into_iter()
+            .filter(|f| self.file(f).is_none())
+            .collect();
+        let files = if missing.is_empty() {
+            String::new()
+        } else {
+            format!("no {}; ", missing.join(", "))
+        };
+        Some(format!(
+            "{}: the recorder died while recording (session.json state \"recording\"): {files}\
+             no totals, losses or stop time; the samples written are reported",
+            self.dir.display()
+        ))
     }
 
     /// `dir/name` if that file exists.
@@ -362,6 +421,22 @@ mod tests {
         assert!(
             !s.recorded_here(&KernelInfo::default()),
             "an unknown kernel is not this one"
+        );
+        assert!(
+            !s.crashed() && s.crash_note().is_none(),
+            "no state: complete"
+        );
+        let mut recording = info.clone();
+        recording.state = State::Recording;
+        let text = serde_json::to_string(&recording).unwrap();
+        assert!(text.contains(r#""state":"recording""#), "{text}");
+        std::fs::write(dir.path().join(SESSION), text).unwrap();
+        std::fs::write(dir.path().join(KALLSYMS), "").unwrap();
+        let s = Session::open(dir.path()).unwrap();
+        let note = s.crash_note().unwrap();
+        assert!(
+            note.contains("no images, stats.json, proc_modules, module_sections; no totals"),
+            "{note}"
         );
         std::fs::write(dir.path().join(SESSION), "{").unwrap();
         assert!(

@@ -28,6 +28,10 @@
 //!   read of fewer bytes that is not followed by the rest (or a copy cut short) does.
 //! - A session's `samples` has the `totals.bytes` bytes session.json says `oprof record` read,
 //!   and `--word-size`, if given, is its `pointer_size`.
+//! - A session whose recorder died (session.json's `state` is `recording`) has no
+//!   `totals.bytes`, and its stream may end inside a record or a word (the recorder was killed
+//!   between two writes): [`check_recording`] reports it up to the last whole record, with a
+//!   note. Only at the end: a bad word before it is an error as in any stream.
 //!
 //! Without `--force` the check reads the file in blocks (memory does not grow with the
 //! stream); `--force` reads it whole and keeps the records outside the skipped ranges.
@@ -600,19 +604,103 @@ pub fn read_kept(path: &Path, lim: &Limits) -> Result<(Vec<u64>, Kept)> {
     Ok((words, kept))
 }
 
-/// A checked stream: the file as it is, or (`--force`) the records kept of it.
+/// A checked stream: the file as it is, its first `bytes` bytes (a session whose recorder died
+/// with a record half written), or (`--force`) the records kept of it.
 pub enum Checked {
     File,
+    Prefix { bytes: u64 },
     Kept { bytes: Vec<u8>, skipped: Skipped },
 }
 
 impl Checked {
     pub fn skipped(&self) -> Option<&Skipped> {
         match self {
-            Checked::File => None,
+            Checked::File | Checked::Prefix { .. } => None,
             Checked::Kept { skipped, .. } => Some(skipped),
         }
     }
+
+    /// The checked stream of the file `path` as a reader (not for [`Checked::Kept`], which
+    /// holds its bytes): the whole file or its prefix. Errors name the file.
+    pub fn open(&self, path: &Path) -> Result<Prefix> {
+        let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let len = match self {
+            Checked::Prefix { bytes } => *bytes,
+            _ => f
+                .metadata()
+                .with_context(|| format!("reading {}", path.display()))?
+                .len(),
+        };
+        Ok(Prefix { f, len, pos: 0 })
+    }
+}
+
+/// The first `len` bytes of a file, read and seeked as a file of that length.
+pub struct Prefix {
+    f: std::fs::File,
+    len: u64,
+    pos: u64,
+}
+
+impl Read for Prefix {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = usize::try_from(self.len.saturating_sub(self.pos)).unwrap_or(usize::MAX);
+        let n = buf.len().min(left);
+        let n = self.f.read(&mut buf[..n])?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for Prefix {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        }
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        self.pos = self.f.seek(SeekFrom::Start(target))?;
+        Ok(self.pos)
+    }
+}
+
+/// Checks the stream of a session whose recorder died (state `recording`): as [`check`], but a
+/// stream that ends inside a record or a word, which the dying recorder may have left, is
+/// reported up to its last whole record ([`Checked::Prefix`]) with a note naming what is left
+/// out. Anything else wrong is an error as in [`check`] (`force`: skipped as there).
+pub fn check_recording(
+    path: &Path,
+    lim: &Limits,
+    force: bool,
+) -> Result<(Checked, Option<String>)> {
+    crate::input::stream::check_size(0, lim.word_bytes)
+        .with_context(|| format!("in {}", path.display()))?;
+    if force {
+        return Ok((check(path, lim, true)?, None));
+    }
+    let Some(bad) = first_bad_in(path, lim)? else {
+        return Ok((Checked::File, None));
+    };
+    if !matches!(
+        bad.problem,
+        Problem::Truncated { .. } | Problem::PartialWord(_)
+    ) {
+        return Err(invalid(path, &bad, lim)?);
+    }
+    let at = (bad.record * lim.word_bytes) as u64;
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
+    let note = format!(
+        "{}: byte offset {at}: the stream ends with a torn record ({} bytes: {}); reported up \
+         to it",
+        path.display(),
+        len - at,
+        bad.problem.describe(lim)
+    );
+    Ok((Checked::Prefix { bytes: at }, Some(note)))
 }
 
 /// Checks the stream file `path`: an [`Invalid`] error at the first bad word, or with `force`
@@ -664,6 +752,10 @@ pub fn check_session(
     let len = std::fs::metadata(samples)
         .with_context(|| format!("reading {}", samples.display()))?
         .len();
+    if info.state == crate::input::session::State::Recording {
+        // The recorder died before it could say how much it read.
+        return Ok(None);
+    }
     let want = info.totals.bytes;
     if len == want {
         return Ok(None);

@@ -11,18 +11,19 @@
 //! are copied, the system put back as found, and one summary line printed.
 
 use crate::input::session::{
-    self, CounterInfo, Losses, SessionInfo, Settings, Time, Totals, DEFAULT_DIR,
+    self, CounterInfo, Losses, SessionInfo, Settings, State, Time, Totals, DEFAULT_DIR,
 };
-use crate::input::stream::{self, Stream};
+use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
 use crate::target::events::{self, Placement};
-use crate::target::system::{self, Fs, System, Want, OPROFILEFS};
+use crate::target::system::{self, Fs, PidFile, System, Want, OPROFILEFS};
 use crate::view::points;
 use anyhow::{anyhow, bail, Context, Result};
 use nix::sys::signal::{kill, pthread_sigmask, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
+use oprofile_common::event::{DecodeError, Decoder, Record, MAX_RECORD_WORDS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -99,6 +100,11 @@ pub struct RecordArgs {
     /// oprofilefs mount point (mounted here when nothing is mounted there).
     #[arg(long, value_name = "DIR", default_value = OPROFILEFS)]
     pub oprofilefs: PathBuf,
+    /// Only undo what a recorder killed before it could clean up left behind (its pid file in
+    /// /run/oprof says what: profiling stopped, settings restored, oprofilefs unmounted, the
+    /// module unloaded), then exit; `oprof record` does the same before recording.
+    #[arg(long, conflicts_with = "command")]
+    pub cleanup: bool,
     /// The command to profile, after `--`; the whole system is profiled while it runs and its
     /// exit status is oprof's.
     #[arg(last = true, value_name = "CMD")]
@@ -239,16 +245,43 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
 }
 
 /// What the reader thread read.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct ReadTotals {
+    /// Bytes written to the samples file.
     bytes: u64,
     reads: u64,
+    /// Bytes read that could not be written (a full disk).
+    unwritten: u64,
+    /// Why writing stopped (the first write error).
+    write_error: Option<String>,
+}
+
+/// Writes `data` to `out` as far as it goes: the bytes written, and the error that stopped it.
+fn write_counted(out: &mut impl Write, data: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut done = 0;
+    while done < data.len() {
+        match out.write(&data[done..]) {
+            Ok(0) => return (done, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
 }
 
 /// The reader loop: blocking reads of `chunk` bytes from `buffer`, appended to `out`. Once
 /// `stop` is seen set before a read, that read is the last one: it returns everything left
-/// (profiling is stopped and flushed, and a read takes up to `buffer_size` words).
-fn drain(mut buffer: File, mut out: File, chunk: usize, stop: &AtomicBool) -> Result<ReadTotals> {
+/// (profiling is stopped and flushed, and a read takes up to `buffer_size` words). A write
+/// that fails (a full disk: ENOSPC, EDQUOT, EIO) sets `full` and ends the writing, not the
+/// reading: the buffer is still drained, and what is read is counted as unwritten.
+fn drain(
+    mut buffer: impl Read,
+    mut out: impl Write,
+    chunk: usize,
+    stop: &AtomicBool,
+    full: &AtomicBool,
+) -> Result<ReadTotals> {
     let mut buf = vec![0u8; chunk];
     let mut t = ReadTotals::default();
     loop {
@@ -256,10 +289,18 @@ fn drain(mut buffer: File, mut out: File, chunk: usize, stop: &AtomicBool) -> Re
         match buffer.read(&mut buf) {
             Ok(0) => {}
             Ok(n) => {
-                out.write_all(&buf[..n])
-                    .context("writing the samples file")?;
-                t.bytes += n as u64;
                 t.reads += 1;
+                let (written, err) = if t.write_error.is_none() {
+                    write_counted(&mut out, &buf[..n])
+                } else {
+                    (0, None)
+                };
+                t.bytes += written as u64;
+                t.unwritten += (n - written) as u64;
+                if let Some(e) = err {
+                    t.write_error = Some(e.to_string());
+                    full.store(true, Ordering::Release);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(anyhow!("reading /dev/oprofile/buffer: {e}")),
@@ -316,6 +357,8 @@ fn open_buffer(fs: &Fs) -> Result<File> {
 struct Capture {
     fs: PathBuf,
     stop: Arc<AtomicBool>,
+    /// The reader could not write (a full disk).
+    full: Arc<AtomicBool>,
     done: mpsc::Receiver<()>,
     handle: Option<std::thread::JoinHandle<Result<ReadTotals>>>,
 }
@@ -326,25 +369,32 @@ impl Capture {
     fn start(fs: &Fs, out: File, chunk: usize) -> Result<Capture> {
         let buffer = open_buffer(fs)?;
         let stop = Arc::new(AtomicBool::new(false));
+        let full = Arc::new(AtomicBool::new(false));
         let (tx, done) = mpsc::channel::<()>();
-        let st = stop.clone();
+        let (st, fu) = (stop.clone(), full.clone());
         let handle = with_signals_blocked(|| {
             std::thread::Builder::new()
                 .name("oprof-reader".into())
                 .spawn(move || {
                     let _done = tx; // dropped when the reader ends: wakes `finish`
-                    drain(buffer, out, chunk, &st)
+                    drain(buffer, out, chunk, &st, &fu)
                 })
         })
         .context("starting the reader thread")?;
         let cap = Capture {
             fs: fs.dir.clone(),
             stop,
+            full,
             done,
             handle: Some(handle),
         };
         Fs::new(&cap.fs).write("enable", "1")?;
         Ok(cap)
+    }
+
+    /// Whether the reader could not write the samples file (a full disk).
+    fn disk_full(&self) -> bool {
+        self.full.load(Ordering::Acquire)
     }
 
     /// Whether the reader has ended early (an error).
@@ -517,39 +567,158 @@ fn dir_bytes(dir: &Path) -> u64 {
     n
 }
 
-/// What the decoded stream says: samples, and what `--archive` should copy.
-#[derive(Debug, Default)]
+/// What the decoded stream says: samples, and what `--archive` should copy. Its size is
+/// bounded by the distinct images and modules sampled, not by the stream's length.
+#[derive(Debug, Default, PartialEq, Eq)]
 struct StreamFacts {
     samples: u64,
     /// Image ids of user samples, call-chain frames and tasks.
     images: BTreeSet<u64>,
-    /// Kernel PCs (samples and frames), to find the sampled modules.
-    kernel_pcs: Vec<u64>,
+    /// Names of the modules (of [`ModuleRanges`]) holding a sampled kernel PC (samples and
+    /// frames).
+    modules: BTreeSet<String>,
 }
 
-fn stream_facts(bytes: &[u8], word: usize) -> Result<StreamFacts> {
-    let st = Stream::from_bytes(bytes, word)?;
-    let d = stream::decode(&st)?;
-    let mut f = StreamFacts {
-        samples: d.samples.len() as u64,
-        ..Default::default()
-    };
-    for s in &d.samples {
-        f.images.extend(s.ctx.app_cookie.filter(|&c| c != 0));
-        match s.ctx.in_kernel {
-            Some(true) => f.kernel_pcs.push(s.pc),
-            Some(false) => f.images.extend(s.ctx.cookie.filter(|&c| c != 0)),
-            None => {}
-        }
-        for fr in &s.frames {
-            match fr.in_kernel {
-                Some(true) => f.kernel_pcs.push(fr.pc),
-                Some(false) => f.images.extend(fr.cookie.filter(|&c| c != 0)),
-                None => {}
+/// The core memory of each module of a [`ModuleSnapshot`]: `(base, end, name)` sorted by base.
+#[derive(Debug, Default)]
+struct ModuleRanges(Vec<(u64, u64, String)>);
+
+impl ModuleRanges {
+    fn of(snapshot: &ModuleSnapshot) -> ModuleRanges {
+        let mut v: Vec<(u64, u64, String)> = snapshot
+            .modules
+            .iter()
+            .filter_map(|(name, m)| {
+                let (base, size) = m.core?;
+                Some((base, base.checked_add(size)?, name.clone()))
+            })
+            .collect();
+        v.sort();
+        ModuleRanges(v)
+    }
+
+    /// The module whose core memory holds `pc`.
+    fn find(&self, pc: u64) -> Option<&str> {
+        let i = self.0.partition_point(|(base, _, _)| *base <= pc);
+        let (_, end, name) = self.0.get(i.checked_sub(1)?)?;
+        (pc < *end).then_some(name.as_str())
+    }
+}
+
+/// Bytes read at a time by every pass over a recorded stream (whole words of 4 and 8 bytes).
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// A record longer than this many words cannot be awaited across block seams (the longest the
+/// module writes, USER_MAPS of 256 mappings, is 1028 words).
+const MAX_CARRY_WORDS: usize = 1 << 16;
+
+/// Reads the stream `r` of `wb`-byte words in blocks of `block` bytes (a multiple of `wb`)
+/// and calls `f` with each record and the decoder state after it; a record cut at a block
+/// seam is carried to the next block. Memory: one block and one carried record. Returns the
+/// bytes of the whole records. Errors: read errors, and a stream that does not decode (the
+/// byte offset of the record at fault), ends inside a record or with part of a word (unless
+/// `torn_ok`: a stream cut short by a full disk ends so).
+fn each_record(
+    r: &mut impl Read,
+    wb: usize,
+    block: usize,
+    torn_ok: bool,
+    mut f: impl FnMut(&Record, &SampleCtx),
+) -> Result<u64> {
+    stream::check_size(0, wb)?;
+    let mut ctx = SampleCtx::default();
+    let mut pending: Vec<u64> = Vec::with_capacity(block / wb + MAX_RECORD_WORDS);
+    let mut buf = Vec::with_capacity(block);
+    let (mut base, mut bytes) = (0usize, 0u64);
+    loop {
+        buf.clear();
+        r.by_ref().take(block as u64).read_to_end(&mut buf)?;
+        bytes += buf.len() as u64;
+        let last = buf.len() < block;
+        pending.extend(stream::le_words(&buf, wb));
+        let mut used = 0;
+        for item in Decoder::new(&pending, wb) {
+            match item {
+                Ok((at, rec)) => {
+                    ctx.apply(&rec);
+                    f(&rec, &ctx);
+                    used = at + rec.words();
+                }
+                Err(DecodeError::Truncated { need, .. }) if !last && need <= MAX_CARRY_WORDS => {
+                    break
+                }
+                Err(DecodeError::Truncated { .. }) if torn_ok => break,
+                Err(e) => {
+                    let e = shifted(e, base);
+                    bail!("{}", stream::describe(e, wb, base + pending.len()));
+                }
             }
         }
+        pending.drain(..used);
+        base += used;
+        if last {
+            let rest = buf.len() % wb;
+            if torn_ok {
+                return Ok((base * wb) as u64);
+            }
+            if rest > 0 {
+                bail!(
+                    "the stream ends with {rest} bytes, not a whole {wb}-byte word (byte offset {})",
+                    bytes - rest as u64
+                );
+            }
+            return Ok((base * wb) as u64);
+        }
     }
-    Ok(f)
+}
+
+/// `e` with its word index moved by `base` words.
+fn shifted(e: DecodeError, base: usize) -> DecodeError {
+    match e {
+        DecodeError::Truncated { word, need } => DecodeError::Truncated {
+            word: word + base,
+            need,
+        },
+        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode {
+            word: word + base,
+            code,
+        },
+        DecodeError::BadCtxSwitch { word } => DecodeError::BadCtxSwitch { word: word + base },
+    }
+}
+
+/// The facts of the stream `r` ([`each_record`] in blocks of `block` bytes): samples counted
+/// as [`stream::decode`] groups them (call-chain frames are not samples), images and modules
+/// of samples and frames; and the bytes of its whole records (`torn_ok`: see [`each_record`]).
+fn stream_facts(
+    r: &mut impl Read,
+    wb: usize,
+    block: usize,
+    torn_ok: bool,
+    modules: &ModuleRanges,
+) -> Result<(StreamFacts, u64)> {
+    let mut f = StreamFacts::default();
+    let mut chain = ChainState::default();
+    let whole = each_record(r, wb, block, torn_ok, |rec, ctx| {
+        let role = chain.apply(rec);
+        let Record::Sample { pc, .. } = *rec else {
+            return;
+        };
+        if let Some(Role::Sample { .. }) = role {
+            f.samples += 1;
+            f.images.extend(ctx.app_cookie.filter(|&c| c != 0));
+        }
+        match ctx.in_kernel {
+            Some(true) => {
+                if let Some(m) = modules.find(pc).filter(|m| !f.modules.contains(*m)) {
+                    f.modules.insert(m.to_string());
+                }
+            }
+            Some(false) => f.images.extend(ctx.cookie.filter(|&c| c != 0)),
+            None => {}
+        }
+    })?;
+    Ok((f, whole))
 }
 
 /// The last SIGINT/SIGTERM received (its number; 0: none), set by signal-hook's handlers.
@@ -592,7 +761,29 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
         bail!("must be run as root (opening /dev/oprofile/buffer needs CAP_SYS_ADMIN, loading the module CAP_SYS_MODULE)");
     }
     install_signal_handlers()?;
-    let mut out = prepare_dir(&args.output, args.force)?;
+    let (pid_file, stale) = PidFile::take(Path::new(system::RUN_DIR))?;
+    let took_over = stale.is_some();
+    if let Some(held) = stale {
+        let (done, errs) = system::take_over(&held)?;
+        eprintln!("oprof record: {done}");
+        for e in errs {
+            eprintln!("oprof: warning: {e}");
+        }
+    }
+    if args.cleanup {
+        pid_file.remove()?;
+        if !took_over {
+            eprintln!("oprof record: --cleanup: no pid file of a dead recorder, nothing to undo");
+        }
+        return Ok(0);
+    }
+    let mut out = match prepare_dir(&args.output, args.force) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = pid_file.remove();
+            return Err(e);
+        }
+    };
     let want = Want {
         dir: args.oprofilefs.clone(),
         module: args.module.clone(),
@@ -602,7 +793,7 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
             vec![]
         },
     };
-    let mut sys = System::acquire(&want)?;
+    let mut sys = System::acquire(&want, Some(pid_file))?;
     let r = record(args, argv, &mut sys, &mut out, cmd, limit);
     for e in sys.release() {
         eprintln!("oprof: warning: {e}");
@@ -638,19 +829,29 @@ enum End {
     Duration,
     /// The reader of `buffer` ended early (an error): the session is incomplete.
     ReaderError,
+    /// The samples file could not be written (a full disk): profiling was stopped at once and
+    /// CMD, if any, left to run to its end.
+    DiskFull,
 }
 
 impl End {
-    /// `command`, `SIGINT`, `SIGTERM` (`signal` for another), `duration` or `reader error`.
+    /// `command`, `SIGINT`, `SIGTERM` (`signal` for another), `duration`, `reader error` or
+    /// `disk full`.
     fn as_str(self) -> &'static str {
         match self {
             End::Command => "command",
             End::Signal(sig) => signal_name(sig),
             End::Duration => "duration",
             End::ReaderError => "reader error",
+            End::DiskFull => "disk full",
         }
     }
 }
+
+/// A file of zeros the recorder keeps in the session directory during the capture, removed
+/// when it is over: room for session.json and the small files if the stream fills the disk.
+const RESERVE: &str = ".oprof-reserve";
+const RESERVE_BYTES: usize = 256 << 10;
 
 /// The command to profile: the name it was given as (its `argv[0]`), its path, its arguments.
 type Cmd = (OsString, PathBuf, Vec<OsString>);
@@ -794,8 +995,10 @@ fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::proce
 }
 
 /// Waits (polling every 20 ms) until CMD exits, a signal comes, `limit` has passed since `t0`
-/// or the reader ends; CMD still running then is sent SIGTERM and waited for. Returns why it
-/// ended and CMD's exit status ([`exit_code`]).
+/// or the reader ends; CMD still running then is sent SIGTERM and waited for. A full disk
+/// stops profiling (`enable` 0) at once and ends the wait without CMD; CMD is left to run to
+/// its end (or to a signal or `limit`). Returns why it ended ([`End::DiskFull`] once the disk
+/// was full) and CMD's exit status ([`exit_code`]).
 fn supervise(
     child: Option<&mut std::process::Child>,
     cap: &Capture,
@@ -803,10 +1006,16 @@ fn supervise(
     t0: Instant,
 ) -> Result<(End, Option<i32>)> {
     let mut child = child;
+    let mut full = false;
     loop {
+        if !full && cap.disk_full() {
+            full = true;
+            let _ = Fs::new(&cap.fs).write("enable", "0");
+        }
+        let ended = |end| if full { End::DiskFull } else { end };
         if let Some(c) = child.as_mut() {
             if let Some(st) = c.try_wait().context("waiting for the command")? {
-                return Ok((End::Command, Some(exit_code(st))));
+                return Ok((ended(End::Command), Some(exit_code(st))));
             }
         }
         let sig = signal_received();
@@ -816,6 +1025,8 @@ fn supervise(
             Some(End::Duration)
         } else if cap.reader_ended() {
             Some(End::ReaderError)
+        } else if full && child.is_none() {
+            Some(End::DiskFull)
         } else {
             None
         };
@@ -829,7 +1040,7 @@ fn supervise(
                 }
                 exit_status = Some(exit_code(c.wait().context("waiting for the command")?));
             }
-            return Ok((end, exit_status));
+            return Ok((ended(end), exit_status));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -839,6 +1050,17 @@ fn supervise(
 fn write_file(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
     let p = dir.join(name);
     std::fs::write(&p, data).with_context(|| format!("writing {}", p.display()))
+}
+
+/// Writes a session file with [`write_file`]; a file that cannot be written (a full disk) is
+/// removed again and is a warning and a note, so that what fits is still written.
+fn put(dir: &Path, name: &str, data: &[u8], notes: &mut Vec<String>) {
+    if let Err(e) = write_file(dir, name, data) {
+        let _ = std::fs::remove_file(dir.join(name));
+        let n = format!("{name}: not written: {e:#}");
+        eprintln!("oprof record: warning: {n}");
+        notes.push(n);
+    }
 }
 
 /// What [`collect`] copied of the system after the run.
@@ -854,38 +1076,47 @@ struct Collected {
 /// module sections, kallsyms; puts kprof and the profile points back as [`Extras`] found them.
 fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Collected> {
     let mut notes = vec![];
-    write_file(dir, session::IMAGES, &fs.read_bytes("images")?)?;
+    put(dir, session::IMAGES, &fs.read_bytes("images")?, &mut notes);
     let stats = fs.stats()?;
-    write_file(
-        dir,
-        session::STATS,
-        (serde_json::to_string_pretty(&stats)? + "\n").as_bytes(),
-    )?;
+    let text = serde_json::to_string_pretty(&stats)? + "\n";
+    put(dir, session::STATS, text.as_bytes(), &mut notes);
     let mut kprof_info = None;
     if args.kprof {
-        write_file(dir, session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
+        put(
+            dir,
+            session::KPDATA,
+            &fs.read_bytes("kprof/kpdata")?,
+            &mut notes,
+        );
         kprof_info = Some(kpctl(fs)?);
         if extras.kprof_was_started {
             fs.write("kprof/kpctl", "start")?;
         }
     }
     if let Some(before) = extras.points_before {
-        write_file(
-            dir,
-            session::PROFILE_POINTS,
-            &fs.read_bytes("profile_points")?,
-        )?;
+        let table = fs.read_bytes("profile_points")?;
+        put(dir, session::PROFILE_POINTS, &table, &mut notes);
         fs.write("profile_points", "disable all")?;
         for p in before.iter().filter(|p| p.enabled) {
             fs.write("profile_points", &format!("enable {}", p.name))?;
         }
     }
     let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
-    write_file(dir, session::PROC_MODULES, proc_modules.as_bytes())?;
+    put(
+        dir,
+        session::PROC_MODULES,
+        proc_modules.as_bytes(),
+        &mut notes,
+    );
     let sections = module_sections();
-    write_file(dir, session::MODULE_SECTIONS, sections.as_bytes())?;
+    put(
+        dir,
+        session::MODULE_SECTIONS,
+        sections.as_bytes(),
+        &mut notes,
+    );
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-    write_file(dir, session::KALLSYMS, kallsyms.as_bytes())?;
+    put(dir, session::KALLSYMS, kallsyms.as_bytes(), &mut notes);
     if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
         let n =
             "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
@@ -904,19 +1135,36 @@ fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Col
     })
 }
 
-/// Counts the samples of the written stream (call-chain entries are not samples), finds what
-/// was sampled, and checks the count against the module's: samples + lost = taken. A stream
-/// that does not decode or a count that does not add up is a warning and a note.
+/// Counts the samples of the written stream (call-chain entries are not samples) in blocks,
+/// finds what was sampled (modules: of `snapshot`), and checks the count against the
+/// module's: samples + lost = taken. A stream that does not decode or a count that does not
+/// add up is a warning and a note. `full`: the disk filled up, the stream may end inside a
+/// record and is cut back to its whole records (the bytes cut are added to `read.unwritten`).
 fn verify(
     samples_path: &Path,
     pointer_size: usize,
     losses: &Losses,
+    snapshot: &ModuleSnapshot,
+    read: &mut ReadTotals,
     notes: &mut Vec<String>,
 ) -> Result<StreamFacts> {
-    let bytes = std::fs::read(samples_path)
-        .with_context(|| format!("reading {}", samples_path.display()))?;
-    let facts = match stream_facts(&bytes, pointer_size) {
-        Ok(f) => f,
+    let shown = samples_path.display();
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .open(samples_path)
+        .with_context(|| format!("reading {shown}"))?;
+    let ranges = ModuleRanges::of(snapshot);
+    let full = read.write_error.is_some();
+    let facts = match stream_facts(&mut f, pointer_size, BLOCK_BYTES, full, &ranges) {
+        Ok((facts, whole)) if whole < read.bytes => {
+            f.set_len(whole)
+                .with_context(|| format!("cutting {shown} to its whole records"))?;
+            read.unwritten += read.bytes - whole;
+            read.bytes = whole;
+            facts
+        }
+        Ok((f, _)) => f,
         Err(e) => {
             let n = format!("samples: the stream does not decode: {e:#}");
             eprintln!("oprof record: warning: {n}");
@@ -925,8 +1173,16 @@ fn verify(
         }
     };
     if facts.samples + losses.lost != losses.received {
+        let unwritten = if full {
+            format!(
+                " ({} bytes read were not written: disk full)",
+                read.unwritten
+            )
+        } else {
+            String::new()
+        };
         let n = format!(
-            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received)",
+            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received){unwritten}",
             facts.samples, losses.lost, losses.received
         );
         eprintln!("oprof record: warning: {n}");
@@ -986,13 +1242,8 @@ fn archive(
             None => notes.push(format!("archive: image id {id} is not in the images file")),
         }
     }
-    for (name, m) in &c.snapshot.modules {
-        let Some((base, size)) = m.core else { continue };
-        let sampled = facts
-            .kernel_pcs
-            .iter()
-            .any(|&pc| pc >= base && pc - base < size);
-        if let (true, Some(p)) = (sampled, modules.get(name)) {
+    for name in &facts.modules {
+        if let Some(p) = modules.get(name) {
             match archive_image(&root, Path::new(p), &mut debug_ids) {
                 Ok(_) => copied += 1,
                 Err(e) => notes.push(format!("archive: {e:#}")),
@@ -1047,38 +1298,129 @@ fn print_summary(dir: &Path, samples: u64, losses: &Losses) {
     );
 }
 
-/// One session: settings, capture while CMD runs, collection of the session files,
-/// verification of the stream, `--archive`, session.json and the summary line. Returns CMD's
-/// exit status (0 without CMD). Errors: each step's; a reader that failed after the session
-/// was written.
-fn record(
+/// `session.json` as known when the capture starts (state `recording`): settings, counters
+/// (no totals yet), the command; [`finish_info`] completes it.
+fn initial_info(
     args: &RecordArgs,
     argv: &[String],
-    sys: &mut System,
-    outdir: &mut OutputDir,
-    cmd: Option<Cmd>,
-    limit: Option<Duration>,
-) -> Result<i32> {
-    let dir = &args.output;
-    let fs = &mut sys.fs;
-    let cfg = configure(args, fs)?;
-    let extras = start_extras(args, fs)?;
-    let chunk = usize::try_from(cfg.settings.buffer_size)
-        .ok()
-        .and_then(|w| w.checked_mul(cfg.pointer_size))
-        .context("buffer_size too large")?;
-    let samples_path = dir.join(session::SAMPLES);
-    let out = File::create(&samples_path)
-        .with_context(|| format!("creating {}", samples_path.display()))?;
+    fs: &Fs,
+    cfg: &Configured,
+    cmd: &Option<Cmd>,
+) -> SessionInfo {
+    SessionInfo {
+        format: session::FORMAT,
+        state: State::Recording,
+        oprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        counters: counter_infos(fs, &cfg.placed)
+            .into_iter()
+            .map(|c| CounterInfo { total: None, ..c })
+            .collect(),
+        timer_hz: timer_hz(&cfg.placed),
+        cpu_type: cfg.cpu_type.clone(),
+        pointer_size: cfg.pointer_size,
+        kernel: system::uname(),
+        cpus: system::online_cpus(),
+        settings: cfg.settings.clone(),
+        start: Time::now(),
+        command: cmd.as_ref().map(|(n, _, rest)| {
+            std::iter::once(n)
+                .chain(rest)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        }),
+        command_line: argv.to_vec(),
+        archive: args.archive,
+        ..Default::default()
+    }
+}
 
-    // The capture.
-    let start = Time::now();
+/// Writes `info` as `session.json`, atomically ([`write_atomic`]).
+fn write_info(dir: &Path, info: &SessionInfo) -> Result<()> {
+    let text = serde_json::to_string_pretty(info)? + "\n";
+    write_atomic(dir, session::SESSION, text.as_bytes())
+}
+
+/// Replaces `dir/name` by `data` atomically: writes `name.tmp` (0600, created afresh, not
+/// through a link), syncs it, renames it over `name` and syncs the directory, so a reader or a
+/// crash finds the old file or the new one, never a part. Errors name the file; the temporary
+/// file is removed again.
+fn write_atomic(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (tmp, dest) = (dir.join(format!("{name}.tmp")), dir.join(name));
+    let _ = std::fs::remove_file(&tmp);
+    let r = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(data)?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&tmp, &dest))
+        .and_then(|()| File::open(dir)?.sync_all());
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r.with_context(|| format!("writing {}", dest.display()))
+}
+
+/// How the capture went, for [`finish_info`].
+struct Captured {
+    stop: Time,
+    duration_ns: u64,
+    end: End,
+    exit_status: Option<i32>,
+    read: ReadTotals,
+}
+
+/// Completes `info` (state `complete`) with the capture, the collected files and the facts.
+fn finish_info(
+    info: &mut SessionInfo,
+    fs: &Fs,
+    placed: &[Placement],
+    cap: Captured,
+    c: Collected,
+    facts: &StreamFacts,
+    losses: &Losses,
+) {
+    info.state = State::Complete;
+    info.counters = counter_infos(fs, placed);
+    info.stop = cap.stop;
+    info.duration_ns = cap.duration_ns;
+    info.exit_status = cap.exit_status;
+    info.ended_by = cap.end.as_str().to_string();
+    info.totals = Totals {
+        samples: facts.samples,
+        sample_received: losses.received,
+        lost: losses.lost,
+        not_taken: losses.not_taken,
+        bytes: cap.read.bytes,
+        reads: cap.read.reads,
+        unwritten: cap.read.unwritten,
+    };
+    info.kprof = c.kprof_info;
+    info.notes = c.notes;
+}
+
+/// Runs the capture: starts the reader and CMD, waits ([`supervise`]) and stops. Errors:
+/// starting it; the reader's (after CMD has ended).
+fn capture(
+    args: &RecordArgs,
+    fs: &Fs,
+    out: File,
+    chunk: usize,
+    outdir: &mut OutputDir,
+    cmd: &Option<Cmd>,
+    limit: Option<Duration>,
+) -> Result<Captured> {
     let t0 = Instant::now();
     let mut cap = Capture::start(fs, out, chunk)?;
     if args.kprof {
         fs.write("kprof/kpctl", "startclr")?;
     }
-    let mut child = spawn(&cmd, limit)?;
+    let mut child = spawn(cmd, limit)?;
     // From here on the session is written whatever happens (a CMD that cannot be started
     // leaves nothing, like the errors before).
     outdir.keep();
@@ -1093,61 +1435,88 @@ fn record(
     let read = cap.finish();
     drop(cap);
     kprof_stopped?;
-    let read = read?;
+    Ok(Captured {
+        stop,
+        duration_ns,
+        end,
+        exit_status,
+        read: read?,
+    })
+}
+
+/// One session: settings, session.json (state `recording`), capture while CMD runs,
+/// collection of the session files, verification of the stream, `--archive`, session.json
+/// rewritten (state `complete`) and the summary line. Returns CMD's exit status (0 without
+/// CMD). Errors: each step's; a reader that failed, or a full disk, after the session was
+/// written.
+fn record(
+    args: &RecordArgs,
+    argv: &[String],
+    sys: &mut System,
+    outdir: &mut OutputDir,
+    cmd: Option<Cmd>,
+    limit: Option<Duration>,
+) -> Result<i32> {
+    let dir = &args.output;
+    let cfg = configure(args, &mut sys.fs)?;
+    let extras = start_extras(args, &sys.fs)?;
+    sys.checkpoint()?;
+    let fs = &sys.fs;
+    let chunk = usize::try_from(cfg.settings.buffer_size)
+        .ok()
+        .and_then(|w| w.checked_mul(cfg.pointer_size))
+        .context("buffer_size too large")?;
+    let samples_path = dir.join(session::SAMPLES);
+    let out = File::create(&samples_path)
+        .with_context(|| format!("creating {}", samples_path.display()))?;
+    let mut info = initial_info(args, argv, fs, &cfg, &cmd);
+    write_info(dir, &info)?;
+    // Room for the metadata if the stream fills the disk: freed when the capture is over.
+    let reserve = dir.join(RESERVE);
+    write_file(dir, RESERVE, &[0; RESERVE_BYTES])?;
+    let cap = capture(args, fs, out, chunk, outdir, &cmd, limit);
+    let _ = std::fs::remove_file(&reserve);
+    let mut cap = cap?;
 
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, dir, extras)?;
     let losses = Losses::of(&c.stats);
-    let facts = verify(&samples_path, cfg.pointer_size, &losses, &mut c.notes)?;
-    let kernel = system::uname();
-    let modules = module_files(sys, &c.snapshot, &kernel.release);
-    let debug_ids = if args.archive {
-        archive(dir, &facts, &mut c, &modules)?
-    } else {
-        BTreeMap::new()
-    };
-    let fs = &sys.fs;
-    let info = SessionInfo {
-        format: session::FORMAT,
-        oprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        counters: counter_infos(fs, &cfg.placed),
-        timer_hz: timer_hz(&cfg.placed),
-        cpu_type: cfg.cpu_type,
-        pointer_size: cfg.pointer_size,
-        kernel,
-        cpus: system::online_cpus(),
-        settings: cfg.settings,
-        start,
-        stop,
-        duration_ns,
-        command: cmd.as_ref().map(|(n, _, rest)| {
-            std::iter::once(n)
-                .chain(rest)
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect()
-        }),
-        exit_status,
-        ended_by: end.as_str().to_string(),
-        command_line: argv.to_vec(),
-        totals: Totals {
-            samples: facts.samples,
-            sample_received: losses.received,
-            lost: losses.lost,
-            not_taken: losses.not_taken,
-            bytes: read.bytes,
-            reads: read.reads,
-        },
-        modules,
-        archive: args.archive,
-        kprof: c.kprof_info,
-        notes: c.notes,
-        debug_ids,
-    };
-    write_file(
-        dir,
-        session::SESSION,
-        (serde_json::to_string_pretty(&info)? + "\n").as_bytes(),
+    let facts = verify(
+        &samples_path,
+        cfg.pointer_size,
+        &losses,
+        &c.snapshot,
+        &mut cap.read,
+        &mut c.notes,
     )?;
+    let modules = module_files(sys, &c.snapshot, &info.kernel.release);
+    if args.archive {
+        info.debug_ids = archive(dir, &facts, &mut c, &modules)?;
+    }
+    info.modules = modules;
+    let (end, exit_status, read) = (cap.end, cap.exit_status, cap.read.clone());
+    finish_info(&mut info, &sys.fs, &cfg.placed, cap, c, &facts, &losses);
+    let written = write_info(dir, &info);
+    if let Some(e) = &read.write_error {
+        let kept = match written {
+            Ok(()) => "the session is partial",
+            Err(_) => "session.json stays \"recording\"",
+        };
+        let cmd = if info.command.is_some() {
+            "; CMD ran to its end"
+        } else {
+            ""
+        };
+        bail!(
+            "{}: {e}: profiling stopped after {} samples ({} bytes), {} bytes read were not \
+             written; {kept}{cmd}",
+            samples_path.display(),
+            facts.samples,
+            read.bytes,
+            read.unwritten
+        );
+    }
+    written?;
     print_summary(dir, facts.samples, &losses);
     if end == End::ReaderError {
         bail!("the reader of /dev/oprofile/buffer failed; the session is incomplete");
@@ -1281,6 +1650,120 @@ mod tests {
     }
 
     #[test]
+    fn atomic_writes_replace_whole_files_privately() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("session.json"), "old").unwrap();
+        // A stale temporary file (a recorder killed mid-write) is replaced, not followed.
+        std::os::unix::fs::symlink("/nonexistent/x", d.path().join("session.json.tmp")).unwrap();
+        write_atomic(d.path(), "session.json", b"new\n").unwrap();
+        let p = d.path().join("session.json");
+        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
+        assert_eq!(p.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!d.path().join("session.json.tmp").exists());
+        let e = format!(
+            "{:#}",
+            write_atomic(&d.path().join("no"), "x", b"").unwrap_err()
+        );
+        assert!(e.contains("writing") && e.contains("no/x"), "{e}");
+    }
+
+    /// A disk that takes `room` bytes, then fails with ENOSPC.
+    struct Disk {
+        data: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Disk {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.room - self.data.len());
+            if n == 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.data.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_stops_the_writing_not_the_draining() {
+        // The buffer yields 10 reads of up to 64 bytes (a chunk), the disk takes 100 bytes.
+        let stream: Vec<u8> = (0..640u32).map(|i| i as u8).collect();
+        let (stop, full) = (AtomicBool::new(true), AtomicBool::new(false));
+        let mut disk = Disk {
+            data: vec![],
+            room: 100,
+        };
+        // `stop` set: one read takes everything left, as after `enable` 0.
+        let t = drain(&stream[..], &mut disk, 64, &stop, &full).unwrap();
+        assert_eq!(
+            (t.bytes, t.unwritten, t.reads),
+            (64, 0, 1),
+            "one read of 64"
+        );
+        let stop = AtomicBool::new(false);
+        let mut disk = Disk {
+            data: vec![],
+            room: 100,
+        };
+        // Without `stop` the loop runs until a read after it is set: stop it from a reader
+        // that sets it once drained.
+        struct Src<'a>(&'a [u8], &'a AtomicBool);
+        impl Read for Src<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.read(buf)?;
+                if self.0.is_empty() {
+                    self.1.store(true, Ordering::Release);
+                }
+                Ok(n)
+            }
+        }
+        let t = drain(Src(&stream, &stop), &mut disk, 64, &stop, &full).unwrap();
+        assert!(full.load(Ordering::Acquire), "the full disk is signalled");
+        assert_eq!(disk.data, stream[..100], "what fitted, in order");
+        assert_eq!(
+            (t.bytes, t.unwritten),
+            (100, 540),
+            "every byte read is counted"
+        );
+        assert_eq!(t.reads, 10, "the buffer is still drained");
+        assert!(t.write_error.unwrap().contains("No space left on device"));
+    }
+
+    #[test]
+    fn a_stream_cut_by_a_full_disk_keeps_its_whole_records() {
+        use oprofile_common::event::Record as R;
+        let bytes = crate::fixtures::bytes32(&[
+            R::CpuSwitch { cpu: 0 },
+            R::KernelEnter,
+            R::CtxSwitch {
+                pid: 1,
+                tgid: 1,
+                app_cookie: 0,
+            },
+            R::Sample { pc: 4, event: 0 },
+            R::CtxSwitch {
+                pid: 2,
+                tgid: 2,
+                app_cookie: 0,
+            },
+        ]);
+        let whole = (3 + 2 + 7 + 2) * 4;
+        let none = ModuleRanges::default();
+        for cut in [whole, whole + 1, whole + 4, whole + 27] {
+            for block in [8, BLOCK_BYTES] {
+                let (f, at) = stream_facts(&mut &bytes[..cut], 4, block, true, &none).unwrap();
+                assert_eq!((f.samples, at), (1, whole as u64), "cut at {cut}");
+            }
+            if cut > whole {
+                assert!(stream_facts(&mut &bytes[..cut], 4, 8, false, &none).is_err());
+            }
+        }
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(
             duration(Some(1.5)).unwrap(),
@@ -1330,10 +1813,176 @@ mod tests {
             .iter()
             .flat_map(|&w| (w as u32).to_le_bytes())
             .collect();
-        let f = stream_facts(&bytes, 4).unwrap();
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules(
+            "oprofile 4096 0 - Live 0xbf000000\nother 4096 0 - Live 0xbf002000\n",
+            "t",
+        )
+        .unwrap();
+        let ranges = ModuleRanges::of(&snap);
+        let facts = |b: &[u8], block| stream_facts(&mut &b[..], 4, block, false, &ranges);
+        let f = facts(&bytes, BLOCK_BYTES).unwrap().0;
         assert_eq!(f.samples, 2);
         assert_eq!(f.images.iter().copied().collect::<Vec<_>>(), [2, 3]);
-        assert_eq!(f.kernel_pcs, [0xbf00_0010, 0xc000_0010]);
-        assert!(stream_facts(&bytes[..bytes.len() - 2], 4).is_err());
+        // 0xbf00_0010 is oprofile's, 0xc000_0010 (a frame) the kernel's.
+        assert_eq!(f.modules.iter().collect::<Vec<_>>(), ["oprofile"]);
+        for cut in [2, 4] {
+            let e = format!("{:#}", facts(&bytes[..bytes.len() - cut], 8).unwrap_err());
+            assert!(e.contains("byte offset"), "{e}");
+        }
+    }
+
+    /// The whole-stream facts of a stream: [`stream::decode`]'s samples, their images and the
+    /// modules of their kernel PCs (the expected values of the streamed pass).
+    fn decoded_facts(st: &stream::Stream, ranges: &ModuleRanges) -> StreamFacts {
+        let d = stream::decode(st).unwrap();
+        let mut f = StreamFacts {
+            samples: d.samples.len() as u64,
+            ..Default::default()
+        };
+        let pc = |pc, k: Option<bool>, cookie: Option<u64>, f: &mut StreamFacts| match k {
+            Some(true) => f.modules.extend(ranges.find(pc).map(str::to_string)),
+            Some(false) => f.images.extend(cookie.filter(|&c| c != 0)),
+            None => {}
+        };
+        for s in &d.samples {
+            f.images.extend(s.ctx.app_cookie.filter(|&c| c != 0));
+            pc(s.pc, s.ctx.in_kernel, s.ctx.cookie, &mut f);
+            for fr in &s.frames {
+                pc(fr.pc, fr.in_kernel, fr.cookie, &mut f);
+            }
+        }
+        f
+    }
+
+    /// `VmHWM` of this process, kB.
+    fn vm_hwm_kb() -> u64 {
+        let st = std::fs::read_to_string("/proc/self/status").unwrap();
+        let l = st.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        l.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// The recorder's passes over a 512 MiB stream (generated as it is read) stay within a
+    /// few blocks: peak RSS grows by less than 8 MiB. Alone, as the peak is the process's:
+    /// `cargo test --release -p oprof --lib facts_memory -- --ignored --test-threads=1`.
+    #[test]
+    #[ignore]
+    fn facts_memory_is_bounded() {
+        use oprofile_common::event::Record as R;
+        let group = crate::fixtures::bytes32(&[
+            R::CpuSwitch { cpu: 0 },
+            R::KernelEnter,
+            R::CtxSwitch {
+                pid: 1,
+                tgid: 1,
+                app_cookie: 2,
+            },
+            R::TraceBegin,
+            R::Sample {
+                pc: 0xbf00_0010,
+                event: 0,
+            },
+            R::Sample {
+                pc: 0xc000_0010,
+                event: 0,
+            },
+        ]);
+        let total: u64 = 512 << 20;
+        let n = total / group.len() as u64;
+        struct Gen<'a>(&'a [u8], u64, usize);
+        impl Read for Gen<'_> {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                let mut k = 0;
+                while k < out.len() && self.1 > 0 {
+                    let take = (self.0.len() - self.2).min(out.len() - k);
+                    out[k..k + take].copy_from_slice(&self.0[self.2..self.2 + take]);
+                    (k, self.2) = (k + take, self.2 + take);
+                    if self.2 == self.0.len() {
+                        (self.1, self.2) = (self.1 - 1, 0);
+                    }
+                }
+                Ok(k)
+            }
+        }
+        let before = vm_hwm_kb();
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules("oprofile 4096 0 - Live 0xbf000000\n", "t")
+            .unwrap();
+        let f = stream_facts(
+            &mut Gen(&group, n, 0),
+            4,
+            BLOCK_BYTES,
+            false,
+            &ModuleRanges::of(&snap),
+        )
+        .unwrap()
+        .0;
+        let grown = vm_hwm_kb() - before;
+        eprintln!("VmHWM {before} kB before, grown by {grown} kB over {total} bytes");
+        assert_eq!(f.samples, n);
+        assert!(grown < 8 << 10, "peak RSS grew by {grown} kB");
+    }
+
+    #[test]
+    fn streamed_facts_are_the_whole_streams_at_every_block_seam() {
+        use oprofile_common::event::Record as R;
+        // Every record kind the facts look at, a USER_MAPS longer than the smallest blocks,
+        // chains in the kernel and in user images, modules at both ends of their ranges.
+        let mut recs = vec![R::CpuSwitch { cpu: 1 }, R::KernelEnter];
+        for (i, pc) in [
+            0xbf00_0000u64,
+            0xbf00_0fff,
+            0xbf00_1000,
+            0xbf00_2000,
+            0xc000_0000,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let i = i as u64;
+            recs.push(R::CtxSwitch {
+                pid: 10 + i,
+                tgid: 10 + i,
+                app_cookie: 20 + i,
+            });
+            recs.extend([R::TraceBegin, R::Sample { pc, event: 1 }]);
+            recs.extend([
+                R::Sample {
+                    pc: pc + 4,
+                    event: 0,
+                },
+                R::KernelExit,
+            ]);
+            recs.extend([
+                R::CookieSwitch { cookie: 30 + i },
+                R::Sample { pc: 8, event: 0 },
+            ]);
+            recs.extend([R::Sample { pc: 12, event: 1 }, R::KernelEnter]);
+        }
+        let mut bytes = crate::fixtures::bytes32(&recs);
+        // A USER_MAPS of 3 mappings (16 words) after the first CPU_SWITCH's group.
+        let maps: Vec<u32> = [!0u32, 32, 10, 3].into_iter().chain(1..=12).collect();
+        let at = 5 * 4;
+        bytes.splice(at..at, maps.iter().flat_map(|w| w.to_le_bytes()));
+        let mut snap = ModuleSnapshot::default();
+        snap.add_proc_modules(
+            "oprofile 4096 0 - Live 0xbf000000\nother 4096 0 - Live 0xbf002000\nunused 4096 0 - Live 0xbf004000\n",
+            "t",
+        )
+        .unwrap();
+        let ranges = ModuleRanges::of(&snap);
+        let st = stream::Stream::from_bytes(&bytes, 4).unwrap();
+        let want = decoded_facts(&st, &ranges);
+        assert_eq!(want.samples, 10);
+        assert_eq!(
+            want.modules.iter().collect::<Vec<_>>(),
+            ["oprofile", "other"]
+        );
+        for block in (4..=96).step_by(4).chain([BLOCK_BYTES]) {
+            let got = stream_facts(&mut &bytes[..], 4, block, false, &ranges)
+                .unwrap()
+                .0;
+            assert_eq!(got, want, "blocks of {block} bytes");
+        }
     }
 }

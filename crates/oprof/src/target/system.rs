@@ -338,36 +338,76 @@ pub struct System {
     pub module_path: Option<PathBuf>,
     mounted: bool,
     created_dir: bool,
+    /// The recorder's pid file, kept up to date with what is held ([`System::checkpoint`]).
+    pub pid_file: Option<PidFile>,
 }
 
 impl System {
+    /// What is held, as the pid file says it.
+    pub fn held(&self) -> Held {
+        Held {
+            pid: std::process::id(),
+            oprofilefs: self.fs.dir.clone(),
+            loaded: self.loaded,
+            mounted: self.mounted,
+            created_dir: self.created_dir,
+            saved: self.fs.saved.clone(),
+        }
+    }
+
+    /// Writes what is held to the pid file, if any.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        let held = self.held();
+        match &mut self.pid_file {
+            Some(p) => p.write(&held),
+            None => Ok(()),
+        }
+    }
+
     /// Loads the module if `/proc/modules` does not list it, and mounts oprofilefs at `want.dir`
     /// if `/proc/mounts` has no oprofilefs there. Errors: one line saying what failed and why.
-    pub fn acquire(want: &Want) -> Result<System> {
+    /// `pid_file`: kept in the [`System`], written with what is held after each step (before
+    /// it, the module is loaded only when the file says so), removed by [`System::release`]
+    /// once everything is undone.
+    pub fn acquire(want: &Want, pid_file: Option<PidFile>) -> Result<System> {
         let mut sys = System {
             fs: Fs::new(&want.dir),
             loaded: false,
             module_path: None,
             mounted: false,
             created_dir: false,
+            pid_file,
         };
         let modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
         if !modules_has(&modules, MODULE) {
-            sys.module_path = load_module(want)?;
+            // Said before it is done: a recorder killed in between leaves a file that says too
+            // much, which the next one checks against /proc/modules.
             sys.loaded = true;
+            sys.checkpoint()?;
+            sys.module_path = load_module(want).inspect_err(|_| sys.loaded = false)?;
         }
         let mounts = std::fs::read_to_string("/proc/mounts").context("reading /proc/mounts")?;
         if !mounts_has(&mounts, &want.dir, "oprofilefs") {
-            if let Err(e) = sys.mount() {
+            (sys.mounted, sys.created_dir) = (true, !want.dir.exists());
+            let r = sys.checkpoint();
+            if r.is_err() {
+                (sys.mounted, sys.created_dir) = (false, false);
+            }
+            if let Err(e) = r.and_then(|()| sys.mount()) {
                 let _ = sys.release();
                 return Err(e);
             }
         }
+        sys.checkpoint()?;
         Ok(sys)
     }
 
+    /// Mounts oprofilefs at the mount point, created first if missing. `mounted` and
+    /// `created_dir` are set before (for the pid file) and cleared here on failure.
     fn mount(&mut self) -> Result<()> {
         let dir = self.fs.dir.clone();
+        self.mounted = false;
+        self.created_dir = false;
         if !dir.exists() {
             std::fs::create_dir(&dir).with_context(|| {
                 format!("creating the oprofilefs mount point {}", dir.display())
@@ -417,6 +457,15 @@ impl System {
                 errs.push(format!("{e:#}"));
             }
         }
+        if let Some(p) = self.pid_file.take() {
+            let r = if errs.is_empty() {
+                p.remove()
+            } else {
+                // Left for the next recorder (or --cleanup) to try again.
+                Ok(())
+            };
+            errs.extend(r.err().map(|e| format!("{e:#}")));
+        }
         errs
     }
 }
@@ -427,6 +476,196 @@ impl Drop for System {
             eprintln!("oprof: warning: {e}");
         }
     }
+}
+
+/// Where `oprof record` keeps its pid file ([`PidFile`]).
+pub const RUN_DIR: &str = "/run/oprof";
+/// The pid file's name in [`RUN_DIR`].
+pub const PID_FILE: &str = "record.pid";
+
+/// What a recorder holds, as its pid file says: enough for the next recorder to undo it if
+/// this one dies (SIGKILL) before [`System::release`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Held {
+    pub pid: u32,
+    /// The oprofilefs mount point.
+    pub oprofilefs: PathBuf,
+    /// The module was loaded by the recorder.
+    pub loaded: bool,
+    /// oprofilefs was mounted by it, at a directory it created (`created_dir`).
+    pub mounted: bool,
+    pub created_dir: bool,
+    /// Settings it changed: (file, value before), in first-write order.
+    pub saved: Vec<(String, String)>,
+}
+
+/// The pid file of the running recorder, `RUN_DIR/record.pid`: 0600, opened without following
+/// a link, in a directory only root may write, and locked (`flock`) while the recorder lives:
+/// the kernel drops the lock when it dies however it dies, so a file that can be locked is a
+/// dead recorder's. It holds [`Held`] as JSON; removed by [`PidFile::remove`].
+///
+/// # Invariants
+/// `file` is `path`'s open file, locked exclusively by this process.
+#[derive(Debug)]
+pub struct PidFile {
+    file: std::fs::File,
+    pub path: PathBuf,
+}
+
+/// `flock(fd, LOCK_EX | LOCK_NB)`.
+fn try_lock(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open fd.
+    errno_result(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) })
+}
+
+/// Creates `dir` (0700) if missing and checks that only root (the effective user) can write in
+/// it: a directory, not a link, owned by us, not writable by group or others.
+fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let shown = dir.display();
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {shown}"))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(anyhow!("creating {shown}: {e}"));
+        }
+        _ => {}
+    }
+    let m = std::fs::symlink_metadata(dir).with_context(|| format!("reading {shown}"))?;
+    // SAFETY: no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
+        bail!("{shown}: not a private directory (a directory of uid {me}, not group/other writable, not a link); not using it");
+    }
+    Ok(())
+}
+
+impl PidFile {
+    /// Takes the pid file in `run_dir` (created as [`private_dir`]). Returns it, with what a dead
+    /// recorder's file says it held (`Some`: undo it with [`take_over`]). Errors: a live
+    /// recorder holds it (one line naming its pid and the file), the file is a link or not
+    /// ours, or cannot be made.
+    pub fn take(run_dir: &Path) -> Result<(PidFile, Option<Held>)> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        private_dir(run_dir)?;
+        let path = run_dir.join(PID_FILE);
+        let shown = path.display();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .with_context(|| format!("opening the pid file {shown}"))?;
+        let m = file
+            .metadata()
+            .with_context(|| format!("reading {shown}"))?;
+        // SAFETY: no preconditions.
+        if !m.is_file() || m.uid() != unsafe { libc::geteuid() } || m.nlink() != 1 {
+            bail!("{shown}: not a pid file of ours (a plain file owned by us); not using it");
+        }
+        let mut text = String::new();
+        if let Err(e) = try_lock(&file) {
+            (&file).read_to_string(&mut text).ok();
+            let pid = serde_json::from_str::<Held>(&text)
+                .map_or(String::new(), |h| format!("pid {}, ", h.pid));
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                bail!("another oprof record is running ({pid}{shown}); wait for it or stop it");
+            }
+            bail!("locking {shown}: {e}");
+        }
+        (&file)
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading {shown}"))?;
+        let stale = match text.trim() {
+            "" => None,
+            t => Some(serde_json::from_str::<Held>(t).unwrap_or_default()),
+        };
+        let mut pf = PidFile { file, path };
+        pf.write(&Held {
+            pid: std::process::id(),
+            ..Default::default()
+        })?;
+        Ok((pf, stale))
+    }
+
+    /// Replaces the file's content by `held` (and syncs it).
+    pub fn write(&mut self, held: &Held) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let text = serde_json::to_string(held)? + "\n";
+        let r = self
+            .file
+            .set_len(0)
+            .and_then(|()| self.file.seek(SeekFrom::Start(0)).map(drop))
+            .and_then(|()| self.file.write_all(text.as_bytes()))
+            .and_then(|()| self.file.sync_data());
+        r.with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Removes the file (the recorder has undone what it held), then drops the lock.
+    pub fn remove(self) -> Result<()> {
+        std::fs::remove_file(&self.path)
+            .with_context(|| format!("removing {}", self.path.display()))
+    }
+}
+
+/// What of `held` is still there (`mounts`, `modules`: `/proc/mounts`, `/proc/modules`), as a
+/// [`System`] whose [`System::release`] undoes it: settings restored while the module stays,
+/// oprofilefs unmounted (and its directory removed) if the dead recorder mounted it and it is
+/// still mounted, the module unloaded if it loaded it and it is still loaded.
+pub fn held_system(held: &Held, mounts: &str, modules: &str) -> System {
+    let mounted = mounts_has(mounts, &held.oprofilefs, "oprofilefs");
+    let loaded = held.loaded && modules_has(modules, MODULE);
+    let mut fs = Fs::new(&held.oprofilefs);
+    if mounted && !loaded {
+        fs.saved = held.saved.clone();
+    }
+    System {
+        fs,
+        loaded,
+        module_path: None,
+        mounted: mounted && held.mounted,
+        created_dir: held.created_dir && held.mounted && mounted,
+        pid_file: None,
+    }
+}
+
+/// Undoes what a dead recorder held ([`held_system`]): stops profiling if oprofilefs is
+/// mounted, restores, unmounts, unloads. Returns a line of what was done, and the errors.
+pub fn take_over(held: &Held) -> Result<(String, Vec<String>)> {
+    let mounts = std::fs::read_to_string("/proc/mounts").context("reading /proc/mounts")?;
+    let modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
+    let mut sys = held_system(held, &mounts, &modules);
+    let mut done = vec![];
+    if mounts_has(&mounts, &held.oprofilefs, "oprofilefs") && sys.fs.write("enable", "0").is_ok() {
+        done.push("profiling disabled".to_string());
+    }
+    if !sys.fs.saved.is_empty() {
+        done.push(format!("{} settings restored", sys.fs.saved.len()));
+    }
+    if sys.mounted {
+        done.push(format!("{} unmounted", held.oprofilefs.display()));
+    }
+    if sys.loaded {
+        done.push(format!("module {MODULE} unloaded"));
+    }
+    let errs = sys.release();
+    let what = if done.is_empty() {
+        "nothing left to undo".to_string()
+    } else {
+        done.join(", ")
+    };
+    Ok((
+        format!(
+            "a dead oprof record (pid {}) left its pid file: {what}",
+            held.pid
+        ),
+        errs,
+    ))
 }
 
 /// Loads the module (see [`Want::module`]); returns the `.ko` path when loaded from a file.
@@ -478,6 +717,111 @@ mod tests {
         assert!(!mounts_has(m, Path::new("/dev/oprofile"), "tmpfs"));
         assert!(!mounts_has(m, Path::new("/mnt"), "oprofilefs"));
         assert!(mounts_has(m, Path::new("/a b"), "tmpfs"));
+    }
+
+    #[test]
+    fn pid_files_tell_a_dead_recorder_from_a_live_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("run/oprof");
+        let (mut pf, stale) = PidFile::take(&run).unwrap();
+        assert_eq!(stale, None, "a first run finds nothing");
+        let mode = |p: &Path| p.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&run), mode(&pf.path)), (0o700, 0o600));
+        let text = std::fs::read_to_string(&pf.path).unwrap();
+        let held: Held = serde_json::from_str(&text).unwrap();
+        assert_eq!(held.pid, std::process::id());
+        // A live recorder (the lock is held: another open file description) is refused.
+        let e = format!("{:#}", PidFile::take(&run).unwrap_err());
+        assert!(
+            e.contains(&format!(
+                "another oprof record is running (pid {}, ",
+                held.pid
+            )) && e.contains("record.pid"),
+            "{e}"
+        );
+        // What it holds is written; when it dies the lock goes and the next one takes over.
+        let dead = Held {
+            pid: 999_999,
+            oprofilefs: "/dev/oprofile".into(),
+            loaded: true,
+            mounted: true,
+            created_dir: false,
+            saved: vec![("buffer_size".into(), "131072".into())],
+        };
+        pf.write(&dead).unwrap();
+        drop(pf);
+        let (pf, stale) = PidFile::take(&run).unwrap();
+        assert_eq!(stale, Some(dead));
+        pf.remove().unwrap();
+        assert!(!run.join(PID_FILE).exists());
+        assert_eq!(
+            PidFile::take(&run).unwrap().1,
+            None,
+            "removed: nothing stale"
+        );
+    }
+
+    #[test]
+    fn pid_files_are_not_followed_or_shared() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("oprof");
+        std::fs::create_dir(&run).unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let target = d.path().join("victim");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, run.join(PID_FILE)).unwrap();
+        let e = format!("{:#}", PidFile::take(&run).unwrap_err());
+        assert!(e.contains("opening the pid file"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        std::fs::remove_file(run.join(PID_FILE)).unwrap();
+        std::fs::hard_link(&target, run.join(PID_FILE)).unwrap();
+        let e = format!("{:#}", PidFile::take(&run).unwrap_err());
+        assert!(e.contains("not a pid file of ours"), "{e}");
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = format!("{:#}", PidFile::take(&run).unwrap_err());
+        assert!(e.contains("not a private directory"), "{e}");
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(d.path(), &link).unwrap();
+        let e = format!("{:#}", PidFile::take(&link).unwrap_err());
+        assert!(e.contains("not a private directory"), "{e}");
+    }
+
+    #[test]
+    fn a_dead_recorders_holdings_are_undone_as_far_as_they_remain() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("buffer_size"), "1048576\n").unwrap();
+        let held = Held {
+            pid: 999_999,
+            oprofilefs: d.path().to_path_buf(),
+            loaded: false,
+            mounted: false,
+            created_dir: false,
+            saved: vec![("buffer_size".into(), "131072".into())],
+        };
+        let at = d.path().display().to_string();
+        let mounted = format!("nodev {at} oprofilefs rw 0 0\n");
+        let loaded = "oprofile 65536 0 - Live 0xbf000000 (O)\n";
+        // A module it did not load: settings restored, nothing unmounted or unloaded.
+        let mut sys = held_system(&held, &mounted, loaded);
+        assert!(!sys.loaded && !sys.mounted && !sys.created_dir);
+        assert!(sys.release().is_empty());
+        assert_eq!(Fs::new(d.path()).read("buffer_size").unwrap(), "131072");
+        // It loaded and mounted: both undone (settings go with the module), if still there.
+        let all = Held {
+            loaded: true,
+            mounted: true,
+            created_dir: true,
+            ..held.clone()
+        };
+        let sys = held_system(&all, &mounted, loaded);
+        assert!(sys.loaded && sys.mounted && sys.created_dir && sys.fs.saved.is_empty());
+        let gone = held_system(&all, "", "");
+        assert!(!gone.loaded && !gone.mounted && !gone.created_dir);
+        // Not released: that would unmount and unload on the host.
+        std::mem::forget(sys);
+        std::mem::forget(gone);
     }
 
     #[test]
