@@ -178,6 +178,10 @@ stat_counters! {
         /// User-stack snapshots taken but not written: no room in the event buffer, or the
         /// task's mappings could not be listed.
         user_stack_lost,
+        /// Sync passes queued early by a sampling interrupt whose CPU's snapshot pool fell to
+        /// its low watermark (`user_stack`); a request while a pass was already queued is not
+        /// counted.
+        user_stack_sync_wake,
         /// Counter readings rejected as impossible; hardware models only. Sum of
         /// `stats/N/event_read_rejected`.
         event_read_rejected,

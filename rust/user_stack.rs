@@ -13,6 +13,10 @@
 //! allocation happens in the interrupt. What is counted (global `stats/`):
 //!
 //! - `user_stack_no_buffer`: no free buffer (the sync pass has not caught up);
+//! - `user_stack_sync_wake`: a sync pass queued at once because a take left the pool at or
+//!   below [`POOL_LOW_WATERMARK`] free buffers (the caller queues it: [`Taken::low`]), as the
+//!   event buffer's watershed wakes its reader, so a pass that fell behind its interval does
+//!   not leave the pool empty until the next one;
 //! - `user_stack_fault`: the stack could not be read (no mapping at sp, a page not present);
 //!   the sample keeps an empty buffer, which the sync pass gives back (nothing is freed in the
 //!   interrupt);
@@ -37,6 +41,20 @@ use kernel::sync::aref::ARef;
 /// Snapshot buffers per CPU: about 5 sync intervals of samples at 1,000 samples/s (256, 2.5
 /// intervals, ran dry under the arm64 debug kernel, whose KASAN-checked sync passes lag more).
 pub(crate) const POOL_BUFFERS: u32 = 512;
+
+/// Free buffers at or below which a take asks for a sync pass at once: half the pool, 2.5
+/// sync intervals of samples at 1,000 samples/s, so the periodic pass alone refills a pool that
+/// keeps up and only a pass that fell behind is hurried.
+pub(crate) const POOL_LOW_WATERMARK: u32 = POOL_BUFFERS / 2;
+
+/// What [`StackPool::take`] got: the snapshot, if a buffer was free, and whether the pool is
+/// now at or below [`POOL_LOW_WATERMARK`] (the caller should queue a sync pass).
+pub(crate) struct Taken {
+    /// The snapshot (empty if the stack could not be read), or `None` without a free buffer.
+    pub(crate) stack: Option<KBox<UserStack>>,
+    /// The pool is low.
+    pub(crate) low: bool,
+}
 
 /// One snapshot: the USER_STACK record's words, written in place (header, registers, stack),
 /// and a reference to the task's mm for its USER_MAPS record.
@@ -117,21 +135,27 @@ impl StackPool {
     }
 
     /// A snapshot of the user context of `regs` (interrupt context); `None` for a kernel
-    /// thread, or (counted in `stats`) without a free buffer. A stack that cannot be read is
-    /// counted and gives an empty snapshot, which the sync pass writes nothing for and gives
-    /// back: nothing is freed here (the pool's ring may refuse a second producer, and a hard
-    /// interrupt must not `kfree`: SLUB's slow path takes a sleeping lock on PREEMPT_RT, which
-    /// lockdep reports as an invalid wait context).
-    pub(crate) fn take(&self, stats: &Stats, regs: &Regs, tgid: i32) -> Option<KBox<UserStack>> {
+    /// thread, else the [`Taken`] snapshot: none (counted in `stats`) without a free buffer. A
+    /// stack that cannot be read is counted and gives an empty snapshot, which the sync pass
+    /// writes nothing for and gives back: nothing is freed here (the pool's ring may refuse a
+    /// second producer, and a hard interrupt must not `kfree`: SLUB's slow path takes a
+    /// sleeping lock on PREEMPT_RT, which lockdep reports as an invalid wait context).
+    pub(crate) fn take(&self, stats: &Stats, regs: &Regs, tgid: i32) -> Option<Taken> {
         let uregs = regs.user_regs()?;
         let Some(mut buf) = self.free.pop() else {
             stats::inc(&stats.user_stack_no_buffer);
-            return None;
+            return Some(Taken {
+                stack: None,
+                low: true,
+            });
         };
         if !buf.fill(&uregs, tgid) {
             stats::inc(&stats.user_stack_fault);
         }
-        Some(buf)
+        Some(Taken {
+            stack: Some(buf),
+            low: self.free.published_len() <= POOL_LOW_WATERMARK,
+        })
     }
 
     /// Returns a written snapshot's buffer (process context, under the event buffer mutex).

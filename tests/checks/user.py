@@ -317,8 +317,11 @@ def check_unwound(s, c, rep, st, samples):
                                       f"(made up: {made_up[:5]})")
     note = snapshot_note(rep)
     lost = {k: st.get(k, 0) for k in ("user_stack_no_buffer", "user_stack_lost")}
-    # Every user-mode sample of the program carried a snapshot, unless the module counted why not;
-    # every snapshot had its task's mappings; one is left unused where the module cut its chain
+    # Every user-mode sample of the program carried a snapshot, unless the module counted why not,
+    # and none went without for want of a buffer: a sample that leaves its CPU's pool half empty
+    # queues a sync pass at once (user_stack_sync_wake, printed), so a late periodic pass does not
+    # empty it (user_stack_no_buffer 53-353 on virt-a53-debug beside a host load before); every
+    # snapshot had its task's mappings; one is left unused where the module cut its chain
     # before user space (counted) or its kernel frames took the whole depth.
     user = sum(r["samples"] for r in rep["rows"] if r["image"] == CALLERS)
     taken = note.get("snapshots", 0) + st.get("user_stack_fault", 0)
@@ -327,7 +330,8 @@ def check_unwound(s, c, rep, st, samples):
             and not any(lost.values()),
             f"{c}: snapshots {note.get('snapshots')} + user_stack_fault {st.get('user_stack_fault', 0)} cover the "
             f"{user} samples in {CALLERS}; {note.get('no_maps')} without mappings; {note.get('cut')} chains cut "
-            f"short <= {cut} the module cut (bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost})")
+            f"short <= {cut} the module cut (bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost}; "
+            f"early sync passes: user_stack_sync_wake {st.get('user_stack_sync_wake', 'missing')})")
     if c.startswith("split"):
         callers = cg.get((CALLERS, "leaf"), {})
         a, b = callers.get((CALLERS, "caller_a"), 0), callers.get((CALLERS, "caller_b"), 0)
