@@ -339,7 +339,12 @@ impl Walk<'_> {
             lr: user.lr,
             sp,
             cpsr: user.cpsr,
-            stack_end: bridge::user::mapping_end_irq(sp).unwrap_or(0),
+            // A stack that must not be read (device memory, not readable) bounds the walk like
+            // none: its first frame is outside (`bt_user_bad_frame`).
+            stack_end: match bridge::user::stack_end_irq(sp) {
+                bridge::user::StackEnd::End(end) => end,
+                _ => 0,
+            },
         };
         let counter = match walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {
             UserWalkEnd::Done => return,

@@ -175,6 +175,9 @@ stat_counters! {
         user_stack_no_buffer,
         /// User-stack snapshots not taken: the user stack could not be read.
         user_stack_fault,
+        /// User-stack snapshots not taken: the stack pointer is in a mapping that is not
+        /// readable or is device memory (`VM_IO`, `VM_PFNMAP`, `VM_MIXEDMAP`); nothing read.
+        user_stack_refused,
         /// User-stack snapshots taken but not written: no room in the event buffer, or the
         /// task's mappings could not be listed.
         user_stack_lost,

@@ -20,11 +20,16 @@
 //! - `user_stack_fault`: the stack could not be read (no mapping at sp, a page not present);
 //!   the sample keeps an empty buffer, which the sync pass gives back (nothing is freed in the
 //!   interrupt);
+//! - `user_stack_refused`: sp is in a mapping that must not be read from the interrupt: not
+//!   `VM_READ`, or device memory (`VM_IO`, `VM_PFNMAP`, `VM_MIXEDMAP`: a driver's MMIO, where
+//!   up to `user_stack_size` bytes of loads could have side effects, or abort on arm64);
+//!   nothing is read, the sample keeps an empty buffer as for a fault;
 //! - `user_stack_lost`: the record did not fit the event buffer, or the task's mappings could
 //!   not be listed.
 //!
 //! A sample without its snapshot keeps its frame-pointer chain; nothing is guessed.
 
+use crate::bridge::user::StackEnd;
 use crate::bridge::{self, regs::Regs, ring::Ring, user};
 use crate::common::event::USER_MAPS_MAX as MAX_MAPS;
 pub(crate) use crate::common::event::USER_STACK_SIZE_MAX;
@@ -87,12 +92,16 @@ impl UserStack {
     }
 
     /// Fills the snapshot with user registers `uregs` and the current task's stack above their
-    /// sp (interrupt context); false, leaving it empty (`len` 0), when the stack cannot be read.
-    fn fill(&mut self, uregs: &[usize; USER_REGS], tgid: i32) -> bool {
+    /// sp (interrupt context); leaves it empty (`len` 0) when the stack cannot be read, or
+    /// must not be: sp in a mapping that is not readable or is device memory
+    /// ([`StackEnd::Refused`], nothing read).
+    fn fill(&mut self, uregs: &[usize; USER_REGS], tgid: i32) -> Filled {
         self.len = 0;
         let sp = uregs[USER_REGS_SP];
-        let Some(stack_end) = bridge::user::mapping_end_irq(sp) else {
-            return false;
+        let stack_end = match bridge::user::stack_end_irq(sp) {
+            StackEnd::End(end) => end,
+            StackEnd::Refused => return Filled::Refused,
+            StackEnd::Unknown => return Filled::Fault,
         };
         let room = self.words.len().saturating_sub(USER_STACK_HEADER);
         let n = room.min(stack_end.saturating_sub(sp) / core::mem::size_of::<usize>());
@@ -102,10 +111,10 @@ impl UserStack {
             .get_mut(..len)
             .map(|w| w.split_at_mut(USER_STACK_HEADER))
         else {
-            return false;
+            return Filled::Fault;
         };
         if !bridge::regs::read_user_words(sp, stack) {
-            return false;
+            return Filled::Fault;
         }
         let (code, regs) = head.split_at_mut(3);
         code.copy_from_slice(&event::user_stack_header(n));
@@ -113,8 +122,18 @@ impl UserStack {
         self.len = len;
         self.tgid = tgid;
         self.mm = bridge::user::mm_get_irq();
-        true
+        Filled::Ok
     }
+}
+
+/// What [`UserStack::fill`] did.
+enum Filled {
+    /// The snapshot holds the stack.
+    Ok,
+    /// The stack could not be read (`user_stack_fault`).
+    Fault,
+    /// The stack pointer is in memory that must not be read (`user_stack_refused`).
+    Refused,
 }
 
 /// One CPU's free snapshot buffers: taken by its sampling interrupt, given back by the sync
@@ -149,8 +168,10 @@ impl StackPool {
                 low: true,
             });
         };
-        if !buf.fill(&uregs, tgid) {
-            stats::inc(&stats.user_stack_fault);
+        match buf.fill(&uregs, tgid) {
+            Filled::Ok => {}
+            Filled::Fault => stats::inc(&stats.user_stack_fault),
+            Filled::Refused => stats::inc(&stats.user_stack_refused),
         }
         Some(Taken {
             stack: Some(buf),
