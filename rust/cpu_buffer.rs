@@ -363,7 +363,7 @@ impl CpuBuffer {
     /// Errors: `EINVAL` if `capacity` is 0 or above `common::ring::MAX_CAPACITY`; `ENOMEM`.
     pub(crate) fn new(capacity: u32, stack_words: usize) -> Result<Self> {
         let stacks = if stack_words > 0 {
-            Some(StackPool::new(stack_words)?)
+            Some(StackPool::new(stack_words, capacity)?)
         } else {
             None
         };

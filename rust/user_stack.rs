@@ -6,15 +6,16 @@
 //! (perf's `--call-graph dwarf` way; no legacy counterpart).
 //!
 //! Enabled by `user_stack_size` (bytes) together with `backtrace_depth`. Each CPU has a
-//! [`StackPool`] of preallocated [`UserStack`] buffers: the sampling interrupt takes a free one,
+//! [`StackPool`] of preallocated [`UserStack`] buffers, as many as 4 MiB holds (256 to 2048,
+//! [`event::stack_pool_buffers`]): the sampling interrupt takes a free one,
 //! fills it ([`StackPool::take`]) and queues it with its sample; `buffer_sync` writes it as a
 //! USER_STACK record (after a USER_MAPS record of the task's executable mappings, once per
 //! task and CPU pass: [`MapsWritten`]) and gives it back ([`StackPool::give_back`]). No
 //! allocation happens in the interrupt. What is counted (global `stats/`):
 //!
 //! - `user_stack_no_buffer`: no free buffer (the sync pass has not caught up);
-//! - `user_stack_sync_wake`: a sync pass queued at once because a take left the pool at or
-//!   below [`POOL_LOW_WATERMARK`] free buffers (the caller queues it: [`Taken::low`]), as the
+//! - `user_stack_sync_wake`: a sync pass queued at once because a take left the pool with
+//!   half its buffers or fewer (the caller queues it: [`Taken::low`]), as the
 //!   event buffer's watershed wakes its reader, so a pass that fell behind its interval does
 //!   not leave the pool empty until the next one;
 //! - `user_stack_fault`: the stack could not be read (no mapping at sp, a page not present);
@@ -43,17 +44,8 @@ use kernel::mm::MmWithUserAsync;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
 
-/// Snapshot buffers per CPU: about 5 sync intervals of samples at 1,000 samples/s (256, 2.5
-/// intervals, ran dry under the arm64 debug kernel, whose KASAN-checked sync passes lag more).
-pub(crate) const POOL_BUFFERS: u32 = 512;
-
-/// Free buffers at or below which a take asks for a sync pass at once: half the pool, 2.5
-/// sync intervals of samples at 1,000 samples/s, so the periodic pass alone refills a pool that
-/// keeps up and only a pass that fell behind is hurried.
-pub(crate) const POOL_LOW_WATERMARK: u32 = POOL_BUFFERS / 2;
-
 /// What [`StackPool::take`] got: the snapshot, if a buffer was free, and whether the pool is
-/// now at or below [`POOL_LOW_WATERMARK`] (the caller should queue a sync pass).
+/// now at or below its low watermark (the caller should queue a sync pass).
 pub(crate) struct Taken {
     /// The snapshot (empty if the stack could not be read), or `None` without a free buffer.
     pub(crate) stack: Option<KBox<UserStack>>,
@@ -138,19 +130,34 @@ enum Filled {
 
 /// One CPU's free snapshot buffers: taken by its sampling interrupt, given back by the sync
 /// pass ([`Ring`]: one consumer and one producer at a time).
+///
+/// # Invariants
+///
+/// `low` is half the buffers the pool was made with.
 pub(crate) struct StackPool {
     free: Ring<KBox<UserStack>>,
+    /// Free buffers at or below which a take asks for a sync pass at once: half the pool, so
+    /// the periodic pass alone refills a pool that keeps up (100 ms of samples at 1,000/s is
+    /// 100) and only a pass that fell behind by half the pool is hurried.
+    low: u32,
 }
 
 impl StackPool {
-    /// [`POOL_BUFFERS`] buffers of `stack_words` words. Errors: `ENOMEM`.
-    pub(crate) fn new(stack_words: usize) -> Result<Self> {
-        let free = Ring::new(POOL_BUFFERS)?;
-        for _ in 0..POOL_BUFFERS {
+    /// Buffers of `stack_words` words, as many as [`event::stack_pool_buffers`] gives for them
+    /// and a CPU ring of `ring_capacity` samples. Errors: `ENOMEM`, `EINVAL` (no buffers).
+    pub(crate) fn new(stack_words: usize, ring_capacity: u32) -> Result<Self> {
+        let words = stack_words.checked_add(USER_STACK_HEADER).ok_or(EINVAL)?;
+        let bytes = words
+            .checked_mul(core::mem::size_of::<usize>())
+            .ok_or(EINVAL)?;
+        let n = event::stack_pool_buffers(bytes, ring_capacity);
+        let free = Ring::new(n)?;
+        for _ in 0..n {
             free.push(UserStack::new(stack_words)?)
                 .map_err(|_| EINVAL)?;
         }
-        Ok(StackPool { free })
+        // INVARIANT: half of the `n` buffers.
+        Ok(StackPool { free, low: n / 2 })
     }
 
     /// A snapshot of the user context of `regs` (interrupt context); `None` for a kernel
@@ -175,7 +182,7 @@ impl StackPool {
         }
         Some(Taken {
             stack: Some(buf),
-            low: self.free.published_len() <= POOL_LOW_WATERMARK,
+            low: self.free.published_len() <= self.low,
         })
     }
 
