@@ -507,19 +507,7 @@ impl CpuBuffer {
         if depth > 0 {
             flags |= TRACE_BEGIN;
         }
-        let (stack, low) = match &self.stacks {
-            Some(pool) if depth > 0 => {
-                profile_point_time!(USER_STACK_COPY);
-                match src
-                    .stack_regs()
-                    .and_then(|regs| pool.take(stats, regs, tgid))
-                {
-                    Some(t) => (t.stack, t.low),
-                    None => (None, false),
-                }
-            }
-            _ => (None, false),
-        };
+        let (stack, low) = self.snapshot(stats, src, tgid, depth);
         // With a snapshot `oprof` unwinds the user callers; the frame-pointer walk is not
         // needed (the user PC a kernel-mode sample entered the kernel from still is).
         let walk_user = stack.is_none();
@@ -564,6 +552,28 @@ impl CpuBuffer {
         // Only another producer (which cannot run here) could refuse; it publishes these too.
         self.ring.publish();
         low
+    }
+
+    /// The user-stack snapshot of a sample of `src` (task `tgid`) with a backtrace of `depth`,
+    /// if snapshots are on, and whether the pool is now low ([`StackPool::take`]).
+    fn snapshot(
+        &self,
+        stats: &Stats,
+        src: &Source<'_>,
+        tgid: i32,
+        depth: u32,
+    ) -> (Option<KBox<UserStack>>, bool) {
+        let Some(pool) = self.stacks.as_ref().filter(|_| depth > 0) else {
+            return (None, false);
+        };
+        profile_point_time!(USER_STACK_COPY);
+        match src
+            .stack_regs()
+            .and_then(|regs| pool.take(stats, regs, tgid))
+        {
+            Some(t) => (t.stack, t.low),
+            None => (None, false),
+        }
     }
 
     /// Hands every queued sample, oldest first, to `f`, then drops it (its references) and
