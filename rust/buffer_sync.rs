@@ -317,9 +317,9 @@ impl Flush {
     /// when a CPU's snapshot pool runs low (`cpu_buffer`): any context but NMI (enqueueing
     /// takes only the workqueue's raw spinlock, with interrupts off; nothing here sleeps).
     pub(crate) fn kick(this: &Arc<Self>) -> bool {
-        this.queue
-            .with(|q| q.enqueue(this.clone()).is_ok())
-            .unwrap_or(false)
+        // Already queued (`Err`: the reference comes back and drops here, not the last one),
+        // or the queue's owner gone (`None`: cannot happen while a session runs).
+        matches!(this.queue.with(|q| q.enqueue(this.clone())), Some(Ok(())))
     }
 }
 
