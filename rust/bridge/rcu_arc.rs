@@ -44,7 +44,8 @@ impl<T: Send + Sync> RcuArc<T> {
         rcu::synchronize_rcu();
         // SAFETY: `old` came from `Arc::into_raw` and its reference was owned by `self` (type
         // invariants); it was taken out of `ptr` above and no reader holds it any more.
-        drop(unsafe { Arc::from_raw(old) });
+        let old = unsafe { Arc::from_raw(old) };
+        drop(old);
     }
 
     /// Calls `f` with the value, if any, under the RCU read lock (`f` must not sleep). Any
@@ -58,7 +59,8 @@ impl<T: Send + Sync> RcuArc<T> {
         // SAFETY: `p` came from `Arc::into_raw` (type invariants) and its reference is dropped
         // only after a grace period that follows its removal from `ptr`, which cannot end while
         // `_guard` (held until `f` returns, which the borrow's lifetime cannot outlive) is held.
-        Some(f(unsafe { ArcBorrow::from_raw(p) }))
+        let value = unsafe { ArcBorrow::from_raw(p) };
+        Some(f(value))
     }
 }
 
@@ -68,7 +70,8 @@ impl<T: Send + Sync> Drop for RcuArc<T> {
         if !p.is_null() {
             // SAFETY: `p` came from `Arc::into_raw` and `self` owned its reference (type
             // invariants); `&mut self` means no reader borrows it.
-            drop(unsafe { Arc::from_raw(p) });
+            let value = unsafe { Arc::from_raw(p) };
+            drop(value);
         }
     }
 }
