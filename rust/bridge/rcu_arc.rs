@@ -6,7 +6,6 @@
 //! from there would be a cycle). The kernel crate (7.3) has no RCU-protected pointer.
 
 use core::ptr;
-use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{rcu, Arc, ArcBorrow};
 
