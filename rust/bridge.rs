@@ -15,6 +15,8 @@
 //! - [`perf`]: perf in-kernel counters with an overflow handler (no `perf_event.h` binding);
 //! - [`ring`]: the lock-free per-CPU sample ring (no such container in the crate);
 //! - [`clock`]: the NMI-safe monotonic clock (a leaf the profile points time with);
+//! - [`rcu_arc`]: an `Arc` an interrupt handler borrows while process context replaces it (the
+//!   sampling interrupt's request for an early sync pass);
 //! - here: an owned workqueue, the module notifier, the kernel text bounds and module area, the `%pK` visibility rule, zeroed atomic arrays, and
 //!   the profile-point section.
 
@@ -22,6 +24,7 @@ pub(crate) mod clock;
 pub(crate) mod cpuhp;
 pub(crate) mod irq_work;
 pub(crate) mod perf;
+pub(crate) mod rcu_arc;
 pub(crate) mod regs;
 pub(crate) mod ring;
 pub(crate) mod user;

@@ -6,7 +6,9 @@
 //! [`sync_all`] drains every CPU's ring under the event buffer mutex (legacy `buffer_mutex`),
 //! resolving each sample's location and encoding it with [`SyncPass`]. It runs from
 //! [`SyncWork`] every [`SYNC_INTERVAL_MS`] while profiling, and through [`Flush`] on `dump`, on
-//! stop and before MODULE_LOADED. Every pass runs on the module's workqueue, never in the task
+//! stop, before MODULE_LOADED, and at once when a sampling interrupt finds its CPU's user-stack
+//! snapshot pool low ([`Flush::kick`]: the pass is late, and the pool would run dry before the
+//! next interval). Every pass runs on the module's workqueue, never in the task
 //! that asked for it: naming an image (`d_path`) needs a filesystem root, and the last close of
 //! `buffer` may run in a task that is exiting and has none left (`exit_fs` runs before the
 //! final `fput`'s task work). Image paths are therefore always relative to the root of the
@@ -308,6 +310,16 @@ impl Flush {
         while s.done < ticket {
             self.finished.wait(&mut s);
         }
+    }
+
+    /// Queues a pass without waiting for it, unless one is queued already (which then drains
+    /// the same samples); returns whether this call queued it. The sampling interrupt's request
+    /// when a CPU's snapshot pool runs low (`cpu_buffer`): any context but NMI (enqueueing
+    /// takes only the workqueue's raw spinlock, with interrupts off; nothing here sleeps).
+    pub(crate) fn kick(this: &Arc<Self>) -> bool {
+        // Already queued (`Err`: the reference comes back and drops here, not the last one),
+        // or the queue's owner gone (`None`: cannot happen while a session runs).
+        matches!(this.queue.with(|q| q.enqueue(this.clone())), Some(Ok(())))
     }
 }
 

@@ -40,12 +40,14 @@
 //!   chain, and counted in `nmi_task_switched`.
 
 use crate::bridge::irq_work::{self, IrqWork, IrqWorkHandler};
+use crate::bridge::rcu_arc::RcuArc;
 use crate::bridge::{
     self,
     regs::{Regs, UserRegs},
     ring::Ring,
     user::Lookup,
 };
+use crate::buffer_sync::Flush;
 use crate::common::event::ESCAPE_CODE;
 use crate::common::sync::{
     self, CpuSample, KernelCode, SampleLoc, UserFrameRegs, UserWalkEnd, IS_FRAME, IS_KERNEL,
@@ -337,7 +339,12 @@ impl Walk<'_> {
             lr: user.lr,
             sp,
             cpsr: user.cpsr,
-            stack_end: bridge::user::mapping_end_irq(sp).unwrap_or(0),
+            // A stack that must not be read (device memory, not readable) bounds the walk like
+            // none: its first frame is outside (`bt_user_bad_frame`).
+            stack_end: match bridge::user::stack_end_irq(sp) {
+                bridge::user::StackEnd::End(end) => end,
+                _ => 0,
+            },
         };
         let counter = match walk_user_frames(&regs, bridge::regs::read_user_word, &mut emit) {
             UserWalkEnd::Done => return,
@@ -356,7 +363,7 @@ impl CpuBuffer {
     /// Errors: `EINVAL` if `capacity` is 0 or above `common::ring::MAX_CAPACITY`; `ENOMEM`.
     pub(crate) fn new(capacity: u32, stack_words: usize) -> Result<Self> {
         let stacks = if stack_words > 0 {
-            Some(StackPool::new(stack_words)?)
+            Some(StackPool::new(stack_words, capacity)?)
         } else {
             None
         };
@@ -371,7 +378,8 @@ impl CpuBuffer {
     /// `event`, with a backtrace of up to `depth` frames (legacy `oprofile_add_sample` +
     /// `log_sample` + `ops->backtrace`). Counts it in `cpu` / `stats` as the module docs say.
     ///
-    /// Called on this buffer's CPU from its sampling interrupt.
+    /// Called on this buffer's CPU from its sampling interrupt. Returns whether the CPU's
+    /// snapshot pool is low (a sync pass should be queued: [`StackPool::take`]).
     pub(crate) fn add_sample(
         &self,
         cpu: &CpuStats,
@@ -380,13 +388,13 @@ impl CpuBuffer {
         regs: Option<&Regs>,
         event: u32,
         depth: u32,
-    ) {
+    ) -> bool {
         stats::inc(&cpu.sample_received);
         let Some(regs) = regs else {
             stats::inc(&cpu.sample_invalid_eip);
-            return;
+            return false;
         };
-        self.log_sample(cpu, stats, code, &Source::Regs(regs), event, depth);
+        self.log_sample(cpu, stats, code, &Source::Regs(regs), event, depth)
     }
 
     /// Stages a sample of `regs` for counter `event` in NMI context: no lookup, no reference,
@@ -432,8 +440,10 @@ impl CpuBuffer {
 
     /// The deferred step of this CPU's staged samples (its irq_work, hard interrupt context):
     /// each is logged as the sampling interrupt would have, if its task still runs here.
-    fn replay(&self, cpu: &CpuStats, stats: &Stats, code: &KernelCode, depth: u32) {
+    /// Returns whether the snapshot pool is low, as [`CpuBuffer::add_sample`].
+    fn replay(&self, cpu: &CpuStats, stats: &Stats, code: &KernelCode, depth: u32) -> bool {
         let me = kernel::current!().as_ptr() as usize;
+        let mut low = false;
         self.staged.drain(|s| {
             let current = s.task == me;
             if !current {
@@ -444,7 +454,7 @@ impl CpuBuffer {
                 }
                 stats::inc(&cpu.nmi_task_switched);
             }
-            bridge::regs::with_task_user_regs(|user| {
+            low |= bridge::regs::with_task_user_regs(|user| {
                 let user = user.filter(|_| current);
                 self.log_sample(
                     cpu,
@@ -456,9 +466,11 @@ impl CpuBuffer {
                 )
             });
         });
+        low
     }
 
     /// Logs a sample of `src` (received, with registers): resolution, snapshot, ring, chain.
+    /// Returns whether the snapshot pool is low ([`StackPool::take`]).
     fn log_sample(
         &self,
         cpu: &CpuStats,
@@ -467,11 +479,11 @@ impl CpuBuffer {
         src: &Source<'_>,
         event: u32,
         depth: u32,
-    ) {
+    ) -> bool {
         let (pc, kernel) = src.pc();
         if !self.ring.has_room() {
             stats::inc(&cpu.sample_lost_overflow);
-            return;
+            return false;
         }
         let resolve = SAMPLE_RESOLVE.start();
         let loc = if kernel {
@@ -479,8 +491,14 @@ impl CpuBuffer {
         } else {
             match resolve_user(pc) {
                 Ok((loc, _)) => loc,
-                Err(Unresolved::NoMapping) => return stats::inc(&stats.sample_lost_no_mapping),
-                Err(Unresolved::NoMm) => return stats::inc(&stats.sample_lost_no_mm),
+                Err(Unresolved::NoMapping) => {
+                    stats::inc(&stats.sample_lost_no_mapping);
+                    return false;
+                }
+                Err(Unresolved::NoMm) => {
+                    stats::inc(&stats.sample_lost_no_mm);
+                    return false;
+                }
             }
         };
         let (pid, tgid, app) = src.task();
@@ -489,14 +507,7 @@ impl CpuBuffer {
         if depth > 0 {
             flags |= TRACE_BEGIN;
         }
-        let stack = match &self.stacks {
-            Some(pool) if depth > 0 => {
-                profile_point_time!(USER_STACK_COPY);
-                src.stack_regs()
-                    .and_then(|regs| pool.take(stats, regs, tgid))
-            }
-            _ => None,
-        };
+        let (stack, low) = self.snapshot(stats, src, tgid, depth);
         // With a snapshot `oprof` unwinds the user callers; the frame-pointer walk is not
         // needed (the user PC a kernel-mode sample entered the kernel from still is).
         let walk_user = stack.is_none();
@@ -518,7 +529,7 @@ impl CpuBuffer {
         if pushed.is_err() {
             // Another producer was active (cannot happen from the sampling interrupt).
             stats::inc(&cpu.sample_lost_overflow);
-            return;
+            return low;
         }
         if depth > 0 {
             let w = Walk {
@@ -540,6 +551,29 @@ impl CpuBuffer {
         }
         // Only another producer (which cannot run here) could refuse; it publishes these too.
         self.ring.publish();
+        low
+    }
+
+    /// The user-stack snapshot of a sample of `src` (task `tgid`) with a backtrace of `depth`,
+    /// if snapshots are on, and whether the pool is now low ([`StackPool::take`]).
+    fn snapshot(
+        &self,
+        stats: &Stats,
+        src: &Source<'_>,
+        tgid: i32,
+        depth: u32,
+    ) -> (Option<KBox<UserStack>>, bool) {
+        let Some(pool) = self.stacks.as_ref().filter(|_| depth > 0) else {
+            return (None, false);
+        };
+        profile_point_time!(USER_STACK_COPY);
+        match src
+            .stack_regs()
+            .and_then(|regs| pool.take(stats, regs, tgid))
+        {
+            Some(t) => (t.stack, t.low),
+            None => (None, false),
+        }
     }
 
     /// Hands every queued sample, oldest first, to `f`, then drops it (its references) and
@@ -566,6 +600,9 @@ pub(crate) struct Rings {
     kernel_code: KernelCode,
     /// Frames recorded per sample (0: no backtraces).
     backtrace_depth: u32,
+    /// The session's on-demand sync passes while sampling runs, queued when a CPU's snapshot
+    /// pool runs low ([`CpuBuffers::set_sync_wake`]); borrowed, not owned, by the interrupt.
+    sync_wake: RcuArc<Flush>,
 }
 
 /// The rings of a session and, per CPU id, the irq_work that runs the deferred step of its NMI
@@ -587,13 +624,23 @@ impl Rings {
         let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
         Some((cpu, self.buffers.get(cpu)?, self.stats.cpu.get(cpu)?))
     }
+
+    /// A CPU's snapshot pool is low: queues a sync pass unless one is queued, counting it in
+    /// `user_stack_sync_wake` (hard interrupt context, as the sample was taken).
+    fn wake_sync(&self) {
+        if self.sync_wake.with(|f| Flush::kick(&f.into())) == Some(true) {
+            stats::inc(&self.stats.user_stack_sync_wake);
+        }
+    }
 }
 
 impl IrqWorkHandler for Rings {
     /// The deferred step of this CPU's staged NMI samples ([`CpuBuffer::replay`]).
     fn run(&self) {
         if let Some((_, buf, cpu)) = self.this_cpu() {
-            buf.replay(cpu, &self.stats, &self.kernel_code, self.backtrace_depth);
+            if buf.replay(cpu, &self.stats, &self.kernel_code, self.backtrace_depth) {
+                self.wake_sync();
+            }
         }
     }
 }
@@ -621,6 +668,7 @@ impl CpuBuffers {
                 stats,
                 kernel_code,
                 backtrace_depth,
+                sync_wake: RcuArc::new(),
             },
             GFP_KERNEL,
         )?;
@@ -649,20 +697,31 @@ impl CpuBuffers {
             return;
         };
         if !irq_work::in_nmi() {
-            return buf.add_sample(
+            if buf.add_sample(
                 stats,
                 &r.stats,
                 &r.kernel_code,
                 regs,
                 event,
                 r.backtrace_depth,
-            );
+            ) {
+                r.wake_sync();
+            }
+            return;
         }
         if buf.stage(stats, regs, event, r.backtrace_depth) {
             if let Some(work) = self.deferred.get(cpu) {
                 work.queue();
             }
         }
+    }
+
+    /// Sets the sync passes a sample queues when its CPU's snapshot pool runs low
+    /// (`user_stack_sync_wake`), or none. Set while sampling runs and cleared once it stopped
+    /// (and before the session is dropped: the passes hold the session, which holds these
+    /// rings). Sleeps (waits for an RCU grace period when one was set): process context.
+    pub(crate) fn set_sync_wake(&self, flush: Option<Arc<Flush>>) {
+        self.rings.sync_wake.set(flush);
     }
 
     /// CPU `cpu` goes offline, its sample sources stopped: runs the deferred step of the NMI

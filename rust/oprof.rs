@@ -326,11 +326,18 @@ impl Oprofile {
             return Ok(());
         }
         self.stats.reset();
-        ctl.model.start(&session)?;
+        // Samples may queue a pass when a snapshot pool runs low (`cpu_buffer`); cleared at
+        // stop, which breaks the cycle session -> rings -> flush -> session.
+        session.cpu.set_sync_wake(ctl.flush.clone());
+        if let Err(e) = ctl.model.start(&session) {
+            session.cpu.set_sync_wake(None);
+            return Err(e);
+        }
         let sync = match SyncWork::start(session.clone(), self.queue(), ctl.model.poller()) {
             Ok(sync) => sync,
             Err(e) => {
                 ctl.model.stop();
+                session.cpu.set_sync_wake(None);
                 return Err(e);
             }
         };
@@ -356,6 +363,9 @@ impl Oprofile {
         sync.stop();
         drop(sync);
         ctl.model.stop();
+        if let Some(session) = &ctl.session {
+            session.cpu.set_sync_wake(None);
+        }
         if let Some(t) = ctl.period_start.take() {
             ctl.period_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(0);
         }

@@ -182,7 +182,9 @@ pub(crate) trait OpFile<C: Sync + 'static>: 'static {
     /// Called at the last close of a successful open.
     fn release(_ctx: &C, _id: Self::Id) {}
 
-    /// Reads at `*pos` into `out`; returns the bytes written.
+    /// Reads at `*pos` into `out`; returns the bytes written. A [`Self::STREAM`] file has no
+    /// offset (the VFS passes none): `pos` is then a scratch 0, whatever the call makes of it
+    /// is dropped.
     fn read(
         _ctx: &C,
         _id: Self::Id,
@@ -361,10 +363,22 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
         0
     }
 
+    /// The file position the VFS passed: `None` for a stream file ([`OpFile::STREAM`]:
+    /// `stream_open` cleared `FMODE_ATOMIC_POS` and the offset modes, so `ksys_read` and
+    /// `ksys_write` pass a null `ppos`, `file_ppos`), else the position.
+    ///
+    /// # Safety
+    ///
+    /// `ppos` is null or valid and not aliased for `'a`.
+    unsafe fn pos<'a>(ppos: *mut bindings::loff_t) -> Option<&'a mut Offset> {
+        // SAFETY: Null or valid and unaliased for `'a` (our contract); `Offset` is `loff_t`.
+        unsafe { ppos.as_mut() }
+    }
+
     /// # Safety
     ///
     /// Called by the VFS for an open file of this vtable, `buf` a user pointer of `count` bytes,
-    /// `ppos` valid.
+    /// `ppos` null (a stream file) or valid and not aliased during the call.
     unsafe extern "C" fn read(
         file: *mut bindings::file,
         buf: *mut c_char,
@@ -379,8 +393,10 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
         // SAFETY: `file` is open: `private_data` holds the value `open` stored.
         let open = Open::from_private(unsafe { (*file).private_data });
         let mut out = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
-        // SAFETY: `ppos` is valid and not aliased during the call (our contract).
-        let pos = unsafe { &mut *ppos };
+        // A stream file has no offset: its reads see a scratch 0 (`OpFile::read`).
+        let mut scratch: Offset = 0;
+        // SAFETY: `ppos` is null or valid and not aliased during the call (our contract).
+        let pos = unsafe { Self::pos(ppos) }.unwrap_or(&mut scratch);
         match T::read(ctx, id, open, &mut out, pos) {
             Ok(n) => n as isize,
             Err(e) => e.to_errno() as isize,
@@ -398,8 +414,10 @@ impl<C: Tree, T: OpFile<C>> Vtable<C, T> {
         count: usize,
         ppos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: `ppos` is valid (our contract).
-        if unsafe { *ppos } != 0 || count > MAX_WRITE {
+        // SAFETY: `ppos` is null or valid (our contract). A stream file has no offset: its
+        // writes count as at 0.
+        let at = unsafe { Self::pos(ppos) }.map_or(0, |p| *p);
+        if at != 0 || count > MAX_WRITE {
             return EINVAL.to_errno() as isize;
         }
         if count == 0 {

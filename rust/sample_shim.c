@@ -72,6 +72,13 @@ static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct opr
 	if (!vma)
 		return OPROFILE_LOOKUP_NONE;
 	where->exec = vma->vm_flags & VM_EXEC;
+	/*
+	 * Memory a read may touch without side effects: readable, and no device memory (VM_IO,
+	 * raw PFNs of a driver's remap_pfn_range/vmf_insert_pfn/mixed map: MMIO of UIO, DRM,
+	 * fbdev), which a load could change or, on arm64, answer with a fatal external abort.
+	 */
+	where->plain = (vma->vm_flags & VM_READ) &&
+		       !(vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP));
 	where->end = vma->vm_end;
 	if (!vma->vm_file)
 		return OPROFILE_LOOKUP_ANON;
@@ -94,7 +101,8 @@ static int lookup_vma(struct vm_area_struct *vma, struct file **file, struct opr
  * @file: out: for OPROFILE_LOOKUP_FILE the mapped file with a reference the caller owns (Rust:
  *        an ARef<File>, bridge/user.rs); else NULL
  * @where: out: for FILE the mapping's start and file page (Rust computes the offset); for FILE
- *         and ANON its end and whether it is executable (VM_EXEC)
+ *         and ANON its end, whether it is executable (VM_EXEC) and whether it may be read
+ *         (VM_READ and no device memory: @where->plain)
  *
  * Missing binding: the speculative mmap_lock section and get_file_active() are not in the
  * kernel crate. Context: interrupt; takes no lock and does not sleep.

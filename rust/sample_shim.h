@@ -20,6 +20,7 @@ struct oprofile_vma {
 	unsigned long end;	/* vm_end (FILE, ANON) */
 	unsigned long pgoff;	/* vm_pgoff: file page mapped at start (FILE) */
 	bool exec;		/* VM_EXEC (FILE, ANON) */
+	bool plain;		/* VM_READ, none of VM_IO|VM_PFNMAP|VM_MIXEDMAP (FILE, ANON) */
 };
 
 /* Results of oprofile_shim_user_lookup_*() */

@@ -175,9 +175,16 @@ stat_counters! {
         user_stack_no_buffer,
         /// User-stack snapshots not taken: the user stack could not be read.
         user_stack_fault,
+        /// User-stack snapshots not taken: the stack pointer is in a mapping that is not
+        /// readable or is device memory (`VM_IO`, `VM_PFNMAP`, `VM_MIXEDMAP`); nothing read.
+        user_stack_refused,
         /// User-stack snapshots taken but not written: no room in the event buffer, or the
         /// task's mappings could not be listed.
         user_stack_lost,
+        /// Sync passes queued early by a sampling interrupt whose CPU's snapshot pool fell to
+        /// its low watermark (`user_stack`); a request while a pass was already queued is not
+        /// counted.
+        user_stack_sync_wake,
         /// Counter readings rejected as impossible; hardware models only. Sum of
         /// `stats/N/event_read_rejected`.
         event_read_rejected,

@@ -155,6 +155,16 @@ impl<T> Ring<T> {
         v
     }
 
+    /// Values published and not yet taken (`0..=capacity`): exact for the consumer between its
+    /// own calls, a lower bound for anyone else (the producer may publish more meanwhile).
+    pub(crate) fn published_len(&self) -> u32 {
+        ring::len(
+            self.published.load(Acquire),
+            self.tail.load(Acquire),
+            self.capacity,
+        )
+    }
+
     /// Moves every queued value, oldest first, to `f`; returns how many. Returns 0 at once if
     /// another consumer is active. Never waits (`f` may sleep if the caller's context may).
     pub(crate) fn drain(&self, mut f: impl FnMut(T)) -> usize {

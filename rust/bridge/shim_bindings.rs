@@ -23,6 +23,7 @@ pub struct oprofile_vma {
     pub end: ffi::c_ulong,
     pub pgoff: ffi::c_ulong,
     pub exec: bool_,
+    pub plain: bool_,
 }
 unsafe extern "C" {
     pub fn oprofile_shim_irq_regs() -> *mut pt_regs;

@@ -96,10 +96,24 @@ pub(crate) fn lookup_irq(pc: usize) -> Lookup {
     unsafe { lookup_result(r, file, &vma, pc) }
 }
 
-/// The end (exclusive) of the current task's mapping that contains user address `addr` (for
-/// the stack pointer: the stack's top), looked up without locks (any context; never sleeps);
-/// `None` when no mapping contains it, the task has no mm or its mm is being changed.
-pub(crate) fn mapping_end_irq(addr: usize) -> Option<usize> {
+/// The current task's mapping that contains a user stack pointer, for reading the stack
+/// ([`stack_end_irq`]).
+pub(crate) enum StackEnd {
+    /// The end (exclusive) of a mapping that is readable and no device memory: the stack's
+    /// top.
+    End(usize),
+    /// A mapping a read must not touch: not `VM_READ`, or device memory (`VM_IO`,
+    /// `VM_PFNMAP`, `VM_MIXEDMAP`: a driver's MMIO, where a load may have side effects or, on
+    /// arm64, raise a fatal external abort).
+    Refused,
+    /// No mapping contains it, the task has no mm, or its mm is being changed.
+    Unknown,
+}
+
+/// Where the current task's mapping that contains user address `addr` (a stack pointer) ends,
+/// if its memory may be read ([`StackEnd`]); looked up without locks (any context; never
+/// sleeps).
+pub(crate) fn stack_end_irq(addr: usize) -> StackEnd {
     let mut file = core::ptr::null_mut();
     let mut vma = Vma::default();
     // SAFETY: Valid out-pointers; the shim takes no lock and does not sleep.
@@ -107,8 +121,9 @@ pub(crate) fn mapping_end_irq(addr: usize) -> Option<usize> {
     // SAFETY: The shim referenced `file` for LOOKUP_FILE and left it null otherwise; the
     // reference drops here.
     match unsafe { lookup_result(r, file, &vma, addr) } {
-        Lookup::File { .. } | Lookup::Anon { .. } => Some(vma.end),
-        _ => None,
+        Lookup::File { .. } | Lookup::Anon { .. } if vma.plain => StackEnd::End(vma.end),
+        Lookup::File { .. } | Lookup::Anon { .. } => StackEnd::Refused,
+        _ => StackEnd::Unknown,
     }
 }
 

@@ -71,6 +71,31 @@ pub const USER_STACK_SIZE_MAX: u64 = 16384;
 /// Mappings a USER_MAPS record lists at most.
 pub const USER_MAPS_MAX: usize = 256;
 
+/// Memory the user-stack snapshot buffers of one CPU may take, bytes (each buffer counted at
+/// its allocation's size: the power of two at or above its record's bytes, as `kmalloc`
+/// rounds).
+pub const STACK_POOL_BYTES: usize = 4 << 20;
+/// Snapshot buffers per CPU at least, and at most: see [`stack_pool_buffers`].
+pub const STACK_POOL_MIN: u32 = 256;
+pub const STACK_POOL_MAX: u32 = 2048;
+
+/// Snapshot buffers per CPU for records of `record_bytes` (header and stack) and a CPU ring of
+/// `ring_capacity` entries: as many as [`STACK_POOL_BYTES`] holds, within [`STACK_POOL_MIN`]
+/// ..= [`STACK_POOL_MAX`] (the smallest stack, 4 bytes, would give 16384; the largest,
+/// [`USER_STACK_SIZE_MAX`], 128, too few to outlast a sync interval at 1,000 samples/s), and no
+/// more than the ring holds samples (each waiting snapshot is one sample's). With
+/// `user_stack_size` 2048 (`oprof record -g`) 1024 buffers, about a second of samples at
+/// 1,000/s; at the largest size 256 (8 MiB).
+pub fn stack_pool_buffers(record_bytes: usize, ring_capacity: u32) -> u32 {
+    let each = record_bytes
+        .max(1)
+        .checked_next_power_of_two()
+        .unwrap_or(usize::MAX);
+    let fits = u32::try_from(STACK_POOL_BYTES / each).unwrap_or(u32::MAX);
+    fits.clamp(STACK_POOL_MIN, STACK_POOL_MAX)
+        .min(ring_capacity)
+}
+
 /// Registers of a USER_STACK record in a stream of `word_bytes`-byte words: 17 for 4-byte words
 /// (ARM: r0..r15, cpsr, `pt_regs.uregs[0..17]`), 34 for 8-byte words (AArch64: x0..x30, sp, pc,
 /// pstate, `struct user_pt_regs`).
@@ -327,6 +352,24 @@ impl Iterator for Decoder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stack_pool_sizes() {
+        // 2048 stack bytes + the AArch64 header (37 words): 2344 bytes in a 4 KiB allocation.
+        let arm64 = |stack: usize| stack + 8 * user_stack_header_words(8);
+        assert_eq!(stack_pool_buffers(arm64(2048), 8192), 1024);
+        assert_eq!(stack_pool_buffers(arm64(16384), 8192), STACK_POOL_MIN);
+        assert_eq!(stack_pool_buffers(arm64(8), 8192), STACK_POOL_MAX);
+        // ARM: 2048 + 20 words = 2128 bytes, also 4 KiB.
+        assert_eq!(
+            stack_pool_buffers(2048 + 4 * user_stack_header_words(4), 8192),
+            1024
+        );
+        // Never more than the ring's samples; absurd sizes do not overflow.
+        assert_eq!(stack_pool_buffers(arm64(2048), 16), 16);
+        assert_eq!(stack_pool_buffers(usize::MAX, 8192), STACK_POOL_MIN);
+        assert_eq!(stack_pool_buffers(0, 8192), STACK_POOL_MAX);
+    }
 
     fn all_records() -> [Record; 9] {
         [

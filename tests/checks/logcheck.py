@@ -30,6 +30,7 @@ By hand, on a saved log: python3 tests/checks/user.py --log build/tests/virt-a15
 """
 import argparse
 import base64
+import bisect
 import gzip
 import os
 import re
@@ -269,6 +270,108 @@ def repeated_kernel_frames(decode_text):
                     bad.append((trace[0], trace[1]))
                 trace = []
     return bad
+
+
+# The routines that zero dd's buffer in `dd if=/dev/zero of=/dev/null` (the kernel-bound workload
+# of profile.sh, events.sh): each read(2) is drivers/char/mem.c read_zero, which clears the user
+# buffer a page at a time with clear_user: arm64's __arch_clear_user (a loop of 8-byte STTR
+# stores; the Cortex-A53 has no FEAT_MOPS), ARMv7's arm_clear_user (alias __clear_user_std).
+# The write to /dev/null copies nothing. Not clear_user_highpage and the like (page faults).
+ZEROING = re.compile(r"^(\w*_)?clear_user(_std)?$|^read_zero$")
+# The least share of a dd's kernel samples that falls in ZEROING, stated from the workload, not
+# from a ranking: every 64 KiB read zeroes 16 pages in clear_user (8192 stores on arm64, 16384
+# on ARMv7: some 25,000 instructions per read), assembly that no debug option instruments, so
+# its time per read is the same on every kernel variant. The rest of a read/write pair (two
+# system calls' entry and exit, fdget, the per-page signal check and cond_resched) is C, which
+# lockdep, KASAN and the might_sleep checks make many times slower: cond_resched's
+# might_sleep check alone asks lockdep three times per page (lock_is_held_type), each an
+# interrupt mask and unmask, which QEMU's TCG emulates slowly (on the arm64 debug kernel with
+# pseudo-NMIs a write of the GIC's priority mask). Timer-mode samples also move to where
+# interrupts come back on (el0_svc, lock_is_held_type), all within dd's own samples. 1 % lets
+# that rest take up to 99 times the zeroing's time. What the floor catches is attribution gone
+# wrong: PCs resolved against the wrong text leave a share of the order of the two routines'
+# size in the kernel text (well under 0.1 %), samples charged to the wrong task none.
+ZEROING_FLOOR = 0.01
+
+
+def work_pids(log):
+    """The pids of the last each_cpu workload, as the guest printed them (lib.sh work_pids:
+    "WORKPIDS PID..."), as a set; empty when the line is missing."""
+    m = re.findall(r"^WORKPIDS((?: \d+)*)$", log, re.M)
+    return {int(x) for x in m[-1].split()} if m else set()
+
+
+def text_symbols(sysmap_path):
+    """System.map's text symbols (types t, T, w, W) as (sorted addresses, their names)."""
+    syms = []
+    with open(sysmap_path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 3 and w[1] in "tTwW":
+                syms.append((int(w[0], 16), w[2]))
+    syms.sort()
+    return [a for a, _ in syms], [n for _, n in syms]
+
+
+def kernel_samples_by_pid(decode_text):
+    """The kernel-mode samples of an `oprof decode` listing (not call-chain frames, grouped as
+    `oprof report` groups them: input/stream.rs ChainState), as {pid: [pc, ...]}; pid None for
+    samples between a CPU_SWITCH and the CTX_SWITCH after it (the module writes none there)."""
+    pid, kernel, trace_next, chain_open = None, None, False, False
+    out = {}
+    for line in decode_text.splitlines():
+        rec = line.partition(": ")[2].strip()
+        if rec in ("KernelEnter", "KernelExit"):
+            kernel = rec == "KernelEnter"
+        elif rec == "TraceBegin":
+            trace_next, chain_open = True, False
+        elif rec.startswith("CpuSwitch"):
+            pid, chain_open = None, False
+        elif m := re.match(r"CtxSwitch \{ pid: (?:0x)?([0-9a-f]+)", rec):
+            pid, chain_open = int(m[1], 16), False
+        elif m := re.match(r"Sample \{ pc: (?:0x)?([0-9a-f]+), event: (?:0x)?([0-9a-f]+)", rec):
+            if chain_open and int(m[2], 16) == 0 and not trace_next:
+                continue
+            chain_open, trace_next = trace_next, False
+            if kernel:
+                out.setdefault(pid, []).append(int(m[1], 16))
+    return out
+
+
+def zeroing_samples(decode_text, sysmap_path, pids):
+    """How the kernel samples of an `oprof decode` listing fall on the ZEROING routines, by
+    System.map (not by oprof's symbol tables): (the samples of PIDS in them, all kernel samples
+    of PIDS, the samples of every task in them)."""
+    addrs, names = text_symbols(sysmap_path)
+
+    def zeroing(pc):
+        i = bisect.bisect_right(addrs, pc) - 1
+        return i >= 0 and ZEROING.search(names[i]) is not None
+
+    by_pid = kernel_samples_by_pid(decode_text)
+    mine = [pc for p in pids for pc in by_pid.get(p, [])]
+    every = sum(zeroing(pc) for pcs in by_pid.values() for pc in pcs)
+    return sum(map(zeroing, mine)), len(mine), every
+
+
+def zeroing_checks(s, rep, decode):
+    """Two checks of a capture of `dd if=/dev/zero of=/dev/null` per CPU (REP: its `oprof report
+    --json`; DECODE: its `oprof decode` listing) that kernel samples land on the right routine in
+    the right task, whatever the kernel's debug options add around it: the dd processes' own
+    kernel samples (their pids from the guest's WORKPIDS line, their samples from the listing's
+    task switches, their symbols from System.map) fall on ZEROING at least ZEROING_FLOOR of the
+    time, and dd holds most of ZEROING's samples (other tasks zero user memory only at exec);
+    `oprof report` puts on those routines exactly the samples System.map does."""
+    pids = work_pids(s.log)
+    mine_zero, mine, every = zeroing_samples(decode, f"{s.kout}/System.map", pids)
+    share = mine_zero / mine if mine else 0
+    s.check(len(pids) == s.cpus and mine >= 200 and share >= ZEROING_FLOOR and mine_zero >= 0.9 * every,
+            f"dd's zeroing routines hold {mine_zero} of the {mine} kernel samples of its pids {sorted(pids)} "
+            f"({share:.1%}, want >= {ZEROING_FLOOR:.0%} of >= 200, one dd per CPU) and >= 90% of the {every} "
+            f"samples of every task there")
+    rows = {r["symbol"]: r["samples"] for r in rep["rows"] if r["image"] == "vmlinux" and ZEROING.search(r["symbol"])}
+    s.check(sum(rows.values()) == every,
+            f"oprof report's zeroing rows {rows} hold the {every} samples System.map puts there")
 
 
 def main(doc, plan, checks):

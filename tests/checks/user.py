@@ -5,13 +5,13 @@ samples in unmapped/exec'd/exited code and in a module loaded while profiling; `
 of hot_a and `oprof diff` of hot_timer (70/30) against flip (the same program at 30/70).
 
 Cases: hot_timer, flip, hot_thumb (hot built -O2, no frame pointer: Thumb-2 on ARMv7), split,
-sort, corrupt (tests/guest/callers.c, -O2 (Thumb-2 on ARMv7), stripped, its debug file on the host
-only; with user-stack snapshots), churn, kmod, and on boards with a PMU interrupt (virt-a15,
-virt-a53, imx8mp-evk) hot_cycles and split_cycles.
+sort, corrupt, noread, vvar (tests/guest/callers.c, -O2 (Thumb-2 on ARMv7), stripped, its debug
+file on the host only; with user-stack snapshots), churn, kmod, and on boards with a PMU
+interrupt (virt-a15, virt-a53, imx8mp-evk) hot_cycles and split_cycles.
 Plan: per case 3 checks, + 3 for hot_*, + 7 for hot_timer, + 2 for flip, + 2 for hot_thumb, + 4
-for split*, + 6 for sort, + 5 for corrupt, + 4 for churn, + 2 for kmod: hot_timer 13, flip 5,
-hot_thumb 8, split 7, sort 9, corrupt 8, churn 7, kmod 5, hot_cycles 6, split_cycles 7 (62 on
-realview-pb-a8, 75 on the others). A case
+for split*, + 6 for sort, + 5 for corrupt, + 1 for noread and vvar, + 4 for churn, + 2 for kmod:
+hot_timer 13, flip 5, hot_thumb 8, split 7, sort 9, corrupt 8, noread 4, vvar 4, churn 7, kmod 5,
+hot_cycles 6, split_cycles 7 (70 on realview-pb-a8, 83 on the others). A case
 whose stream, session blocks or reports are missing reports its planned checks as failed.
 
 Usage (see tests/checks/logcheck.py for every option):
@@ -56,13 +56,14 @@ CALLS = {"leaf": {"caller_a", "caller_b", "cmp_words"}, "caller_a": {"main"}, "c
 
 
 def cases(board):
-    return (["hot_timer", "flip", "hot_thumb", "split", "sort", "corrupt", "churn", "kmod"]
+    return (["hot_timer", "flip", "hot_thumb", "split", "sort", "corrupt", "noread", "vvar", "churn", "kmod"]
             + (["hot_cycles", "split_cycles"] if board in PMU_IRQ else []))
 
 
 def case_plan(c):
     return (3 + 3 * c.startswith("hot") + 7 * (c == "hot_timer") + 2 * (c == "flip") + 2 * (c == "hot_thumb")
-            + 4 * c.startswith("split") + 6 * (c == "sort") + 5 * (c == "corrupt") + 4 * (c == "churn")
+            + 4 * c.startswith("split") + 6 * (c == "sort") + 5 * (c == "corrupt") + (c in ("noread", "vvar"))
+            + 4 * (c == "churn")
             + 2 * (c == "kmod"))
 
 
@@ -257,6 +258,19 @@ def check_case(s, c, rep, allstats):
                     f"hot_a + hot_b samples {a + b}")
     if c.startswith("split") or c in ("sort", "corrupt"):
         check_unwound(s, c, rep, st, samples)
+    if c in ("noread", "vvar"):
+        # sp in a PROT_NONE mapping (not VM_READ) or in [vvar] (VM_MIXEDMAP, as a driver's
+        # device mapping): every traced sample of spin_on_junk (user mode, backtraces and
+        # snapshots on) that found a free buffer is refused before any read, none read as a
+        # fault or a snapshot.
+        spin = samples(CALLERS, "spin_on_junk")
+        refused, fault = st.get("user_stack_refused", 0), st.get("user_stack_fault", 0)
+        no_buffer = st.get("user_stack_no_buffer", 0)
+        snaps = snapshot_note(rep).get("snapshots", 0)
+        s.check(spin >= 100 and refused + no_buffer >= spin and refused >= spin // 2 and snaps <= rep["total"] - spin,
+                f"{c}: sp in memory the interrupt must not read: stats/user_stack_refused {refused} (+ "
+                f"user_stack_no_buffer {no_buffer}) >= the {spin} samples in spin_on_junk (want >= 100), "
+                f"user_stack_fault {fault}, {snaps} snapshots unwound <= the {rep['total'] - spin} other samples")
     if c == "churn":
         lib = samples("/lib/libspin.so", "spin_in_lib")
         s.check(lib > 0, f"{c}: samples in dlclose()d /lib/libspin.so spin_in_lib ({lib})")
@@ -317,8 +331,11 @@ def check_unwound(s, c, rep, st, samples):
                                       f"(made up: {made_up[:5]})")
     note = snapshot_note(rep)
     lost = {k: st.get(k, 0) for k in ("user_stack_no_buffer", "user_stack_lost")}
-    # Every user-mode sample of the program carried a snapshot, unless the module counted why not;
-    # every snapshot had its task's mappings; one is left unused where the module cut its chain
+    # Every user-mode sample of the program carried a snapshot, unless the module counted why not,
+    # and none went without for want of a buffer: a sample that leaves its CPU's pool half empty
+    # queues a sync pass at once (user_stack_sync_wake, printed), so a late periodic pass does not
+    # empty it (user_stack_no_buffer 53-353 on virt-a53-debug beside a host load before); every
+    # snapshot had its task's mappings; one is left unused where the module cut its chain
     # before user space (counted) or its kernel frames took the whole depth.
     user = sum(r["samples"] for r in rep["rows"] if r["image"] == CALLERS)
     taken = note.get("snapshots", 0) + st.get("user_stack_fault", 0)
@@ -327,7 +344,8 @@ def check_unwound(s, c, rep, st, samples):
             and not any(lost.values()),
             f"{c}: snapshots {note.get('snapshots')} + user_stack_fault {st.get('user_stack_fault', 0)} cover the "
             f"{user} samples in {CALLERS}; {note.get('no_maps')} without mappings; {note.get('cut')} chains cut "
-            f"short <= {cut} the module cut (bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost})")
+            f"short <= {cut} the module cut (bt_lost_no_mapping, backtrace_aborted); none lost in the module ({lost}; "
+            f"early sync passes: user_stack_sync_wake {st.get('user_stack_sync_wake', 'missing')})")
     if c.startswith("split"):
         callers = cg.get((CALLERS, "leaf"), {})
         a, b = callers.get((CALLERS, "caller_a"), 0), callers.get((CALLERS, "caller_b"), 0)

@@ -2,8 +2,8 @@
 . /tests/lib.sh
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
-# 93 checks + 8 per possible CPU (its stats/cpuN/ files).
-plan $((94 + 8 * (last + 1)))
+# 98 checks + 8 per possible CPU (its stats/cpuN/ files).
+plan $((99 + 8 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -17,7 +17,7 @@ for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type bac
 done
 expect "mode of dump (root only, write only)" 200 mode dump
 expect "mode of stats/" 755 mode stats
-for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled bt_user_thumb bt_user_bad_frame bt_user_not_call event_read_rejected event_read_rejected_overflows period_ns; do
+for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled bt_user_thumb bt_user_bad_frame bt_user_not_call event_read_rejected event_read_rejected_overflows period_ns user_stack_no_buffer user_stack_fault user_stack_refused user_stack_lost user_stack_sync_wake; do
     expect "mode of stats/$s" 444 mode stats/$s
 done
 for cpu in $(seq 0 "$last"); do

@@ -10,6 +10,12 @@
  *   callers corrupt SECONDS spin_on_junk() spins with sp (AArch64: sp and the frame pointer x29)
  *                           pointing into a heap buffer of random words (a corrupted stack): its
  *                           samples' chains must end, counted
+ *   callers refused SECONDS none|vvar
+ *                           spin_on_junk() with sp in memory the sampling interrupt must not read:
+ *                           a PROT_NONE mapping (none), or the vDSO's data page ([vvar]:
+ *                           VM_MIXEDMAP, the flags of a driver's device mapping, but plain RAM
+ *                           whose reading is harmless if the module did read it); its
+ *                           snapshots must be refused, counted
  *   callers sort N          libc's qsort() of N words, whose comparison function cmp_words()
  *                           calls leaf(): chains leaf <- cmp_words <- (libc qsort) <- sort_words
  *                           <- main
@@ -17,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 volatile unsigned int leaf_sink;
@@ -83,6 +90,35 @@ __attribute__((noipa)) void spin_on_junk(void *junk, unsigned int n)
 #endif
 }
 
+/*
+ * A stack pointer (16-byte aligned, mid-mapping) in memory the module must not read: a fresh
+ * PROT_NONE mapping ("none"), or this process's [vvar] mapping ("vvar"). NULL, said on stderr,
+ * when there is none.
+ */
+static char *refused_stack(const char *kind)
+{
+	unsigned long start = 0, end = 0;
+	char line[256];
+	FILE *maps;
+
+	if (!strcmp(kind, "none")) {
+		char *p = mmap(NULL, 64 * 1024, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		return p == MAP_FAILED ? NULL : p + 32 * 1024;
+	}
+	if (strcmp(kind, "vvar") || !(maps = fopen("/proc/self/maps", "r")))
+		return NULL;
+	while (fgets(line, sizeof(line), maps))
+		if (strstr(line, "[vvar]") && sscanf(line, "%lx-%lx", &start, &end) == 2)
+			break;
+	fclose(maps);
+	if (end <= start) {
+		fprintf(stderr, "callers: no [vvar] mapping\n");
+		return NULL;
+	}
+	return (char *)((start + (end - start) / 2) & ~15ul);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -123,6 +159,17 @@ int main(int argc, char **argv)
 		free(junk);
 		return 0;
 	}
+	if (argc == 4 && !strcmp(argv[1], "refused")) {
+		double end = now() + atof(argv[2]);
+		char *where = refused_stack(argv[3]);
+
+		if (!where)
+			return 2;
+		while (now() < end)
+			spin_on_junk(where, 1000000);
+		printf("callers: spun with sp at %p (%s)\n", (void *)where, argv[3]);
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "sort")) {
 		size_t n = strtoul(argv[2], NULL, 0);
 		unsigned int *v = malloc(n * sizeof(*v));
@@ -135,6 +182,7 @@ int main(int argc, char **argv)
 		free(v);
 		return 0;
 	}
-	fprintf(stderr, "usage: callers split SECONDS | callers corrupt SECONDS | callers sort N\n");
+	fprintf(stderr, "usage: callers split SECONDS | callers corrupt SECONDS | "
+		"callers refused SECONDS none|vvar | callers sort N\n");
 	return 2;
 }

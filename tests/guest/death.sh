@@ -9,6 +9,9 @@
 plan 20
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent
+# A soft lockup report (seen once on virt-a53-debug: migration/0 stuck 23 s right after the
+# hardware-mode load) then carries every CPU's backtrace, so it names what held the other CPU.
+[ -w /proc/sys/kernel/softlockup_all_cpu_backtrace ] && echo 1 > /proc/sys/kernel/softlockup_all_cpu_backtrace
 irq=$(pmu_irq)
 
 # died HOW: checks after a death; HOW names the case. With sampling=0 (the A8's PMU has no

@@ -156,6 +156,7 @@ else
         echo "disable sample_handler" > $OP/profile_points
     fi
     print_stats
+    work_pids
     print_gz opbuf /tmp/buf
     check "sampling: no sample lost for want of an interrupt" test "$(cat $OP/stats/sample_lost_no_irq)" = 0
     # kernel/user honoured: user=0 on a PMUv2 or PMUv3 core gives no user samples.

@@ -84,6 +84,10 @@ expect "kpdata read at an unaligned offset" "$(head -c 11 $KD | tail -c 9 | od -
 expect "kpdata read across the end" "$(tail -c 5 $KD | od -A n -t x1)" \
     sh -c "dd if=$KD bs=1 skip=$((bytes - 5)) count=9 2>/dev/null | od -A n -t x1"
 print_gz kpdata_run /tmp/kpdata.run
+# The oprofilefs stream of the same interval (timer mode): kprof.py holds kprof's attribution
+# to it, and the stream's to the dd processes' own samples.
+work_pids
+print_gz opbuf /tmp/buf
 
 # startclr zeroes: a fresh start counts only its own ticks.
 expect "startclr" ok optool write $KC startclr

@@ -72,10 +72,14 @@ capture() {
 captured() { capture "$@" && sed '$d' "$1.out"; }
 # each_cpu CMD: a `sh -c` script running CMD once per CPU at the same time, whose status is 1 if
 # any of them failed (it waits for each by pid: a bare `wait` returns 0 whatever the children
-# did); `&& MORE` may follow it.
+# did); `&& MORE` may follow it. The pids of the CMDs go to /tmp/each_cpu.pids (one line), for
+# work_pids.
 each_cpu() {
-    echo "p=; i=0; while [ \$i -lt $(nproc) ]; do $1 & p=\"\$p \$!\"; i=\$((i + 1)); done; s=0; for c in \$p; do wait \$c || s=1; done; [ \$s = 0 ]"
+    echo "p=; i=0; while [ \$i -lt $(nproc) ]; do $1 & p=\"\$p \$!\"; i=\$((i + 1)); done; echo \$p > /tmp/each_cpu.pids; s=0; for c in \$p; do wait \$c || s=1; done; [ \$s = 0 ]"
 }
+# work_pids: prints "WORKPIDS PID..." of the last each_cpu workload that ran, for the host
+# checks that hold kernel attribution to the workload's own samples (logcheck.py work_pids).
+work_pids() { echo "WORKPIDS $(cat /tmp/each_cpu.pids 2>/dev/null)"; }
 summary() {
     debug_report
     echo "== dmesg begin"; dmesg; echo "== dmesg end"

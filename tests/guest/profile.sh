@@ -9,6 +9,7 @@ dd if=/dev/urandom of=/tmp/data bs=1M count=4 2>/dev/null
 work="$(each_cpu 'dd if=/dev/zero of=/dev/null bs=64k count=20000') && sha256sum /tmp/data >/dev/null && gzip -c /tmp/data >/dev/null"
 check "capture" capture /tmp/buf sh -c "$work"
 print_stats
+work_pids
 echo "STAT bytes $(stat -c %s /tmp/buf)"
 print_gz opbuf /tmp/buf
 check "unload" unload

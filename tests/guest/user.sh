@@ -4,9 +4,9 @@
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
 irq=$(pmu_irq)
-# 24 checks, + 8 where the PMU raises its interrupt (the hot_cycles and split_cycles cases with
+# 26 checks, + 8 where the PMU raises its interrupt (the hot_cycles and split_cycles cases with
 # hardware events: the A15, the arm64 boards' A53s).
-plan $((24 + 8 * irq))
+plan $((26 + 8 * irq))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -40,6 +40,10 @@ expect "buffer_watershed=524288 (the reader woken at half)" ok optool write $OP/
 case_run split /bin/callers split 3
 case_run sort /bin/callers sort 300000
 case_run corrupt /bin/callers corrupt 2
+# sp in memory the interrupt must not read (not VM_READ; device-like VM_MIXEDMAP, [vvar]):
+# refused, counted in stats/user_stack_refused, nothing read.
+case_run noread /bin/callers refused 2 none
+case_run vvar /bin/callers refused 2 vvar
 expect "user_stack_size=0" ok optool write $OP/user_stack_size 0
 expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
 case_run churn /bin/churn 8 40
