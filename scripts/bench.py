@@ -209,7 +209,7 @@ SAMPLES_LOST = ("sample_lost_overflow", "sample_invalid_eip", "sample_lost_nmi_o
                 "sample_lost_no_mm", "sample_lost_no_mapping", "event_lost_overflow")
 PERIODS_COUNTED = ("sample_lost_no_irq", "sample_lost_overrun")
 CHAIN_LOSSES = ("backtrace_aborted", "bt_lost_no_mapping", "user_stack_no_buffer", "user_stack_fault",
-                "user_stack_lost")
+                "user_stack_lost", "user_stack_refused")
 
 
 def summed(r, name):

@@ -86,10 +86,11 @@ check "--force overwrites it" eval '[ $rc = 0 ] && grep -q "\"true\"" /tmp/s1/se
 
 # --- user-stack snapshots (-g's default --user-stack) at 1000 samples/s per busy CPU, with
 # oprof record's default buffers for them: no sample lost, no snapshot lost once taken.
-# A snapshot finds no free buffer when the sync pass falls more than POOL_BUFFERS (512) samples
-# behind on a CPU: 187 of 4843 once on the arm64 debug kernel with dd on both vCPUs and a busy
-# host (counted in stats/user_stack_no_buffer; the sample is delivered with a frame-pointer
-# chain). Whether the buffers keep up at a rate is a speed figure: make bench records it
+# A snapshot finds no free buffer when the sync pass falls a whole pool of samples behind on a
+# CPU (the pool: as many buffers as 4 MiB holds, 256..2048, 1024 at the default 2048 bytes; a
+# take that leaves half of it queues a sync pass at once, stats/user_stack_sync_wake): before
+# that wake, 187 of 4843 once on the arm64 debug kernel with dd on both vCPUs and a busy host
+# (counted in stats/user_stack_no_buffer; the sample is delivered with a frame-pointer chain). Whether the buffers keep up at a rate is a speed figure: make bench records it
 # (bench.json's P2 timer-stack rows), make check does not hold a busy host to it. ---
 insmod /oprofile.ko timer=1 timer_hz=1000
 n=$(nproc); pids=
