@@ -33,7 +33,7 @@ err_case() {
 # hwm PID OUT: the peak RSS (VmHWM, kB) of process PID, followed until it is reaped, in OUT.
 hwm() {
     while [ -e /proc/$1/status ]; do
-        v=$(sed -n 's/^VmHWM: *\([0-9]*\) kB$/\1/p' /proc/$1/status 2>/dev/null)
+        v=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB$/\1/p' /proc/$1/status 2>/dev/null)
         [ -z "$v" ] || echo "$v" > $2
         sleep 0.1
     done
