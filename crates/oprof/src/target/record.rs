@@ -18,6 +18,7 @@ use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
 use crate::target::events::{self, Placement};
+use crate::target::session_dir::{self, SessionDir};
 use crate::target::system::{self, Fs, System, Want, OPROFILEFS};
 use crate::view::points;
 use anyhow::{anyhow, bail, Context, Result};
@@ -168,74 +169,6 @@ fn duration(secs: Option<f64>) -> Result<Option<Duration>> {
             .ok_or_else(|| anyhow!("--duration {s}: expected a positive number of seconds"))
     })
     .transpose()
-}
-
-/// The session directory while it is being made: removed again (an empty directory that was
-/// there before is left empty) if recording fails before the capture starts, so a failed run
-/// leaves nothing that looks like a session.
-#[derive(Debug)]
-pub struct OutputDir {
-    path: PathBuf,
-    existed: bool,
-    armed: bool,
-}
-
-impl OutputDir {
-    /// Keeps the directory whatever happens next.
-    fn keep(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for OutputDir {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = std::fs::remove_dir_all(&self.path);
-            if self.existed {
-                let _ = std::fs::create_dir(&self.path);
-            }
-        }
-    }
-}
-
-/// Makes `dir` an empty directory: creates it, or clears an old session there with `force`.
-/// Refuses a non-directory, a directory with other content, or an old session without `force`.
-pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
-    let shown = dir.display();
-    let existed = dir.is_dir();
-    if dir.exists() || dir.is_symlink() {
-        if !dir.is_dir() {
-            bail!("{shown} exists and is not a directory");
-        }
-        let empty = std::fs::read_dir(dir)
-            .with_context(|| format!("reading {shown}"))?
-            .next()
-            .is_none();
-        if !empty {
-            if !session::Session::is_session(dir) {
-                bail!("{shown} exists and is not an oprof session directory; not overwriting it");
-            }
-            if !force {
-                bail!("{shown} holds a session already; use --force to overwrite it, or -o another directory");
-            }
-            std::fs::remove_dir_all(dir)
-                .with_context(|| format!("removing the old session {shown}"))?;
-        }
-    }
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the session directory {shown}"))?;
-    let out = OutputDir {
-        path: dir.to_path_buf(),
-        existed,
-        armed: true,
-    };
-    // Root passes permission bits; a read-only filesystem still fails here.
-    let probe = dir.join(".oprof-probe");
-    File::create(&probe)
-        .with_context(|| format!("cannot write in the session directory {shown}"))?;
-    std::fs::remove_file(&probe)
-        .with_context(|| format!("cannot write in the session directory {shown}"))?;
-    Ok(out)
 }
 
 /// What the reader thread read.
@@ -474,25 +407,23 @@ fn find_kos(dir: &Path) -> BTreeMap<String, PathBuf> {
     out
 }
 
-/// Copies target file `path` to `root/path`. Errors name the file.
-fn archive_file(root: &Path, path: &Path) -> Result<PathBuf> {
-    let rel = path.strip_prefix("/").unwrap_or(path);
-    let dest = root.join(rel);
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    std::fs::copy(path, &dest)
-        .with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
-    Ok(dest)
-}
-
-/// Copies the target file `path` under `root` ([`archive_file`]) and records its build-id and
-/// `.gnu_debuglink` (read from the copy; nothing for a file with neither, or no ELF file) in
-/// `ids` by target path: what a host needs to find the debug file later. Errors: the copy's.
-pub fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, Ids>) -> Result<()> {
-    let dest = archive_file(root, path)?;
-    if let Some(found) = Ids::read(&dest).filter(|i| !i.is_empty()) {
+/// Copies the target file `path` to `root/PATH` of the session ([`SessionDir::create_under`]:
+/// no link followed, 0600) and records its build-id and `.gnu_debuglink` (read from the bytes
+/// copied; nothing for a file with neither, or no ELF file) in `ids` by target path: what a host
+/// needs to find the debug file later. Errors name the file.
+pub fn archive_image(out: &SessionDir, path: &Path, ids: &mut BTreeMap<String, Ids>) -> Result<()> {
+    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut dest = out.create_under(session::ROOT, path)?;
+    dest.write_all(&data).with_context(|| {
+        format!(
+            "copying {} into {}/{}",
+            path.display(),
+            out.path().display(),
+            session::ROOT
+        )
+    })?;
+    let found = object::File::parse(&*data).ok().map(|f| Ids::of(&f));
+    if let Some(found) = found.filter(|i| !i.is_empty()) {
         ids.insert(path.display().to_string(), found);
     }
     Ok(())
@@ -592,7 +523,9 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
         bail!("must be run as root (opening /dev/oprofile/buffer needs CAP_SYS_ADMIN, loading the module CAP_SYS_MODULE)");
     }
     install_signal_handlers()?;
-    let mut out = prepare_dir(&args.output, args.force)?;
+    // A session holds process memory (stack bytes, addresses): nothing of it is for others.
+    session_dir::private_umask();
+    let mut out = SessionDir::prepare(&args.output, args.force)?;
     let want = Want {
         dir: args.oprofilefs.clone(),
         module: args.module.clone(),
@@ -772,11 +705,10 @@ fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::proce
         return Ok(None);
     };
     use std::os::unix::process::CommandExt;
-    match std::process::Command::new(path)
-        .arg0(name)
-        .args(rest)
-        .spawn()
-    {
+    let mut command = std::process::Command::new(path);
+    command.arg0(name).args(rest);
+    session_dir::caller_umask_for(&mut command);
+    match command.spawn() {
         Ok(c) => Ok(Some(c)),
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
@@ -835,12 +767,6 @@ fn supervise(
     }
 }
 
-/// Writes a file of the session directory `dir`.
-fn write_file(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
-    let p = dir.join(name);
-    std::fs::write(&p, data).with_context(|| format!("writing {}", p.display()))
-}
-
 /// What [`collect`] copied of the system after the run.
 struct Collected {
     stats: BTreeMap<String, u64>,
@@ -852,40 +778,35 @@ struct Collected {
 /// Copies the session files of the closed capture into `dir` (`images` keeps the closed
 /// session's ids until the next open): images, stats, kpdata, profile points, /proc/modules,
 /// module sections, kallsyms; puts kprof and the profile points back as [`Extras`] found them.
-fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Collected> {
+fn collect(args: &RecordArgs, fs: &Fs, out: &SessionDir, extras: Extras) -> Result<Collected> {
     let mut notes = vec![];
-    write_file(dir, session::IMAGES, &fs.read_bytes("images")?)?;
+    out.write(session::IMAGES, &fs.read_bytes("images")?)?;
     let stats = fs.stats()?;
-    write_file(
-        dir,
+    out.write(
         session::STATS,
         (serde_json::to_string_pretty(&stats)? + "\n").as_bytes(),
     )?;
     let mut kprof_info = None;
     if args.kprof {
-        write_file(dir, session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
+        out.write(session::KPDATA, &fs.read_bytes("kprof/kpdata")?)?;
         kprof_info = Some(kpctl(fs)?);
         if extras.kprof_was_started {
             fs.write("kprof/kpctl", "start")?;
         }
     }
     if let Some(before) = extras.points_before {
-        write_file(
-            dir,
-            session::PROFILE_POINTS,
-            &fs.read_bytes("profile_points")?,
-        )?;
+        out.write(session::PROFILE_POINTS, &fs.read_bytes("profile_points")?)?;
         fs.write("profile_points", "disable all")?;
         for p in before.iter().filter(|p| p.enabled) {
             fs.write("profile_points", &format!("enable {}", p.name))?;
         }
     }
     let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
-    write_file(dir, session::PROC_MODULES, proc_modules.as_bytes())?;
+    out.write(session::PROC_MODULES, proc_modules.as_bytes())?;
     let sections = module_sections();
-    write_file(dir, session::MODULE_SECTIONS, sections.as_bytes())?;
+    out.write(session::MODULE_SECTIONS, sections.as_bytes())?;
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-    write_file(dir, session::KALLSYMS, kallsyms.as_bytes())?;
+    out.write(session::KALLSYMS, kallsyms.as_bytes())?;
     if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
         let n =
             "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
@@ -961,25 +882,24 @@ fn module_files(
 /// `dir/root` (created even when nothing is copied); returns their build ids. What cannot be
 /// copied is a note.
 fn archive(
-    dir: &Path,
+    out: &SessionDir,
     facts: &StreamFacts,
     c: &mut Collected,
     modules: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, Ids>> {
     let mut debug_ids = BTreeMap::new();
-    let root = dir.join(session::ROOT);
-    let map = crate::resolve::images::ImageMap::parse(
-        &std::fs::read(dir.join(session::IMAGES))?,
-        "images",
-    )?;
+    out.mkdir(session::ROOT)?;
+    let map = crate::resolve::images::ImageMap::parse(&out.read(session::IMAGES)?, "images")?;
     let notes = &mut c.notes;
-    let mut copied = 0;
+    // A path listed under two ids is copied once.
+    let mut copied = BTreeSet::new();
     for id in &facts.images {
         match map.path(*id) {
             Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => {
-                match archive_image(&root, Path::new(p), &mut debug_ids) {
-                    Ok(_) => copied += 1,
-                    Err(e) => notes.push(format!("archive: {e:#}")),
+                if copied.insert(p.to_string()) {
+                    if let Err(e) = archive_image(out, Path::new(p), &mut debug_ids) {
+                        notes.push(format!("archive: {e:#}"));
+                    }
                 }
             }
             Some(p) => notes.push(format!("archive: {p}: not on the target any more")),
@@ -993,14 +913,12 @@ fn archive(
             .iter()
             .any(|&pc| pc >= base && pc - base < size);
         if let (true, Some(p)) = (sampled, modules.get(name)) {
-            match archive_image(&root, Path::new(p), &mut debug_ids) {
-                Ok(_) => copied += 1,
-                Err(e) => notes.push(format!("archive: {e:#}")),
+            if copied.insert(p.clone()) {
+                if let Err(e) = archive_image(out, Path::new(p), &mut debug_ids) {
+                    notes.push(format!("archive: {e:#}"));
+                }
             }
         }
-    }
-    if copied == 0 {
-        std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
     }
     Ok(debug_ids)
 }
@@ -1055,7 +973,7 @@ fn record(
     args: &RecordArgs,
     argv: &[String],
     sys: &mut System,
-    outdir: &mut OutputDir,
+    outdir: &mut SessionDir,
     cmd: Option<Cmd>,
     limit: Option<Duration>,
 ) -> Result<i32> {
@@ -1068,8 +986,7 @@ fn record(
         .and_then(|w| w.checked_mul(cfg.pointer_size))
         .context("buffer_size too large")?;
     let samples_path = dir.join(session::SAMPLES);
-    let out = File::create(&samples_path)
-        .with_context(|| format!("creating {}", samples_path.display()))?;
+    let out = outdir.create(session::SAMPLES)?;
 
     // The capture.
     let start = Time::now();
@@ -1096,13 +1013,13 @@ fn record(
     let read = read?;
 
     // The session files, checked, archived, described.
-    let mut c = collect(args, fs, dir, extras)?;
+    let mut c = collect(args, fs, outdir, extras)?;
     let losses = Losses::of(&c.stats);
     let facts = verify(&samples_path, cfg.pointer_size, &losses, &mut c.notes)?;
     let kernel = system::uname();
     let modules = module_files(sys, &c.snapshot, &kernel.release);
     let debug_ids = if args.archive {
-        archive(dir, &facts, &mut c, &modules)?
+        archive(outdir, &facts, &mut c, &modules)?
     } else {
         BTreeMap::new()
     };
@@ -1143,8 +1060,7 @@ fn record(
         notes: c.notes,
         debug_ids,
     };
-    write_file(
-        dir,
+    outdir.write_atomic(
         session::SESSION,
         (serde_json::to_string_pretty(&info)? + "\n").as_bytes(),
     )?;
@@ -1238,46 +1154,6 @@ mod tests {
         );
         assert_eq!(code("data", Some(&path)).0, 126);
         assert_eq!(code("", Some(&path)).0, 127);
-    }
-
-    #[test]
-    fn output_directory_rules() {
-        let d = tempfile::tempdir().unwrap();
-        let out = d.path().join("s");
-        {
-            let _failed = prepare_dir(&out, false).unwrap();
-            assert!(out.is_dir());
-        }
-        assert!(
-            !out.exists(),
-            "a run that fails before capturing leaves nothing"
-        );
-        let mut ok = prepare_dir(&out, false).unwrap();
-        ok.keep();
-        drop(ok);
-        std::fs::write(out.join(session::SAMPLES), "").unwrap();
-        let e = format!("{:#}", prepare_dir(&out, false).unwrap_err());
-        assert!(e.contains("holds a session already; use --force"), "{e}");
-        std::fs::write(out.join("extra"), "x").unwrap();
-        prepare_dir(&out, true).unwrap().keep();
-        assert!(!out.join("extra").exists(), "--force starts afresh");
-        let other = d.path().join("other");
-        std::fs::create_dir(&other).unwrap();
-        std::fs::write(other.join("notes.txt"), "mine").unwrap();
-        let e = format!("{:#}", prepare_dir(&other, true).unwrap_err());
-        assert!(e.contains("is not an oprof session directory"), "{e}");
-        assert!(other.join("notes.txt").exists());
-        let file = d.path().join("file");
-        std::fs::write(&file, "x").unwrap();
-        assert!(
-            format!("{:#}", prepare_dir(&file, true).unwrap_err()).contains("is not a directory")
-        );
-        let e = format!("{:#}", prepare_dir(&file.join("s"), false).unwrap_err());
-        assert!(e.contains("cannot create the session directory"), "{e}");
-        let empty = d.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        drop(prepare_dir(&empty, false).unwrap());
-        assert!(empty.is_dir(), "an empty directory given stays");
     }
 
     #[test]
