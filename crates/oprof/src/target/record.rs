@@ -707,8 +707,7 @@ fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::proce
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new(path);
     command.arg0(name).args(rest);
-    session_dir::caller_umask_for(&mut command);
-    match command.spawn() {
+    match session_dir::with_caller_umask(|| command.spawn()) {
         Ok(c) => Ok(Some(c)),
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {

@@ -9,7 +9,7 @@
 //! directories with `mkdirat` (0700), archive paths are walked one component at a time
 //! (`O_DIRECTORY|O_NOFOLLOW`, no `..`), and an old session (`--force`) or a failed run's files are
 //! removed with `unlinkat`, never following a link. [`private_umask`] sets umask 077 for the
-//! rest of the process (CMD gets the caller's umask back, [`caller_umask_for`]).
+//! rest of the process (CMD gets the caller's umask back, [`with_caller_umask`]).
 
 use anyhow::{anyhow, bail, Context, Result};
 use nix::dir::Dir;
@@ -37,29 +37,26 @@ static CALLER_UMASK: AtomicU32 = AtomicU32::new(u32::MAX);
 
 /// Sets umask 077 for the rest of the process, so that nothing `oprof record` creates (also
 /// outside [`SessionDir`]) is readable by others; the first caller's umask is kept for
-/// [`caller_umask_for`].
+/// [`with_caller_umask`].
 pub fn private_umask() {
     let old = umask(Mode::from_bits_truncate(0o077));
     let _ = CALLER_UMASK.compare_exchange(u32::MAX, old.bits(), Ordering::SeqCst, Ordering::SeqCst);
 }
 
-/// Makes `cmd` run with the umask the caller had before [`private_umask`] (nothing if it was not
-/// called): the profiled command creates its files as it would without oprof.
-pub fn caller_umask_for(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
+/// Runs `f` (the spawn of the profiled command) with the umask the caller had before
+/// [`private_umask`], then sets 077 again: the command creates its files as it would without
+/// oprof. (Not a `pre_exec` hook: that makes std fork instead of `posix_spawn`, and its
+/// `fork` path needs `AF_UNIX` sockets, which minimal kernels lack.) Files of the session keep
+/// 0600 meanwhile: their modes are set explicitly.
+pub fn with_caller_umask<T>(f: impl FnOnce() -> T) -> T {
     let mask = CALLER_UMASK.load(Ordering::SeqCst);
     if mask == u32::MAX {
-        return;
+        return f();
     }
-    let mask = mask as libc::mode_t;
-    // SAFETY: the closure runs between fork and exec; umask(2) is async-signal-safe, cannot fail,
-    // and the closure allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::umask(mask);
-            Ok(())
-        });
-    }
+    umask(Mode::from_bits_truncate(mask));
+    let r = f();
+    umask(Mode::from_bits_truncate(0o077));
+    r
 }
 
 /// The `std::io::Error` of `e` (its text: "File exists (os error 17)").
@@ -477,8 +474,28 @@ mod tests {
         format!("{:#}", r.unwrap_err())
     }
 
+    /// Held by the tests that change the process's umask.
+    static UMASK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn the_command_gets_the_callers_umask() {
+        let _held = UMASK.lock().unwrap_or_else(|e| e.into_inner());
+        umask(Mode::from_bits_truncate(0o027));
+        private_umask();
+        let out = with_caller_umask(|| {
+            std::process::Command::new("sh")
+                .args(["-c", "umask"])
+                .output()
+        })
+        .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "0027\n");
+        let now = umask(Mode::from_bits_truncate(0o022));
+        assert_eq!(now.bits(), 0o077, "oprof's own umask again after the spawn");
+    }
+
     #[test]
     fn private_modes_whatever_the_umask() {
+        let _held = UMASK.lock().unwrap_or_else(|e| e.into_inner());
         // The usual umask: with it, a plain create_dir/File::create made 0755/0644.
         umask(Mode::from_bits_truncate(0o022));
         let d = tempfile::tempdir().unwrap();
