@@ -3,11 +3,12 @@
 # at least 30 s and longer than ten event buffers that loses nothing; --duration; settings, module and mount put back
 # as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events;
 # a SIGKILLed recorder's session reportable and its leftovers taken over (pid file, --cleanup); a
-# full disk (a 512 KiB tmpfs) stops profiling, not the command, and undoes the load and mount.
+# full disk (a 512 KiB tmpfs) stops profiling, not the command, and undoes the load and mount;
+# a private session (0700/0600) never written through a foreign directory or a planted link.
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz, full.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
-plan 53
+plan 59
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 CPU_TYPE_HW=$(insmod /oprofile.ko && mkdir -p $OP && mount -t oprofilefs nodev $OP && cat $OP/cpu_type; unload)
@@ -254,5 +255,43 @@ else
     check "hardware event: $samples samples" [ "$samples" -gt 100 ]
 fi
 check "hardware event: N/total counted (> 0)" eval '[ "$(field /tmp/hw/session.json total)" -gt 0 ]'
+
+# --- privacy: a session holds process memory; root writes it only into a directory of its own
+# and follows no link planted in it. ---
+# modes DIR: every entry of DIR (itself included) whose mode is not 700 (directory) or 600
+# (file), as "MODE PATH"; nothing when all are private.
+modes() {
+    find "$1" | while read -r f; do
+        m=$(stat -c %a "$f")
+        if [ -d "$f" ]; then [ "$m" = 700 ] || echo "$m $f"; else [ "$m" = 600 ] || echo "$m $f"; fi
+    done
+}
+umask 022
+oprof record -g 16 --archive -o /tmp/priv -- sh -c 'umask > /tmp/priv-umask; /bin/hot 1' 2>/dev/null; rc=$?
+bad=$(modes /tmp/priv)
+echo "$bad" | sed 's/^/  | /'
+check "private session (umask 022): directory and root/ 0700, files 0600 (status $rc)" \
+    eval '[ $rc = 0 ] && [ -z "$bad" ] && [ "$(stat -c %a /tmp/priv)" = 700 ] && [ "$(stat -c %a /tmp/priv/samples)" = 600 ] && [ "$(stat -c %a /tmp/priv/root/bin/hot)" = 600 ]'
+check "the profiled command keeps the caller's umask ($(cat /tmp/priv-umask))" eval '[ "$(cat /tmp/priv-umask)" = 0022 ]'
+rm -rf /tmp/priv /tmp/priv-umask
+mkdir -m 700 /tmp/e && chown 1000 /tmp/e
+err_case "a directory owned by uid 1000 is refused" 1 "/tmp/e is owned by uid 1000, not by uid 0 who records" \
+    sh -c 'oprof record -o /tmp/e -- true; s=$?; rmdir /tmp/e; exit $s'
+mkdir -m 755 /tmp/real; ln -s /tmp/real /tmp/e
+err_case "a symbolic link as the output directory is refused" 1 "/tmp/e is a symbolic link" \
+    sh -c 'oprof record -o /tmp/e -- true; s=$?; rm /tmp/e; exit $s'
+rmdir /tmp/real
+# Links planted in the session during the run (as someone able to write there would): a file
+# created after CMD (kallsyms) and --archive's root/bin (root would copy /bin/hot into the
+# link's target, e.g. /etc/cron.d).
+echo precious > /tmp/victim; mkdir /tmp/victim.d
+out=$(oprof record -o /tmp/plant -- sh -c 'ln -s /tmp/victim /tmp/plant/kallsyms' 2>&1); rc=$?
+echo "$out" | sed 's/^/  | /'
+check "a link planted as kallsyms is not followed: status 1, the error names it, the target unchanged" \
+    eval '[ $rc = 1 ] && echo "$out" | grep -qF "creating /tmp/plant/kallsyms: File exists (os error 17) (a symbolic link is there; not followed)" && [ "$(cat /tmp/victim)" = precious ] && clean'
+oprof record --archive -o /tmp/plant2 -- sh -c 'mkdir /tmp/plant2/root && ln -s /tmp/victim.d /tmp/plant2/root/bin && /bin/hot 1' 2>/dev/null; rc=$?
+check "--archive: a root/bin link planted during the run is not followed (nothing in its target, a note names it)" \
+    eval '[ $rc = 0 ] && [ -z "$(ls -A /tmp/victim.d)" ] && grep -q "archive: opening /tmp/plant2/root/bin: .*a symbolic link is there; not followed" /tmp/plant2/session.json && clean'
+rm -rf /tmp/plant /tmp/plant2 /tmp/victim /tmp/victim.d
 check "nothing left behind at the end" clean
 summary

@@ -6,7 +6,9 @@
 //! inherits. A supervisor process (forked from oprof, in its own session) receives each call on
 //! the filter's listener, looks the image id up in the images file and answers as legacy
 //! `fs/dcookies.c` (`do_lookup_dcookie`, Linux 2.6 .. 5.11) did: the path's length including
-//! its NUL, the path and NUL written into the caller's buffer; EPERM without CAP_SYS_ADMIN,
+//! its NUL, the path and NUL written into the caller's buffer; EPERM without CAP_SYS_ADMIN in
+//! the initial user namespace (`capable()`: a `CapEff` in a child namespace does not count) or
+//! when the caller's `/proc/PID` cannot be opened while it waits (Yama, hidepid, an LSM),
 //! EINVAL for an id the images file does not list (or no images file: the module is not
 //! loaded, legacy's "no dcookie user"), ENAMETOOLONG past a page, ERANGE when `size` is smaller
 //! than the length, EFAULT when the buffer is not writable. oprof itself returns when CMD
@@ -502,8 +504,9 @@ impl Supervisor {
         // The caller's memory and capabilities, opened by pid and then confirmed to be the
         // caller's by ID_VALID (a pid reused after the caller died fails it): every later
         // access goes through these, never through the pid again.
-        let Some(caller) = Caller::open(req.pid) else {
-            return Answer::Gone;
+        let caller = match Caller::open(req.pid) {
+            Ok(c) => c,
+            Err(_) => return unopened(self.id_valid(req.id)),
         };
         if !self.id_valid(req.id) {
             return Answer::Gone;
@@ -516,7 +519,7 @@ impl Supervisor {
     }
 
     fn lookup(&self, caller: &Caller, call: Call) -> Answer {
-        if !caller.cap_sys_admin {
+        if !caller.cap_sys_admin || !caller.init_user_ns {
             return Answer::Errno(libc::EPERM);
         }
         let Some(mut path) = image_path(&self.images, call.cookie) else {
@@ -562,29 +565,71 @@ fn image_path(images: &Path, cookie: u64) -> Option<Vec<u8>> {
     None
 }
 
+/// The answer to a caller whose `/proc/PID` files could not be opened: none when its
+/// notification is no longer `valid` (it is gone); EPERM when it still waits (`/proc/PID`
+/// refused by Yama, hidepid or an LSM): never silence, which would leave it blocked.
+fn unopened(valid: bool) -> Answer {
+    if valid {
+        Answer::Errno(libc::EPERM)
+    } else {
+        Answer::Gone
+    }
+}
+
+/// Whether `/proc/PID/ns/user` (`ns`) is the user namespace of `/proc/1` (`init`), compared by
+/// (device, inode). Both absent (ENOENT: a kernel without `CONFIG_USER_NS`) is the initial one;
+/// any other failure is not.
+fn in_init_user_ns(
+    ns: std::io::Result<std::fs::Metadata>,
+    init: std::io::Result<std::fs::Metadata>,
+) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (ns, init) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        (Err(a), Err(b)) => {
+            a.kind() == std::io::ErrorKind::NotFound && b.kind() == std::io::ErrorKind::NotFound
+        }
+        _ => false,
+    }
+}
+
+/// The initial user namespace: `/proc/1/ns/user`, or where `/proc/1` is refused to the supervisor
+/// (a container's root lacking capabilities its init has) the supervisor's own, which oprof,
+/// root on the target, shares with init.
+fn initial_user_ns() -> std::io::Result<std::fs::Metadata> {
+    std::fs::metadata("/proc/1/ns/user").or_else(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => std::fs::metadata("/proc/self/ns/user"),
+        _ => Err(e),
+    })
+}
+
 /// A caller's memory (`/proc/PID/mem`, opened read-write), its writable mappings and whether
-/// it has CAP_SYS_ADMIN, taken when it was opened.
+/// it has CAP_SYS_ADMIN in the initial user namespace, taken when it was opened.
 struct Caller {
     mem: File,
     writable: Vec<(u64, u64)>,
     cap_sys_admin: bool,
+    /// `capable()` checks the initial user namespace; `CapEff` is relative to the task's own.
+    init_user_ns: bool,
 }
 
 impl Caller {
-    /// Opens `pid`'s memory, maps and status; None if the process is gone.
-    fn open(pid: u32) -> Option<Caller> {
+    /// Opens `pid`'s memory, maps, status and user namespace. Errors: the process is gone, or
+    /// its `/proc` files cannot be opened.
+    fn open(pid: u32) -> std::io::Result<Caller> {
         let dir = PathBuf::from(format!("/proc/{pid}"));
         let mem = File::options()
             .read(true)
             .write(true)
-            .open(dir.join("mem"))
-            .ok()?;
-        let maps = std::fs::read_to_string(dir.join("maps")).ok()?;
-        let status = std::fs::read_to_string(dir.join("status")).ok()?;
-        Some(Caller {
+            .open(dir.join("mem"))?;
+        let maps = std::fs::read_to_string(dir.join("maps"))?;
+        let status = std::fs::read_to_string(dir.join("status"))?;
+        let ns = std::fs::metadata(dir.join("ns/user"));
+        Ok(Caller {
             mem,
             writable: writable_ranges(&maps),
             cap_sys_admin: cap_eff(&status).is_some_and(|c| c & (1 << CAP_SYS_ADMIN) != 0),
+            init_user_ns: in_init_user_ns(ns, initial_user_ns()),
         })
     }
 
@@ -736,6 +781,60 @@ mod tests {
         assert_eq!(image_path(&f, 3), None);
         assert_eq!(image_path(&f, 1 << 32 | 1), None);
         assert_eq!(image_path(&dir.path().join("none"), 1), None);
+    }
+
+    #[test]
+    fn only_the_initial_user_namespace_is_capable() {
+        let gone = || Err(std::io::Error::from_raw_os_error(libc::ENOENT));
+        let refused = || Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(
+            in_init_user_ns(gone(), gone()),
+            "a kernel without user namespaces"
+        );
+        assert!(!in_init_user_ns(refused(), refused()));
+        assert!(!in_init_user_ns(
+            gone(),
+            std::fs::metadata("/proc/1/ns/user")
+        ));
+        assert!(matches!(unopened(true), Answer::Errno(libc::EPERM)));
+        assert!(matches!(unopened(false), Answer::Gone));
+        let me = Caller::open(std::process::id()).unwrap();
+        let link = |p: &str| std::fs::read_link(p);
+        let initial = link("/proc/1/ns/user").or_else(|_| link("/proc/self/ns/user"));
+        let same = link("/proc/self/ns/user").unwrap() == initial.unwrap();
+        assert_eq!(
+            me.init_user_ns, same,
+            "this process, as readlink compares it"
+        );
+        assert!(Caller::open(u32::MAX).is_err(), "no such pid");
+        // `unshare -Ur`: root (full CapEff) in a child user namespace, asked once it is in it.
+        let mut child = match std::process::Command::new("unshare")
+            .args(["-Ur", "sh", "-c", "echo in; exec sleep 10"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipped: unshare -Ur: {e}");
+                return;
+            }
+        };
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let _ = std::io::BufRead::read_line(&mut out, &mut line);
+        let opened = Caller::open(child.id());
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if line != "in\n" {
+            eprintln!("skipped: unshare -Ur failed ({status})");
+            return;
+        }
+        // Without CAP_SYS_PTRACE over it (a container's root) its /proc/PID/mem is refused: the
+        // waiting caller then gets EPERM ([`unopened`]); opened, it is not in the initial one.
+        match opened {
+            Ok(c) => assert!(c.cap_sys_admin && !c.init_user_ns),
+            Err(e) => eprintln!("/proc/{}: {e}: answered EPERM", child.id()),
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
 use crate::target::events::{self, Placement};
+use crate::target::session_dir::{self, SessionDir};
 use crate::target::system::{self, Fs, PidFile, System, Want, OPROFILEFS};
 use crate::view::points;
 use anyhow::{anyhow, bail, Context, Result};
@@ -174,74 +175,6 @@ fn duration(secs: Option<f64>) -> Result<Option<Duration>> {
             .ok_or_else(|| anyhow!("--duration {s}: expected a positive number of seconds"))
     })
     .transpose()
-}
-
-/// The session directory while it is being made: removed again (an empty directory that was
-/// there before is left empty) if recording fails before the capture starts, so a failed run
-/// leaves nothing that looks like a session.
-#[derive(Debug)]
-pub struct OutputDir {
-    path: PathBuf,
-    existed: bool,
-    armed: bool,
-}
-
-impl OutputDir {
-    /// Keeps the directory whatever happens next.
-    fn keep(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for OutputDir {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = std::fs::remove_dir_all(&self.path);
-            if self.existed {
-                let _ = std::fs::create_dir(&self.path);
-            }
-        }
-    }
-}
-
-/// Makes `dir` an empty directory: creates it, or clears an old session there with `force`.
-/// Refuses a non-directory, a directory with other content, or an old session without `force`.
-pub fn prepare_dir(dir: &Path, force: bool) -> Result<OutputDir> {
-    let shown = dir.display();
-    let existed = dir.is_dir();
-    if dir.exists() || dir.is_symlink() {
-        if !dir.is_dir() {
-            bail!("{shown} exists and is not a directory");
-        }
-        let empty = std::fs::read_dir(dir)
-            .with_context(|| format!("reading {shown}"))?
-            .next()
-            .is_none();
-        if !empty {
-            if !session::Session::is_session(dir) {
-                bail!("{shown} exists and is not an oprof session directory; not overwriting it");
-            }
-            if !force {
-                bail!("{shown} holds a session already; use --force to overwrite it, or -o another directory");
-            }
-            std::fs::remove_dir_all(dir)
-                .with_context(|| format!("removing the old session {shown}"))?;
-        }
-    }
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the session directory {shown}"))?;
-    let out = OutputDir {
-        path: dir.to_path_buf(),
-        existed,
-        armed: true,
-    };
-    // Root passes permission bits; a read-only filesystem still fails here.
-    let probe = dir.join(".oprof-probe");
-    File::create(&probe)
-        .with_context(|| format!("cannot write in the session directory {shown}"))?;
-    std::fs::remove_file(&probe)
-        .with_context(|| format!("cannot write in the session directory {shown}"))?;
-    Ok(out)
 }
 
 /// What the reader thread read.
@@ -524,25 +457,23 @@ fn find_kos(dir: &Path) -> BTreeMap<String, PathBuf> {
     out
 }
 
-/// Copies target file `path` to `root/path`. Errors name the file.
-fn archive_file(root: &Path, path: &Path) -> Result<PathBuf> {
-    let rel = path.strip_prefix("/").unwrap_or(path);
-    let dest = root.join(rel);
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    std::fs::copy(path, &dest)
-        .with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
-    Ok(dest)
-}
-
-/// Copies the target file `path` under `root` ([`archive_file`]) and records its build-id and
-/// `.gnu_debuglink` (read from the copy; nothing for a file with neither, or no ELF file) in
-/// `ids` by target path: what a host needs to find the debug file later. Errors: the copy's.
-pub fn archive_image(root: &Path, path: &Path, ids: &mut BTreeMap<String, Ids>) -> Result<()> {
-    let dest = archive_file(root, path)?;
-    if let Some(found) = Ids::read(&dest).filter(|i| !i.is_empty()) {
+/// Copies the target file `path` to `root/PATH` of the session ([`SessionDir::create_under`]:
+/// no link followed, 0600) and records its build-id and `.gnu_debuglink` (read from the bytes
+/// copied; nothing for a file with neither, or no ELF file) in `ids` by target path: what a host
+/// needs to find the debug file later. Errors name the file.
+pub fn archive_image(out: &SessionDir, path: &Path, ids: &mut BTreeMap<String, Ids>) -> Result<()> {
+    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut dest = out.create_under(session::ROOT, path)?;
+    dest.write_all(&data).with_context(|| {
+        format!(
+            "copying {} into {}/{}",
+            path.display(),
+            out.path().display(),
+            session::ROOT
+        )
+    })?;
+    let found = object::File::parse(&*data).ok().map(|f| Ids::of(&f));
+    if let Some(found) = found.filter(|i| !i.is_empty()) {
         ids.insert(path.display().to_string(), found);
     }
     Ok(())
@@ -777,7 +708,9 @@ pub fn run(args: &RecordArgs, argv: &[String]) -> Result<i32> {
         }
         return Ok(0);
     }
-    let mut out = match prepare_dir(&args.output, args.force) {
+    // A session holds process memory (stack bytes, addresses): nothing of it is for others.
+    session_dir::private_umask();
+    let mut out = match SessionDir::prepare(&args.output, args.force) {
         Ok(o) => o,
         Err(e) => {
             let _ = pid_file.remove();
@@ -973,11 +906,9 @@ fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::proce
         return Ok(None);
     };
     use std::os::unix::process::CommandExt;
-    match std::process::Command::new(path)
-        .arg0(name)
-        .args(rest)
-        .spawn()
-    {
+    let mut command = std::process::Command::new(path);
+    command.arg0(name).args(rest);
+    match session_dir::with_caller_umask(|| command.spawn()) {
         Ok(c) => Ok(Some(c)),
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
@@ -1046,17 +977,11 @@ fn supervise(
     }
 }
 
-/// Writes a file of the session directory `dir`.
-fn write_file(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
-    let p = dir.join(name);
-    std::fs::write(&p, data).with_context(|| format!("writing {}", p.display()))
-}
-
-/// Writes a session file with [`write_file`]; a file that cannot be written (a full disk) is
-/// removed again and is a warning and a note, so that what fits is still written.
-fn put(dir: &Path, name: &str, data: &[u8], notes: &mut Vec<String>) {
-    if let Err(e) = write_file(dir, name, data) {
-        let _ = std::fs::remove_file(dir.join(name));
+/// Writes the session file `name` ([`SessionDir::write`]); a file that cannot be written (a
+/// full disk) is removed again and is a warning and a note, so that what fits is still written.
+fn put(out: &SessionDir, name: &str, data: &[u8], notes: &mut Vec<String>) {
+    if let Err(e) = out.write(name, data) {
+        let _ = out.remove(name);
         let n = format!("{name}: not written: {e:#}");
         eprintln!("oprof record: warning: {n}");
         notes.push(n);
@@ -1074,16 +999,16 @@ struct Collected {
 /// Copies the session files of the closed capture into `dir` (`images` keeps the closed
 /// session's ids until the next open): images, stats, kpdata, profile points, /proc/modules,
 /// module sections, kallsyms; puts kprof and the profile points back as [`Extras`] found them.
-fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Collected> {
+fn collect(args: &RecordArgs, fs: &Fs, out: &SessionDir, extras: Extras) -> Result<Collected> {
     let mut notes = vec![];
-    put(dir, session::IMAGES, &fs.read_bytes("images")?, &mut notes);
+    put(out, session::IMAGES, &fs.read_bytes("images")?, &mut notes);
     let stats = fs.stats()?;
     let text = serde_json::to_string_pretty(&stats)? + "\n";
-    put(dir, session::STATS, text.as_bytes(), &mut notes);
+    put(out, session::STATS, text.as_bytes(), &mut notes);
     let mut kprof_info = None;
     if args.kprof {
         put(
-            dir,
+            out,
             session::KPDATA,
             &fs.read_bytes("kprof/kpdata")?,
             &mut notes,
@@ -1095,7 +1020,7 @@ fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Col
     }
     if let Some(before) = extras.points_before {
         let table = fs.read_bytes("profile_points")?;
-        put(dir, session::PROFILE_POINTS, &table, &mut notes);
+        put(out, session::PROFILE_POINTS, &table, &mut notes);
         fs.write("profile_points", "disable all")?;
         for p in before.iter().filter(|p| p.enabled) {
             fs.write("profile_points", &format!("enable {}", p.name))?;
@@ -1103,20 +1028,20 @@ fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Col
     }
     let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
     put(
-        dir,
+        out,
         session::PROC_MODULES,
         proc_modules.as_bytes(),
         &mut notes,
     );
     let sections = module_sections();
     put(
-        dir,
+        out,
         session::MODULE_SECTIONS,
         sections.as_bytes(),
         &mut notes,
     );
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-    put(dir, session::KALLSYMS, kallsyms.as_bytes(), &mut notes);
+    put(out, session::KALLSYMS, kallsyms.as_bytes(), &mut notes);
     if Kallsyms::parse(&kallsyms, "/proc/kallsyms").is_ok_and(|k| k.hidden) {
         let n =
             "kallsyms: every address is 0 (kernel.kptr_restrict): kernel symbols need a vmlinux"
@@ -1141,19 +1066,16 @@ fn collect(args: &RecordArgs, fs: &Fs, dir: &Path, extras: Extras) -> Result<Col
 /// add up is a warning and a note. `full`: the disk filled up, the stream may end inside a
 /// record and is cut back to its whole records (the bytes cut are added to `read.unwritten`).
 fn verify(
-    samples_path: &Path,
+    out: &SessionDir,
     pointer_size: usize,
     losses: &Losses,
     snapshot: &ModuleSnapshot,
     read: &mut ReadTotals,
     notes: &mut Vec<String>,
 ) -> Result<StreamFacts> {
+    let samples_path = out.path().join(session::SAMPLES);
     let shown = samples_path.display();
-    let mut f = File::options()
-        .read(true)
-        .write(true)
-        .open(samples_path)
-        .with_context(|| format!("reading {shown}"))?;
+    let mut f = out.open_rw(session::SAMPLES)?;
     let ranges = ModuleRanges::of(snapshot);
     let full = read.write_error.is_some();
     let facts = match stream_facts(&mut f, pointer_size, BLOCK_BYTES, full, &ranges) {
@@ -1217,25 +1139,24 @@ fn module_files(
 /// `dir/root` (created even when nothing is copied); returns their build ids. What cannot be
 /// copied is a note.
 fn archive(
-    dir: &Path,
+    out: &SessionDir,
     facts: &StreamFacts,
     c: &mut Collected,
     modules: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, Ids>> {
     let mut debug_ids = BTreeMap::new();
-    let root = dir.join(session::ROOT);
-    let map = crate::resolve::images::ImageMap::parse(
-        &std::fs::read(dir.join(session::IMAGES))?,
-        "images",
-    )?;
+    out.mkdir(session::ROOT)?;
+    let map = crate::resolve::images::ImageMap::parse(&out.read(session::IMAGES)?, "images")?;
     let notes = &mut c.notes;
-    let mut copied = 0;
+    // A path listed under two ids is copied once.
+    let mut copied = BTreeSet::new();
     for id in &facts.images {
         match map.path(*id) {
             Some(p) if !p.ends_with(" (deleted)") && Path::new(p).is_file() => {
-                match archive_image(&root, Path::new(p), &mut debug_ids) {
-                    Ok(_) => copied += 1,
-                    Err(e) => notes.push(format!("archive: {e:#}")),
+                if copied.insert(p.to_string()) {
+                    if let Err(e) = archive_image(out, Path::new(p), &mut debug_ids) {
+                        notes.push(format!("archive: {e:#}"));
+                    }
                 }
             }
             Some(p) => notes.push(format!("archive: {p}: not on the target any more")),
@@ -1244,14 +1165,12 @@ fn archive(
     }
     for name in &facts.modules {
         if let Some(p) = modules.get(name) {
-            match archive_image(&root, Path::new(p), &mut debug_ids) {
-                Ok(_) => copied += 1,
-                Err(e) => notes.push(format!("archive: {e:#}")),
+            if copied.insert(p.clone()) {
+                if let Err(e) = archive_image(out, Path::new(p), &mut debug_ids) {
+                    notes.push(format!("archive: {e:#}"));
+                }
             }
         }
-    }
-    if copied == 0 {
-        std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
     }
     Ok(debug_ids)
 }
@@ -1334,36 +1253,10 @@ fn initial_info(
     }
 }
 
-/// Writes `info` as `session.json`, atomically ([`write_atomic`]).
-fn write_info(dir: &Path, info: &SessionInfo) -> Result<()> {
+/// Writes `info` as `session.json`, atomically ([`SessionDir::write_atomic`]).
+fn write_info(out: &SessionDir, info: &SessionInfo) -> Result<()> {
     let text = serde_json::to_string_pretty(info)? + "\n";
-    write_atomic(dir, session::SESSION, text.as_bytes())
-}
-
-/// Replaces `dir/name` by `data` atomically: writes `name.tmp` (0600, created afresh, not
-/// through a link), syncs it, renames it over `name` and syncs the directory, so a reader or a
-/// crash finds the old file or the new one, never a part. Errors name the file; the temporary
-/// file is removed again.
-fn write_atomic(dir: &Path, name: &str, data: &[u8]) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let (tmp, dest) = (dir.join(format!("{name}.tmp")), dir.join(name));
-    let _ = std::fs::remove_file(&tmp);
-    let r = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(data)?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&tmp, &dest))
-        .and_then(|()| File::open(dir)?.sync_all());
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r.with_context(|| format!("writing {}", dest.display()))
+    out.write_atomic(session::SESSION, text.as_bytes())
 }
 
 /// How the capture went, for [`finish_info`].
@@ -1411,7 +1304,7 @@ fn capture(
     fs: &Fs,
     out: File,
     chunk: usize,
-    outdir: &mut OutputDir,
+    outdir: &mut SessionDir,
     cmd: &Option<Cmd>,
     limit: Option<Duration>,
 ) -> Result<Captured> {
@@ -1453,7 +1346,7 @@ fn record(
     args: &RecordArgs,
     argv: &[String],
     sys: &mut System,
-    outdir: &mut OutputDir,
+    outdir: &mut SessionDir,
     cmd: Option<Cmd>,
     limit: Option<Duration>,
 ) -> Result<i32> {
@@ -1467,22 +1360,20 @@ fn record(
         .and_then(|w| w.checked_mul(cfg.pointer_size))
         .context("buffer_size too large")?;
     let samples_path = dir.join(session::SAMPLES);
-    let out = File::create(&samples_path)
-        .with_context(|| format!("creating {}", samples_path.display()))?;
+    let out = outdir.create(session::SAMPLES)?;
     let mut info = initial_info(args, argv, fs, &cfg, &cmd);
-    write_info(dir, &info)?;
+    write_info(outdir, &info)?;
     // Room for the metadata if the stream fills the disk: freed when the capture is over.
-    let reserve = dir.join(RESERVE);
-    write_file(dir, RESERVE, &[0; RESERVE_BYTES])?;
+    outdir.write(RESERVE, &[0; RESERVE_BYTES])?;
     let cap = capture(args, fs, out, chunk, outdir, &cmd, limit);
-    let _ = std::fs::remove_file(&reserve);
+    let _ = outdir.remove(RESERVE);
     let mut cap = cap?;
 
     // The session files, checked, archived, described.
-    let mut c = collect(args, fs, dir, extras)?;
+    let mut c = collect(args, fs, outdir, extras)?;
     let losses = Losses::of(&c.stats);
     let facts = verify(
-        &samples_path,
+        outdir,
         cfg.pointer_size,
         &losses,
         &c.snapshot,
@@ -1491,12 +1382,12 @@ fn record(
     )?;
     let modules = module_files(sys, &c.snapshot, &info.kernel.release);
     if args.archive {
-        info.debug_ids = archive(dir, &facts, &mut c, &modules)?;
+        info.debug_ids = archive(outdir, &facts, &mut c, &modules)?;
     }
     info.modules = modules;
     let (end, exit_status, read) = (cap.end, cap.exit_status, cap.read.clone());
     finish_info(&mut info, &sys.fs, &cfg.placed, cap, c, &facts, &losses);
-    let written = write_info(dir, &info);
+    let written = write_info(outdir, &info);
     if let Some(e) = &read.write_error {
         let kept = match written {
             Ok(()) => "the session is partial",
@@ -1607,64 +1498,6 @@ mod tests {
         );
         assert_eq!(code("data", Some(&path)).0, 126);
         assert_eq!(code("", Some(&path)).0, 127);
-    }
-
-    #[test]
-    fn output_directory_rules() {
-        let d = tempfile::tempdir().unwrap();
-        let out = d.path().join("s");
-        {
-            let _failed = prepare_dir(&out, false).unwrap();
-            assert!(out.is_dir());
-        }
-        assert!(
-            !out.exists(),
-            "a run that fails before capturing leaves nothing"
-        );
-        let mut ok = prepare_dir(&out, false).unwrap();
-        ok.keep();
-        drop(ok);
-        std::fs::write(out.join(session::SAMPLES), "").unwrap();
-        let e = format!("{:#}", prepare_dir(&out, false).unwrap_err());
-        assert!(e.contains("holds a session already; use --force"), "{e}");
-        std::fs::write(out.join("extra"), "x").unwrap();
-        prepare_dir(&out, true).unwrap().keep();
-        assert!(!out.join("extra").exists(), "--force starts afresh");
-        let other = d.path().join("other");
-        std::fs::create_dir(&other).unwrap();
-        std::fs::write(other.join("notes.txt"), "mine").unwrap();
-        let e = format!("{:#}", prepare_dir(&other, true).unwrap_err());
-        assert!(e.contains("is not an oprof session directory"), "{e}");
-        assert!(other.join("notes.txt").exists());
-        let file = d.path().join("file");
-        std::fs::write(&file, "x").unwrap();
-        assert!(
-            format!("{:#}", prepare_dir(&file, true).unwrap_err()).contains("is not a directory")
-        );
-        let e = format!("{:#}", prepare_dir(&file.join("s"), false).unwrap_err());
-        assert!(e.contains("cannot create the session directory"), "{e}");
-        let empty = d.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        drop(prepare_dir(&empty, false).unwrap());
-        assert!(empty.is_dir(), "an empty directory given stays");
-    }
-
-    #[test]
-    fn atomic_writes_replace_whole_files_privately() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("session.json"), "old").unwrap();
-        // A stale temporary file (a recorder killed mid-write) is replaced, not followed.
-        std::os::unix::fs::symlink("/nonexistent/x", d.path().join("session.json.tmp")).unwrap();
-        write_atomic(d.path(), "session.json", b"new\n").unwrap();
-        let p = d.path().join("session.json");
-        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
-        assert_eq!(p.metadata().unwrap().permissions().mode() & 0o777, 0o600);
-        assert!(!d.path().join("session.json.tmp").exists());
-        let e = format!(
-            "{:#}",
-            write_atomic(&d.path().join("no"), "x", b"").unwrap_err()
-        );
-        assert!(e.contains("writing") && e.contains("no/x"), "{e}");
     }
 
     /// A disk that takes `room` bytes, then fails with ENOSPC.

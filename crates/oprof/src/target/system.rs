@@ -241,10 +241,41 @@ impl Fs {
     }
 }
 
-/// `finit_module(2)` of the `.ko` at `path` with `params` (`name=value` words). Loading a
-/// module already loaded is not an error. Errors name the file and explain the usual errnos.
+/// Refuses a module file (the opened `f`, checked with `fstat`: what is loaded is what was
+/// checked) that is not a regular file owned by root and writable by root alone: anyone who can
+/// write it could have put code into the kernel. Errors: one line naming `path`.
+fn check_module_file(f: &std::fs::File, path: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = f
+        .metadata()
+        .with_context(|| format!("{}", path.display()))?;
+    if !m.is_file() {
+        bail!("{}: not a regular file", path.display());
+    }
+    if m.uid() != 0 {
+        bail!(
+            "{}: owned by uid {}, not root; not loading a module another user can replace (chown root)",
+            path.display(),
+            m.uid()
+        );
+    }
+    let mode = m.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        bail!(
+            "{}: writable by group or others (mode {mode:04o}); not loading it (chmod go-w)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `finit_module(2)` of the `.ko` at `path` with `params` (`name=value` words), from the
+/// descriptor [`check_module_file`] checked. Loading a module already loaded is not an error.
+/// Errors name the file and explain the usual errnos; a file not owned by root or writable by
+/// group or others is refused before loading.
 pub fn insmod(path: &Path, params: &str) -> Result<()> {
     let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    check_module_file(&f, path)?;
     let cparams =
         CString::new(params).map_err(|_| anyhow!("module parameters contain a NUL byte"))?;
     use std::os::fd::AsRawFd;
@@ -822,6 +853,51 @@ mod tests {
         // Not released: that would unmount and unload on the host.
         std::mem::forget(sys);
         std::mem::forget(gone);
+    }
+
+    #[test]
+    fn module_files_others_can_write_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let ko = d.path().join("oprofile.ko");
+        std::fs::write(&ko, "not a module").unwrap();
+        let want = Want {
+            module: Some(ko.clone()),
+            ..Want::default()
+        };
+        let chmod = |m| std::fs::set_permissions(&ko, std::fs::Permissions::from_mode(m)).unwrap();
+        for m in [0o666, 0o620, 0o602] {
+            chmod(m);
+            let e = format!("{:#}", load_module(&want).unwrap_err());
+            assert!(
+                e.ends_with(&format!(
+                    "{}: writable by group or others (mode {m:04o}); not loading it (chmod go-w)",
+                    ko.display()
+                )),
+                "{e}"
+            );
+        }
+        chmod(0o644);
+        let f = std::fs::File::open(&ko).unwrap();
+        if !is_root() {
+            assert!(format!("{:#}", check_module_file(&f, &ko).unwrap_err()).contains("not root"));
+            eprintln!("skipped: a module file owned by uid 1000 (needs root to chown)");
+            return;
+        }
+        check_module_file(&f, &ko).unwrap();
+        std::os::unix::fs::chown(&ko, Some(1000), None).unwrap();
+        let e = format!("{:#}", load_module(&want).unwrap_err());
+        assert!(
+            e.ends_with(&format!("{}: owned by uid 1000, not root; not loading a module another user can replace (chown root)", ko.display())),
+            "{e}"
+        );
+        let dir = d.path().join("dir.ko");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(format!(
+            "{:#}",
+            check_module_file(&std::fs::File::open(&dir).unwrap(), &dir).unwrap_err()
+        )
+        .contains("not a regular file"));
     }
 
     #[test]

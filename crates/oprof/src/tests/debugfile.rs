@@ -710,7 +710,9 @@ fn archived_build_ids_find_debug_files_on_the_host() {
     // What `oprof record --archive` keeps of the board's /bin/prog.
     let board = p.place(&p.stripped, "board/bin/prog");
     let mut ids = std::collections::BTreeMap::new();
-    crate::target::record::archive_image(&p.path("sess/root"), &board, &mut ids).unwrap();
+    let mut out = crate::target::session_dir::SessionDir::prepare(&p.path("sess"), false).unwrap();
+    out.keep();
+    crate::target::record::archive_image(&out, &board, &mut ids).unwrap();
     let kept = &ids[&board.display().to_string()];
     assert_eq!(kept.build_id.as_deref(), Some(p.build_id.as_str()));
     assert_eq!(kept.debuglink.as_deref(), Some("prog.debug"));
