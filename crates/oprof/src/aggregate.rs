@@ -420,7 +420,7 @@ impl<'a> Segment<'a> {
 }
 
 /// Moves a decode error's word index by `by`.
-fn shift(e: DecodeError, by: usize) -> DecodeError {
+pub(crate) fn shift(e: DecodeError, by: usize) -> DecodeError {
     match e {
         DecodeError::Truncated { word, need } => DecodeError::Truncated {
             word: word + by,

@@ -2,47 +2,10 @@
 //! file found by build-id, `--verbose` and `--json` saying which file named it, and a missing
 //! `--debug-dir` as one error line.
 
-use object::{Object, ObjectSegment, ObjectSymbol};
 use oprofile_common::event::Record;
-use std::path::Path;
-use std::process::Command;
 
 mod common;
-use common::{oprof, words};
-
-fn tool(dir: &Path, prog: &str, args: &[&str]) {
-    let st = Command::new(prog)
-        .current_dir(dir)
-        .args(args)
-        .status()
-        .expect(prog);
-    assert!(st.success(), "{prog} {args:?}");
-}
-
-/// (build-id hex, file offset of `hot` + 4) of the ELF file `exe`.
-fn facts(exe: &Path) -> (String, u64) {
-    let data = std::fs::read(exe).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let id: String = f
-        .build_id()
-        .unwrap()
-        .unwrap()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let va = (f
-        .symbols()
-        .find(|s| s.name() == Ok("hot"))
-        .unwrap()
-        .address()
-        & !1)
-        + 4;
-    let g = f
-        .segments()
-        .find(|g| va >= g.address() && va - g.address() < g.file_range().1)
-        .unwrap();
-    (id, va - g.address() + g.file_range().0)
-}
+use common::{facts, oprof, tool, words};
 
 #[test]
 fn report_names_a_stripped_image_from_debug_dir() {

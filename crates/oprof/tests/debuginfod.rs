@@ -4,7 +4,6 @@
 //! same names as with `--debug-dir`, elfutils' cache layout; and from servers that fail (down,
 //! 404, a truncated body, another build-id): a note, nothing cached, the report written.
 
-use object::{Object, ObjectSegment, ObjectSymbol};
 use oprofile_common::event::Record;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,41 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::words;
-
-fn tool(dir: &Path, prog: &str, args: &[&str]) {
-    let st = Command::new(prog)
-        .current_dir(dir)
-        .args(args)
-        .status()
-        .expect(prog);
-    assert!(st.success(), "{prog} {args:?}");
-}
-
-/// (build-id hex, file offset of `hot` + 4) of the ELF file `exe`.
-fn facts(exe: &Path) -> (String, u64) {
-    let data = std::fs::read(exe).unwrap();
-    let f = object::File::parse(&*data).unwrap();
-    let id: String = f
-        .build_id()
-        .unwrap()
-        .unwrap()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let va = (f
-        .symbols()
-        .find(|s| s.name() == Ok("hot"))
-        .unwrap()
-        .address()
-        & !1)
-        + 4;
-    let g = f
-        .segments()
-        .find(|g| va >= g.address() && va - g.address() < g.file_range().1)
-        .unwrap();
-    (id, va - g.address() + g.file_range().0)
-}
+use common::{facts, tool, words};
 
 /// The test program, `variant` making another build-id.
 fn program(d: &Path, name: &str, variant: u32) -> PathBuf {

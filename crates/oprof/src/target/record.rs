@@ -580,7 +580,7 @@ fn each_record(
                 }
                 Err(DecodeError::Truncated { .. }) if torn_ok => break,
                 Err(e) => {
-                    let e = shifted(e, base);
+                    let e = crate::aggregate::shift(e, base);
                     bail!("{}", stream::describe(e, wb, base + pending.len()));
                 }
             }
@@ -600,21 +600,6 @@ fn each_record(
             }
             return Ok((base * wb) as u64);
         }
-    }
-}
-
-/// `e` with its word index moved by `base` words.
-fn shifted(e: DecodeError, base: usize) -> DecodeError {
-    match e {
-        DecodeError::Truncated { word, need } => DecodeError::Truncated {
-            word: word + base,
-            need,
-        },
-        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode {
-            word: word + base,
-            code,
-        },
-        DecodeError::BadCtxSwitch { word } => DecodeError::BadCtxSwitch { word: word + base },
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the integration tests share: streams made of records (the crate's [`oprof::fixtures`],
 //! which the unit tests use too), and running the `oprof` binary.
 
+use std::path::Path;
 use std::process::Command;
 
 pub use oprof::fixtures::bytes32 as words;
@@ -21,4 +22,42 @@ pub fn oprof_status(args: &[&str]) -> (Option<i32>, String, String) {
         .unwrap();
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
+/// Runs `PROG ARGS` in `dir` (a compiler or linker making a test program); panics if it fails.
+#[allow(dead_code)]
+pub fn tool(dir: &Path, prog: &str, args: &[&str]) {
+    let st = Command::new(prog)
+        .current_dir(dir)
+        .args(args)
+        .status()
+        .expect(prog);
+    assert!(st.success(), "{prog} {args:?}");
+}
+
+/// (build-id hex, file offset of `hot` + 4) of the ELF file `exe`.
+#[allow(dead_code)]
+pub fn facts(exe: &Path) -> (String, u64) {
+    use object::{Object, ObjectSegment, ObjectSymbol};
+    let data = std::fs::read(exe).unwrap();
+    let f = object::File::parse(&*data).unwrap();
+    let id: String = f
+        .build_id()
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let va = (f
+        .symbols()
+        .find(|s| s.name() == Ok("hot"))
+        .unwrap()
+        .address()
+        & !1)
+        + 4;
+    let g = f
+        .segments()
+        .find(|g| va >= g.address() && va - g.address() < g.file_range().1)
+        .unwrap();
+    (id, va - g.address() + g.file_range().0)
 }
