@@ -557,19 +557,24 @@ pub fn read<R: Read + std::io::Seek>(
     opts: Options,
     tuning: Tuning,
 ) -> Result<Aggregated> {
-    stream::check_size(0, word_bytes)?;
-    let block = (tuning.block_bytes / word_bytes).max(MAX_RECORD_WORDS) * word_bytes;
-    if tuning.threads > 1 {
-        if let Some(a) = parallel(&mut r, word_bytes, opts, tuning.threads, block)? {
-            return Ok(a);
-        }
-        r.rewind()?;
-        return sequential(&mut r, word_bytes, opts, block).map(|a| Aggregated {
-            fell_back: true,
-            ..a
-        });
+    if tuning.threads <= 1 {
+        return read_sequential(r, word_bytes, opts, tuning);
     }
-    sequential(&mut r, word_bytes, opts, block)
+    stream::check_size(0, word_bytes)?;
+    let block = block_bytes(tuning, word_bytes);
+    if let Some(a) = parallel(&mut r, word_bytes, opts, tuning.threads, block)? {
+        return Ok(a);
+    }
+    r.rewind()?;
+    sequential(&mut r, word_bytes, opts, block).map(|a| Aggregated {
+        fell_back: true,
+        ..a
+    })
+}
+
+/// Bytes read at a time: `tuning.block_bytes` in whole words, at least one longest record.
+fn block_bytes(tuning: Tuning, word_bytes: usize) -> usize {
+    (tuning.block_bytes / word_bytes).max(MAX_RECORD_WORDS) * word_bytes
 }
 
 /// Counts the samples of the stream `r` as [`read`] does, sequentially, for a reader that
@@ -584,8 +589,7 @@ pub fn read_sequential(
     tuning: Tuning,
 ) -> Result<Aggregated> {
     stream::check_size(0, word_bytes)?;
-    let block = (tuning.block_bytes / word_bytes).max(MAX_RECORD_WORDS) * word_bytes;
-    sequential(&mut r, word_bytes, opts, block)
+    sequential(&mut r, word_bytes, opts, block_bytes(tuning, word_bytes))
 }
 
 fn sequential(

@@ -2,10 +2,8 @@
 //! file found by build-id, `--verbose` and `--json` saying which file named it, and a missing
 //! `--debug-dir` as one error line.
 
-use oprofile_common::event::Record;
-
 mod common;
-use common::{facts, oprof, tool, words};
+use common::{facts, one_sample_stream, oprof, tool};
 
 #[test]
 fn report_names_a_stripped_image_from_debug_dir() {
@@ -35,19 +33,7 @@ fn report_names_a_stripped_image_from_debug_dir() {
         "arm-linux-gnueabihf-objcopy",
         &["--only-keep-debug", "p", dbg.to_str().unwrap()],
     );
-    let recs = [
-        Record::CpuSwitch { cpu: 0 },
-        Record::CtxSwitch {
-            pid: 3,
-            tgid: 3,
-            app_cookie: 1,
-        },
-        Record::KernelExit,
-        Record::CookieSwitch { cookie: 1 },
-        Record::Sample { pc: off, event: 0 },
-    ];
-    std::fs::write(d.join("s.buf"), words(&recs)).unwrap();
-    std::fs::write(d.join("s.images"), "1 /bin/p\n").unwrap();
+    one_sample_stream(d, off);
     let s = |p: &str| d.join(p).display().to_string();
     let base = [
         s("s.buf"),

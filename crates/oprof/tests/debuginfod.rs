@@ -4,7 +4,6 @@
 //! same names as with `--debug-dir`, elfutils' cache layout; and from servers that fail (down,
 //! 404, a truncated body, another build-id): a note, nothing cached, the report written.
 
-use oprofile_common::event::Record;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -12,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{facts, tool, words};
+use common::{facts, one_sample_stream, tool};
 
 /// The test program, `variant` making another build-id.
 fn program(d: &Path, name: &str, variant: u32) -> PathBuf {
@@ -54,19 +53,7 @@ fn fixture(d: &Path) -> (String, Vec<String>) {
         &["--only-keep-debug", "p", "srv/p.debug"],
     );
     let (id, off) = facts(&p);
-    let recs = [
-        Record::CpuSwitch { cpu: 0 },
-        Record::CtxSwitch {
-            pid: 3,
-            tgid: 3,
-            app_cookie: 1,
-        },
-        Record::KernelExit,
-        Record::CookieSwitch { cookie: 1 },
-        Record::Sample { pc: off, event: 0 },
-    ];
-    std::fs::write(d.join("s.buf"), words(&recs)).unwrap();
-    std::fs::write(d.join("s.images"), "1 /bin/p\n").unwrap();
+    one_sample_stream(d, off);
     let s = |p: &str| d.join(p).display().to_string();
     let args = vec![
         "report".into(),

@@ -61,3 +61,23 @@ pub fn facts(exe: &Path) -> (String, u64) {
         .unwrap();
     (id, va - g.address() + g.file_range().0)
 }
+
+/// Writes `s.buf` (one user sample of task 3 at file offset `off` of image 1) and `s.images`
+/// (`1 /bin/p`) into `d`: the stream the debug-file tests report.
+#[allow(dead_code)]
+pub fn one_sample_stream(d: &Path, off: u64) {
+    use oprofile_common::event::Record;
+    let recs = [
+        Record::CpuSwitch { cpu: 0 },
+        Record::CtxSwitch {
+            pid: 3,
+            tgid: 3,
+            app_cookie: 1,
+        },
+        Record::KernelExit,
+        Record::CookieSwitch { cookie: 1 },
+        Record::Sample { pc: off, event: 0 },
+    ];
+    std::fs::write(d.join("s.buf"), words(&recs)).unwrap();
+    std::fs::write(d.join("s.images"), "1 /bin/p\n").unwrap();
+}
