@@ -762,17 +762,7 @@ fn expand_turns_snapshots_into_frames() {
     let cap = capture(&exe, "a");
     // Image ids as the module's `images` gives them: 1 the program, 2.. the libraries.
     let mut paths: Vec<String> = vec![];
-    let mut maps = vec![];
-    for (start, end, perms, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
-        let (Some(path), true) = (path, perms.contains('x')) else {
-            continue;
-        };
-        if !paths.iter().any(|p| p == path) {
-            paths.push(path.to_string());
-        }
-        let id = 1 + paths.iter().position(|p| p == path).unwrap() as u64;
-        maps.push((start, end, offset, id));
-    }
+    let maps = exec_maps(&cap.maps, &mut paths);
     let place = |addr: u32| {
         let a = u64::from(addr);
         maps.iter()
@@ -999,12 +989,12 @@ fn expand_turns_snapshots_into_frames() {
     assert!(e.contains("truncated record"), "{e}");
 }
 
-/// One sync pass of task `tgid`'s snapshot `cap` (4-byte words): the context, the task's
-/// mappings (image ids by `paths`, which grows), and `n` traced user samples with the snapshot.
-fn snapshot_pass(cap: &Capture, tgid: u64, n: usize, paths: &mut Vec<String>) -> Vec<u64> {
-    use oprofile_common::event::{user_maps_header, user_stack_header, Record as R};
-    let mut maps = vec![];
-    for (start, end, perms, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
+/// The executable file mappings of the `/proc/PID/maps` text `maps` as (start, end, file
+/// offset, image id), ids numbered as the module's `images` gives them: 1 + the path's index in
+/// `paths`, which grows with each new path.
+pub(super) fn exec_maps(maps: &str, paths: &mut Vec<String>) -> Vec<(u64, u64, u64, u64)> {
+    let mut out = vec![];
+    for (start, end, perms, offset, path) in maps.lines().filter_map(maps::parse_line) {
         let (Some(path), true) = (path, perms.contains('x')) else {
             continue;
         };
@@ -1012,8 +1002,16 @@ fn snapshot_pass(cap: &Capture, tgid: u64, n: usize, paths: &mut Vec<String>) ->
             paths.push(path.to_string());
         }
         let id = 1 + paths.iter().position(|p| p == path).unwrap() as u64;
-        maps.push((start, end, offset, id));
+        out.push((start, end, offset, id));
     }
+    out
+}
+
+/// One sync pass of task `tgid`'s snapshot `cap` (4-byte words): the context, the task's
+/// mappings (image ids by `paths`, which grows), and `n` traced user samples with the snapshot.
+fn snapshot_pass(cap: &Capture, tgid: u64, n: usize, paths: &mut Vec<String>) -> Vec<u64> {
+    use oprofile_common::event::{user_maps_header, user_stack_header, Record as R};
+    let maps = exec_maps(&cap.maps, paths);
     let pc = u64::from(cap.regs.r[15] & !1);
     let m = maps.iter().find(|m| m.0 <= pc && pc < m.1).unwrap();
     let mut words = stream_words(&[

@@ -7,7 +7,7 @@
 
 use super::a64::{Chain64, Regs64, Stack64};
 use super::expand;
-use super::maps::{self, ProcessImages};
+use super::maps::ProcessImages;
 use super::test_target::{frame_names, ARM64};
 use super::*;
 use std::collections::BTreeMap;
@@ -362,21 +362,7 @@ fn a64_snapshots_expand_in_8_byte_streams() {
     let exe = build(dir.path(), "o2", VARIANTS[0].1);
     let cap = capture(&exe, "b");
     let mut paths: Vec<String> = vec![];
-    let mut maps = vec![];
-    for (start, end, perms, offset, path) in cap.maps.lines().filter_map(maps::parse_line) {
-        let (Some(path), true) = (path, perms.contains('x')) else {
-            continue;
-        };
-        if !paths.iter().any(|p| p == path) {
-            paths.push(path.to_string());
-        }
-        maps.push((
-            start,
-            end,
-            offset,
-            1 + paths.iter().position(|p| p == path).unwrap() as u64,
-        ));
-    }
+    let maps = super::tests::exec_maps(&cap.maps, &mut paths);
     assert!(
         !maps.is_empty() && maps.iter().all(|m| m.0 > u64::from(u32::MAX)),
         "mappings above 4 GiB parse: {maps:x?}"
