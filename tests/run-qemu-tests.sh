@@ -21,7 +21,9 @@
 # annotate; session directories checked by record.py),
 # hotplug.sh (CPU 1 offline and online while profiling in timer mode and with CPU_CYCLES: sampled
 # in every online period, never offline, totals kept; start/stop and unload racing hotplug;
-# hotplug.py checks the accounting per CPU). Every log must end cleanly, without "not ok" lines and without a kernel
+# hotplug.py checks the accounting per CPU), rate.sh (timer mode at 1000 Hz and CPU_CYCLES every
+# 1M cycles under QEMU's -icount: the samples a session holds against its length, checked by
+# rate.py). Every log must end cleanly, without "not ok" lines and without a kernel
 # splat (WARNING/BUG/Oops/panic/lockup, lockdep, KFENCE, UBSAN, SLUB, list and object debugging
 # reports) in the console or dmesg.
 # Kernels: the plain one on every board, and the debug one (scripts/kconfig/debug.config:
@@ -68,11 +70,11 @@ BOARDS=${BOARDS:-realview-pb-a8 virt-a15 virt-a53}
 # tests/checks/NAME.py, and the other tests/guest/*.sh (the library, the board shell's runner,
 # `make run`'s workload, `make bench`'s script, tests/image.sh's install script). Adding or
 # removing a test changes these lists (DEVELOPERS.md, "Tests: plans, ...").
-ALL_SCRIPTS="abi profile events user death kprof points cycles fuzz stress storm priv record hotplug legacy"
+ALL_SCRIPTS="abi profile events user death kprof points cycles fuzz stress storm priv record hotplug legacy rate"
 # Scripts for the ARMv7 kernels only: legacy needs CONFIG_SECCOMP_FILTER, which only armv7.config
 # has (Documentation/legacy-client.rst); arm64 runs skip them.
 ARMV7_ONLY="legacy"
-HOST_CHECKS="profile events user kprof points storm record hotplug"
+HOST_CHECKS="profile events user kprof points storm record hotplug rate"
 OTHER_GUEST="lib run workload bench install"
 # make check's debug kernels share the scripts (neither SCRIPTS nor KVARIANT given; the time budget,
 # Documentation/testing.rst): arm64's (KASAN, pseudo-NMIs: the NMI sample path) runs the sampling,
@@ -83,7 +85,7 @@ OTHER_GUEST="lib run workload bench install"
 # kernels of realview-pb-a8 (the i.MX51's Cortex-A8) and virt-a53; virt-a15's plain kernel runs
 # the scripts its debug kernel does not (PLAIN_SCRIPTS_A15), so every script runs on virt-a15
 # under one of its kernels.
-DEBUG_SCRIPTS_ARM64="profile events user death fuzz stress storm record"
+DEBUG_SCRIPTS_ARM64="profile events user death fuzz stress storm record rate"
 DEBUG_SCRIPTS_ARM="abi user death kprof points cycles priv hotplug legacy"
 [ -n "${SCRIPTS:-}" ] || [ -n "$VARIANTS" ] || DEBUG_SPLIT=1
 SCRIPTS=${SCRIPTS:-$ALL_SCRIPTS}
@@ -193,7 +195,10 @@ run_board() {
         fi
         log=$OUT/$label-$s.log
         step "qemu $label: $s.sh"
-        rc=0; bash "$REPO/scripts/qemu.sh" "$board" "$INITRD" "$s.sh" "$log" "$TIMEOUT" || rc=$?
+        # rate.sh's expectations come from the guest's clock: -icount ties it (and QEMU's cycle
+        # counter) to the instructions run, so host load cannot make the guest miss ticks.
+        qargs=${QEMU_ARGS:-}; [ "$s" != rate ] || qargs+=" -icount shift=1,sleep=off"
+        rc=0; QEMU_ARGS=$qargs bash "$REPO/scripts/qemu.sh" "$board" "$INITRD" "$s.sh" "$log" "$TIMEOUT" || rc=$?
         check_log "$label $s" "$log" $rc
         [ "$KVARIANT" = plain ] || check_debug "$label $s" "$log"
         case " $HOST_CHECKS " in
