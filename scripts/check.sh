@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
-# checks (pyflakes3 tests/checks) and the module sources (scripts/lint-module.py), runs the host crates' tests (cargo test) and the QEMU
+# checks (pyflakes3 tests/checks), the module sources (scripts/lint-module.py) and the paths the
+# guides name (scripts/check-guide.py), runs the host crates' tests (cargo test) and the QEMU
 # integration tests (tests/run-qemu-tests.sh: plain kernel on realview-pb-a8, virt-a15 and
 # virt-a53, debug kernel on virt-a15 and virt-a53) and the board image, installation and DKMS tests
 # (tests/image.sh). The last line counts every test: "N passed, M failed, K skipped" (cargo's
@@ -53,6 +54,16 @@ if [[ $(tail -n 1 "$OUT/lint-module.log") =~ ^lint-module:\ ([0-9]+)\ passed,\ (
     counted "lint: module" "$p" "$f"
 else
     echo "not ok - lint-module.py ended without its counts"; counted "lint: module" 0 1
+fi
+
+step "lint: guide paths (scripts/check-guide.py: every path DEVELOPERS.md and README.md name exists)"
+rc=0; python3 "$REPO/scripts/check-guide.py" "$REPO" | tee "$OUT/check-guide.log" || rc=$?
+if [[ $(tail -n 1 "$OUT/check-guide.log") =~ ^check-guide:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - check-guide.py exited with status $rc"; f=1; fi
+    counted "lint: guide" "$p" "$f"
+else
+    echo "not ok - check-guide.py ended without its counts"; counted "lint: guide" 0 1
 fi
 
 step "lint: rustfmt --check (the module with the kernel's .rustfmt.toml, the host crates with cargo fmt)"
