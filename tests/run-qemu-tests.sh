@@ -101,6 +101,11 @@ OPROF=$REPO/target/release/oprof
 
 # ok, not_ok, tally, check_log, host_check and the pass/fail/planned counts (tests/tap.sh).
 . "$REPO/tests/tap.sh"
+# Every part's plan, pinned (tests/tap.sh check_pin): "BOARD[-VARIANT] SCRIPT.sh N" and
+# "... SCRIPT.py N" for make check's matrix. Plans may follow GUEST_ARGS (cycles.sh's
+# opcycles=), so a run given GUEST_ARGS (make soak) is not held to them.
+PLAN_PINS=$REPO/tests/plans.txt
+[ -z "${GUEST_ARGS:-}" ] || PLAN_PINS=
 
 # inventory: 2 checks, tests/guest/*.sh = ALL_SCRIPTS + OTHER_GUEST and tests/checks/*.py =
 # HOST_CHECKS + logcheck (the library), each listing what is missing and what is unexpected; and
@@ -114,6 +119,9 @@ same_set() {
 }
 inventory() {
     local f s have=
+    if [ -n "$PLAN_PINS" ] && [ ! -r "$PLAN_PINS" ]; then
+        planned=$((planned + 1)); not_ok "inventory: the pinned plans ${PLAN_PINS#"$REPO"/} are missing"
+    fi
     planned=$((planned + 2))
     for f in "$REPO"/tests/guest/*.sh; do f=${f##*/}; have+=" ${f%.sh}"; done
     same_set "inventory: tests/guest/*.sh are the pinned scripts ($ALL_SCRIPTS; $OTHER_GUEST)" "$ALL_SCRIPTS $OTHER_GUEST" "$have"

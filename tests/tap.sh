@@ -14,12 +14,29 @@ skipped() { skip=$((skip + 1)); echo "ok - $*"; echo "${*% \# SKIP*}" >> "$TAP_N
 
 SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lockup|hung_task|blocked for more than|rcu.*stall|UBSAN|KASAN|kernel BUG|list_del corruption|refcount_t:|sleeping function called from invalid context|scheduling while atomic|Rust panic|panicked at'
 
+# PLAN_PINS (set by tests/run-qemu-tests.sh for the matrix make check runs): a file of "PART N"
+# lines, the plan each part must declare, so a case a script or host check stops planning (or
+# starts to) fails although its count still matches its own plan. A part whose board/kernel label
+# has no line there (a board make check does not boot, e.g. imx8mp-evk) is not held to it.
+pinned_plan() {
+    awk -v p="$1" '{ n = $NF; k = $0; sub(/ [0-9]+$/, "", k) } k == p { print n; found = 1; exit }
+                   END { if (!found) exit 1 }' "$PLAN_PINS"
+}
+check_pin() {
+    local part=$1 plan=$2 pin
+    [ -n "${PLAN_PINS:-}" ] && grep -q "^${part%% *} " "$PLAN_PINS" || return 0
+    if ! pin=$(pinned_plan "$part"); then
+        not_ok "$part: plan $plan is not pinned in ${PLAN_PINS#"$REPO"/} (a new part: add its line)"
+    elif [ "$pin" != "$plan" ]; then
+        not_ok "$part: plan $plan, pinned $pin in ${PLAN_PINS#"$REPO"/} (a case dropped or added: update the pin with the change)"
+    fi
+}
 # tally PART FILE WHY: reports the TAP of one part (a guest script's serial log, a host check's
 # stdout): each "ok - "/"not ok - " line as a check named "PART: ...", an "ok - ... # SKIP ..."
 # line as a skip (a "not ok" one stays a failure), then holds the part to its plan
 # line "1..N". Fewer than N checks is a failure with the missing ones counted as failed (WHY
 # says why, if known; a "Bail out! REASON" line in FILE replaces it); no plan, two plans or
-# more than N checks is one failure more.
+# more than N checks is one failure more, and so is a plan other than its pin (check_pin).
 tally() {
     local part=$1 file=$2 why=$3 plan=0 plans=0 n=0 line
     while IFS= read -r line; do
@@ -32,6 +49,7 @@ tally() {
         esac
     done < <(tr -d '\r' < "$file" | grep -aE '^(1\.\.[0-9]+|ok - |not ok - |Bail out!)')
     planned=$((planned + plan))
+    [ $plans != 1 ] || check_pin "$part" "$plan"
     if [ $plans != 1 ]; then
         not_ok "$part: $plans plan lines (1..N), want one${why:+ ($why)}"
     elif [ $n -lt $plan ]; then
