@@ -232,3 +232,31 @@ fn a_session_whose_recorder_died_is_reported_to_its_torn_end() {
     let (ok, _, err) = oprof(&["report", p]);
     assert!(!ok && err.contains("session format 2 is newer"), "{err}");
 }
+
+/// Settings beyond the module's limits (128 frames, 16384 stack bytes) are refused with one
+/// line naming the file and the field, from session.json and from `--backtrace-depth`.
+#[test]
+fn settings_beyond_the_module_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    write_session(&dir);
+    let p = dir.to_str().unwrap();
+    let (ok, _, err) = oprof(&["report", p, "--backtrace-depth", "129"]);
+    assert!(!ok && err.contains("129"), "{err}");
+    assert!(oprof(&["report", p, "--backtrace-depth", "128"]).0);
+    let json = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let big = json.replace(
+        r#""backtrace_depth": 0}"#,
+        r#""backtrace_depth": 0, "user_stack_size": 17592186044416}"#,
+    );
+    assert_ne!(big, json);
+    std::fs::write(dir.join("session.json"), big).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("session.json: settings.user_stack_size 17592186044416 is beyond"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -57,7 +57,7 @@ pub struct Args {
     word_size: Option<usize>,
     /// The `backtrace_depth` both streams were recorded with (see `oprof report
     /// --backtrace-depth`).
-    #[arg(long, value_name = "FRAMES")]
+    #[arg(long, value_name = "FRAMES", value_parser = crate::input::inputs::depth_arg())]
     backtrace_depth: Option<u64>,
     /// CPU type of both streams (default: the sessions').
     #[arg(long)]
