@@ -260,3 +260,48 @@ fn settings_beyond_the_module_are_refused() {
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// Session paths with a `..` component are not joined to a sysroot or to the archive root: a
+/// file they would reach outside the root is not opened, and the image stays unresolved with
+/// the reason.
+#[test]
+fn session_paths_do_not_leave_the_root() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("s");
+    let (sysroot, outside) = (d.path().join("sysroot"), d.path().join("outside"));
+    for x in [&dir, &sysroot, &outside] {
+        std::fs::create_dir(x).unwrap();
+    }
+    write_session(&dir);
+    std::fs::write(outside.join("app"), b"not the target's file").unwrap();
+    std::fs::write(dir.join("images"), "1 /../outside/app\n").unwrap();
+    let json = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let json = json.replace(
+        r#""format": 1,"#,
+        r#""format": 1, "archive": true, "modules": {"optest": "/../../outside/optest.ko"},"#,
+    );
+    std::fs::write(dir.join("session.json"), json).unwrap();
+    std::fs::create_dir(dir.join("root")).unwrap();
+    std::fs::write(outside.join("optest.ko"), b"not the module").unwrap();
+    let (p, sr) = (dir.to_str().unwrap(), sysroot.to_str().unwrap());
+    let (ok, out, err) = oprof(&["report", p, "-l", "--json", "--sysroot", sr]);
+    assert!(ok, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    let app = rows.iter().find(|r| r["image"] == "/../outside/app");
+    assert_eq!(
+        app.map(|r| &r["symbol"]),
+        Some(&"(image not found)".into()),
+        "{out}"
+    );
+    assert!(
+        !err.contains("unreadable") && !out.contains("unreadable"),
+        "{err}{out}"
+    );
+    let why = "a `..` component would leave the root: not opened";
+    assert!(err.contains(&format!("/../outside/app: {why}")), "{err}");
+    assert!(
+        err.contains(&format!("/../../outside/optest.ko (module optest): {why}")),
+        "{err}"
+    );
+}

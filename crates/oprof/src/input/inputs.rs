@@ -182,9 +182,13 @@ impl Inputs {
         if let Some(s) = &ses {
             ropts.recorded_ids = s.info.debug_ids.clone();
             for (name, ko) in &s.info.modules {
+                if let Err(why) = resolve::confine::relative(ko) {
+                    notes.push(format!("{ko} (module {name}): {why}"));
+                    continue;
+                }
                 let archived = s
                     .archive_root()
-                    .map(|r| r.join(ko.trim_start_matches('/')))
+                    .and_then(|r| resolve::confine::join(&r, ko).ok())
                     .filter(|p| p.is_file());
                 let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
                 if let Some(p) = archived.or(local) {
