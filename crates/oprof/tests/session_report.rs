@@ -305,3 +305,64 @@ fn session_paths_do_not_leave_the_root() {
         "{err}"
     );
 }
+
+/// Control characters in image paths and symbol names (an OSC title sequence, CSI as C1,
+/// a newline) are printed escaped by the text views, raw in JSON.
+#[test]
+fn control_characters_in_names_are_escaped_in_text() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    write_session(&dir);
+    // The images file writes a newline as \012.
+    std::fs::write(dir.join("images"), "1 /bin/a\x1b]0;pwned\x07p\\012x\n").unwrap();
+    let ks = std::fs::read_to_string(dir.join("kallsyms")).unwrap();
+    std::fs::write(
+        dir.join("kallsyms"),
+        ks.replace("read_zero", "read\u{9b}31m_zero\x7f"),
+    )
+    .unwrap();
+    let p = dir.to_str().unwrap();
+    let (ok, json, err) = oprof(&["report", p, "-l", "--json"]);
+    assert!(ok, "{err}");
+    let img = "/bin/a\x1b]0;pwned\x07p\nx";
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let names: Vec<(&str, &str)> = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["image"].as_str().unwrap(), r["symbol"].as_str().unwrap()))
+        .collect();
+    assert!(names.contains(&(img, "(image not found)")), "{names:?}");
+    assert!(
+        names.contains(&("vmlinux", "read\u{9b}31m_zero\x7f")),
+        "{names:?}"
+    );
+    let escaped_img = "/bin/a\\x1b]0;pwned\\x07p\\x0ax";
+    for args in [
+        vec!["report", p, "-l"],
+        vec!["report", p],
+        vec!["diff", p, p, "-l"],
+    ] {
+        let (ok, text, err) = oprof(&args);
+        assert!(ok, "{args:?}: {err}");
+        for out in [&text, &err] {
+            assert!(
+                !out.chars().any(|c| c != '\n' && (c.is_control())),
+                "{args:?}: a raw control character: {out:?}"
+            );
+        }
+        assert!(text.contains(escaped_img), "{args:?}: {text}");
+        if args.contains(&"-l") {
+            assert!(
+                text.contains("read\\u{9b}31m_zero\\x7f"),
+                "{args:?}: {text}"
+            );
+        }
+    }
+    let (_, _, err) = oprof(&["report", p]);
+    assert!(
+        err.contains(escaped_img),
+        "the note names the image escaped: {err}"
+    );
+}

@@ -5,6 +5,7 @@ use super::{emit, emit_json};
 use crate::aggregate;
 use crate::input::inputs::{Inputs, Profile, Want};
 use crate::view::flame::Differential;
+use crate::view::printable::Printable;
 use crate::view::{diff, report};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -211,7 +212,7 @@ pub fn run(a: &Args) -> Result<()> {
         .chain(&rb.warnings)
         .collect::<BTreeSet<_>>()
     {
-        eprintln!("oprof: note: {w}");
+        eprintln!("oprof: note: {}", Printable(w));
     }
     let d = diff::build(ra, rb, la.side.clone(), lb.side.clone(), a.symbols)?;
     let delta = a.stacks().then(|| differential(a, &la, &lb)).transpose()?;
