@@ -198,6 +198,9 @@ struct Segment<'a> {
     pos: usize,
     /// The decode error that stopped the segment (word indexes are global).
     stop: Option<DecodeError>,
+    /// Words of the longest record the module writes: a USER_STACK/USER_MAPS header claiming
+    /// more stops the segment (as a truncated record) instead of holding the stream in `buf`.
+    longest: usize,
 }
 
 /// The length in words of the USER_MAPS/USER_STACK record at the start of `w` (an escape),
@@ -233,6 +236,7 @@ impl<'a> Segment<'a> {
             key: Vec::with_capacity(64),
             cpu_run: 0,
             buf: Vec::with_capacity(STEP_WORDS + MAX_RECORD_WORDS),
+            longest: crate::resolve::unwind::expanding::longest_record(word_bytes),
             pos,
             stop: None,
         }
@@ -289,6 +293,12 @@ impl<'a> Segment<'a> {
                 Some(Ok((_, rec))) => {
                     self.record(&rec);
                     i += rec.words();
+                }
+                // A record longer than any is not awaited: `buf` would hold the rest.
+                Some(Err(DecodeError::Truncated { need, .. })) if need > self.longest => {
+                    let e = DecodeError::Truncated { word: 0, need };
+                    self.stop = Some(shift(e, self.pos + i));
+                    break;
                 }
                 Some(Err(DecodeError::Truncated { .. })) | None => break,
                 Some(Err(e)) => {
@@ -829,4 +839,40 @@ pub fn open(path: &Path, word_bytes: usize) -> Result<std::fs::File> {
             .with_context(|| format!("in {}", path.display()))?;
     }
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stack_header_of_2_40_words_stops_the_segment() {
+        // arm64 words: a pass, then a USER_STACK claiming 2^40 stack words, then 8 MiB of zeros
+        // fed as the reader would; the segment stops at the header and holds none of them.
+        let mut w = crate::fixtures::words(
+            &[
+                Record::CpuSwitch { cpu: 0 },
+                Record::KernelExit,
+                Record::CtxSwitch {
+                    pid: 9,
+                    tgid: 9,
+                    app_cookie: 1,
+                },
+            ],
+            8,
+        );
+        let at = w.len();
+        w.extend([!0, code::USER_STACK as u64, 1 << 40]);
+        let mut counts = Counts::new(8);
+        let mut seg = Segment::new(&mut counts, Options::default(), 8, 0, State::default());
+        seg.feed(&crate::fixtures::bytes(&w, 8));
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..8 {
+            seg.feed(&zeros);
+            assert!(seg.buf.len() < 1 << 16, "held {} words", seg.buf.len());
+        }
+        let need = (1usize << 40) + 3 + oprofile_common::event::user_regs(8);
+        let end = seg.finish();
+        assert_eq!(end.stop, Some(DecodeError::Truncated { word: at, need }));
+    }
 }

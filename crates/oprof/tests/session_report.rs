@@ -232,3 +232,137 @@ fn a_session_whose_recorder_died_is_reported_to_its_torn_end() {
     let (ok, _, err) = oprof(&["report", p]);
     assert!(!ok && err.contains("session format 2 is newer"), "{err}");
 }
+
+/// Settings beyond the module's limits (128 frames, 16384 stack bytes) are refused with one
+/// line naming the file and the field, from session.json and from `--backtrace-depth`.
+#[test]
+fn settings_beyond_the_module_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    write_session(&dir);
+    let p = dir.to_str().unwrap();
+    let (ok, _, err) = oprof(&["report", p, "--backtrace-depth", "129"]);
+    assert!(!ok && err.contains("129"), "{err}");
+    assert!(oprof(&["report", p, "--backtrace-depth", "128"]).0);
+    let json = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let big = json.replace(
+        r#""backtrace_depth": 0}"#,
+        r#""backtrace_depth": 0, "user_stack_size": 17592186044416}"#,
+    );
+    assert_ne!(big, json);
+    std::fs::write(dir.join("session.json"), big).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("session.json: settings.user_stack_size 17592186044416 is beyond"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// Session paths with a `..` component are not joined to a sysroot or to the archive root: a
+/// file they would reach outside the root is not opened, and the image stays unresolved with
+/// the reason.
+#[test]
+fn session_paths_do_not_leave_the_root() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("s");
+    let (sysroot, outside) = (d.path().join("sysroot"), d.path().join("outside"));
+    for x in [&dir, &sysroot, &outside] {
+        std::fs::create_dir(x).unwrap();
+    }
+    write_session(&dir);
+    std::fs::write(outside.join("app"), b"not the target's file").unwrap();
+    std::fs::write(dir.join("images"), "1 /../outside/app\n").unwrap();
+    let json = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let json = json.replace(
+        r#""format": 1,"#,
+        r#""format": 1, "archive": true, "modules": {"optest": "/../../outside/optest.ko"},"#,
+    );
+    std::fs::write(dir.join("session.json"), json).unwrap();
+    std::fs::create_dir(dir.join("root")).unwrap();
+    std::fs::write(outside.join("optest.ko"), b"not the module").unwrap();
+    let (p, sr) = (dir.to_str().unwrap(), sysroot.to_str().unwrap());
+    let (ok, out, err) = oprof(&["report", p, "-l", "--json", "--sysroot", sr]);
+    assert!(ok, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    let app = rows.iter().find(|r| r["image"] == "/../outside/app");
+    assert_eq!(
+        app.map(|r| &r["symbol"]),
+        Some(&"(image not found)".into()),
+        "{out}"
+    );
+    assert!(
+        !err.contains("unreadable") && !out.contains("unreadable"),
+        "{err}{out}"
+    );
+    let why = "a `..` component would leave the root: not opened";
+    assert!(err.contains(&format!("/../outside/app: {why}")), "{err}");
+    assert!(
+        err.contains(&format!("/../../outside/optest.ko (module optest): {why}")),
+        "{err}"
+    );
+}
+
+/// Control characters in image paths and symbol names (an OSC title sequence, CSI as C1,
+/// a newline) are printed escaped by the text views, raw in JSON.
+#[test]
+fn control_characters_in_names_are_escaped_in_text() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    write_session(&dir);
+    // The images file writes a newline as \012.
+    std::fs::write(dir.join("images"), "1 /bin/a\x1b]0;pwned\x07p\\012x\n").unwrap();
+    let ks = std::fs::read_to_string(dir.join("kallsyms")).unwrap();
+    std::fs::write(
+        dir.join("kallsyms"),
+        ks.replace("read_zero", "read\u{9b}31m_zero\x7f"),
+    )
+    .unwrap();
+    let p = dir.to_str().unwrap();
+    let (ok, json, err) = oprof(&["report", p, "-l", "--json"]);
+    assert!(ok, "{err}");
+    let img = "/bin/a\x1b]0;pwned\x07p\nx";
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let names: Vec<(&str, &str)> = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["image"].as_str().unwrap(), r["symbol"].as_str().unwrap()))
+        .collect();
+    assert!(names.contains(&(img, "(image not found)")), "{names:?}");
+    assert!(
+        names.contains(&("vmlinux", "read\u{9b}31m_zero\x7f")),
+        "{names:?}"
+    );
+    let escaped_img = "/bin/a\\x1b]0;pwned\\x07p\\x0ax";
+    for args in [
+        vec!["report", p, "-l"],
+        vec!["report", p],
+        vec!["diff", p, p, "-l"],
+    ] {
+        let (ok, text, err) = oprof(&args);
+        assert!(ok, "{args:?}: {err}");
+        for out in [&text, &err] {
+            assert!(
+                !out.chars().any(|c| c != '\n' && (c.is_control())),
+                "{args:?}: a raw control character: {out:?}"
+            );
+        }
+        assert!(text.contains(escaped_img), "{args:?}: {text}");
+        if args.contains(&"-l") {
+            assert!(
+                text.contains("read\\u{9b}31m_zero\\x7f"),
+                "{args:?}: {text}"
+            );
+        }
+    }
+    let (_, _, err) = oprof(&["report", p]);
+    assert!(
+        err.contains(escaped_img),
+        "the note names the image escaped: {err}"
+    );
+}

@@ -4,6 +4,7 @@ use super::{emit, emit_json};
 use crate::input::inputs::{Inputs, Want};
 use crate::resolve;
 use crate::view::annotate;
+use crate::view::printable::Printable;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -80,7 +81,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut p = a.inputs.load(want)?;
     let ann = annotate::build(&mut p, &opts)?;
     for w in &ann.warnings {
-        eprintln!("oprof: note: {w}");
+        eprintln!("oprof: note: {}", Printable(w));
     }
     if a.json {
         emit_json(&ann)

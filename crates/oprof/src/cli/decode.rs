@@ -3,6 +3,7 @@
 use super::emit;
 use crate::input::{stream, validate};
 use crate::target::events;
+use crate::view::printable::Printable;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -35,7 +36,7 @@ pub fn run(a: &Args) -> Result<()> {
     let limits = validate::Limits::bare(a.word_size, model);
     let (text, note) = stream::listing(&a.buffer, &limits, a.force)?;
     if let Some(n) = note {
-        eprintln!("oprof: note: {n}");
+        eprintln!("oprof: note: {}", Printable(&n));
     }
     emit(&text)
 }

@@ -5,6 +5,7 @@ use super::{emit, emit_json};
 use crate::aggregate;
 use crate::input::inputs::{Inputs, Profile, Want};
 use crate::view::flame::Differential;
+use crate::view::printable::Printable;
 use crate::view::{diff, report};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -57,7 +58,7 @@ pub struct Args {
     word_size: Option<usize>,
     /// The `backtrace_depth` both streams were recorded with (see `oprof report
     /// --backtrace-depth`).
-    #[arg(long, value_name = "FRAMES")]
+    #[arg(long, value_name = "FRAMES", value_parser = crate::input::inputs::depth_arg())]
     backtrace_depth: Option<u64>,
     /// CPU type of both streams (default: the sessions').
     #[arg(long)]
@@ -211,7 +212,7 @@ pub fn run(a: &Args) -> Result<()> {
         .chain(&rb.warnings)
         .collect::<BTreeSet<_>>()
     {
-        eprintln!("oprof: note: {w}");
+        eprintln!("oprof: note: {}", Printable(w));
     }
     let d = diff::build(ra, rb, la.side.clone(), lb.side.clone(), a.symbols)?;
     let delta = a.stacks().then(|| differential(a, &la, &lb)).transpose()?;

@@ -15,6 +15,7 @@ mod synth;
 use crate::input::validate;
 use crate::target::legacy::{self, LegacyArgs};
 use crate::target::record::{self, RecordArgs};
+use crate::view::printable::Printable;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
@@ -155,7 +156,7 @@ pub fn exit_code(cli: Cli, argv: &[String]) -> i32 {
     match run(cli, argv) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("oprof: error: {e:#}");
+            eprintln!("oprof: error: {}", Printable(&format!("{e:#}")));
             match e.downcast_ref::<record::Failed>() {
                 Some(f) => f.code,
                 None if e.downcast_ref::<validate::Invalid>().is_some() => 2,

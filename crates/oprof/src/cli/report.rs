@@ -3,6 +3,7 @@
 use super::{emit, emit_json};
 use crate::aggregate;
 use crate::input::inputs::{Inputs, Profile, Want};
+use crate::view::printable::Printable;
 use crate::view::{pprof, report};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -108,7 +109,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut r = report::build_counts(&counts, &mut res, &counters, a.options());
     r.skipped = skipped;
     for w in &r.warnings {
-        eprintln!("oprof: note: {w}");
+        eprintln!("oprof: note: {}", Printable(w));
     }
     if let Some(out) = &a.pprof {
         let meta = pprof::Meta {

@@ -56,7 +56,7 @@ pub struct Inputs {
     /// The `backtrace_depth` the stream was recorded with (default: the session's): bounds the
     /// chains unwound from user-stack snapshots, and tells a chain the depth ended from one cut
     /// short.
-    #[arg(long, value_name = "FRAMES")]
+    #[arg(long, value_name = "FRAMES", value_parser = depth_arg())]
     pub backtrace_depth: Option<u64>,
     /// Word size in bytes: the target's /dev/oprofile/pointer_size (default: the session's,
     /// else 4 as on ARM32; 8 on arm64).
@@ -182,9 +182,13 @@ impl Inputs {
         if let Some(s) = &ses {
             ropts.recorded_ids = s.info.debug_ids.clone();
             for (name, ko) in &s.info.modules {
+                if let Err(why) = resolve::confine::relative(ko) {
+                    notes.push(format!("{ko} (module {name}): {why}"));
+                    continue;
+                }
                 let archived = s
                     .archive_root()
-                    .map(|r| r.join(ko.trim_start_matches('/')))
+                    .and_then(|r| resolve::confine::join(&r, ko).ok())
                     .filter(|p| p.is_file());
                 let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
                 if let Some(p) = archived.or(local) {
@@ -369,6 +373,13 @@ fn count(
     // The counting read to the end, so the expansion finished.
     let stats = stats.with_context(|| format!("{}: expansion unfinished", buffer.display()))?;
     Ok((counts, Some(stats)))
+}
+
+/// Parser of `--backtrace-depth FRAMES`: 0 ..= the module's largest, `BACKTRACE_DEPTH_MAX`
+/// frames (a stream cannot hold deeper chains).
+pub fn depth_arg() -> clap::builder::RangedU64ValueParser<u64> {
+    let max = oprofile_common::sync::BACKTRACE_DEPTH_MAX;
+    clap::value_parser!(u64).range(0..=max)
 }
 
 /// Whether the stream `r` may hold USER_STACK records ([`unwind::expand::has_snapshots`]),

@@ -14,6 +14,8 @@
 //! | `root/` | `--archive`: copies of the sampled user images and `.ko` files at their target paths |
 
 use anyhow::{Context, Result};
+use oprofile_common::event::USER_STACK_SIZE_MAX;
+use oprofile_common::sync::BACKTRACE_DEPTH_MAX;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -91,11 +93,45 @@ pub struct Settings {
     pub buffer_watershed: u64,
     /// Per-CPU ring size, samples.
     pub cpu_buffer_size: u64,
-    /// Frames recorded per sample.
+    /// Frames recorded per sample, at most [`BACKTRACE_DEPTH_MAX`] ([`Session::open`] refuses
+    /// more).
     pub backtrace_depth: u64,
-    /// Bytes of user stack copied per traced sample (0: none; sessions before it: 0).
+    /// Bytes of user stack copied per traced sample (0: none; sessions before it: 0), at most
+    /// [`USER_STACK_SIZE_MAX`] ([`Session::open`] refuses more).
     #[serde(default)]
     pub user_stack_size: u64,
+}
+
+impl Settings {
+    /// Checks the settings against the module's limits: a `backtrace_depth` above
+    /// [`BACKTRACE_DEPTH_MAX`] frames or a `user_stack_size` above [`USER_STACK_SIZE_MAX`]
+    /// bytes cannot come from the module. Such a value is refused, not clamped: the stream was
+    /// not recorded with the clamped value, so its chains and snapshots would be misread.
+    /// Errors: one line naming `file` and the field.
+    pub fn check(&self, file: &Path) -> Result<()> {
+        let fields = [
+            (
+                "backtrace_depth",
+                self.backtrace_depth,
+                BACKTRACE_DEPTH_MAX,
+                "frames",
+            ),
+            (
+                "user_stack_size",
+                self.user_stack_size,
+                USER_STACK_SIZE_MAX,
+                "bytes",
+            ),
+        ];
+        for (name, value, max, unit) in fields {
+            anyhow::ensure!(
+                value <= max,
+                "{}: settings.{name} {value} is beyond the module's largest ({max} {unit})",
+                file.display()
+            );
+        }
+        Ok(())
+    }
 }
 
 /// A point in time: Unix nanoseconds and the same as UTC text.
@@ -276,7 +312,8 @@ impl Session {
         dir.join(SESSION).is_file() || dir.join(SAMPLES).is_file()
     }
 
-    /// Opens `dir`: reads `session.json`. Errors name the file.
+    /// Opens `dir`: reads `session.json`. Errors name the file: unreadable, not JSON, a newer
+    /// format, settings beyond the module's limits ([`Settings::check`]).
     pub fn open(dir: &Path) -> Result<Session> {
         let p = dir.join(SESSION);
         let text = std::fs::read_to_string(&p).with_context(|| {
@@ -294,6 +331,7 @@ impl Session {
                 info.format
             );
         }
+        info.settings.check(&p)?;
         Ok(Session {
             dir: dir.to_path_buf(),
             info,
@@ -437,6 +475,26 @@ mod tests {
         assert!(
             note.contains("no images, stats.json, proc_modules, module_sections; no totals"),
             "{note}"
+        );
+        for (field, value) in [
+            ("backtrace_depth", BACKTRACE_DEPTH_MAX + 1),
+            ("user_stack_size", 1 << 43),
+        ] {
+            let mut bad = serde_json::to_value(&info).unwrap();
+            bad["settings"][field] = value.into();
+            std::fs::write(dir.path().join(SESSION), bad.to_string()).unwrap();
+            let e = format!("{:#}", Session::open(dir.path()).unwrap_err());
+            let want = format!("session.json: settings.{field} {value} is beyond the module's");
+            assert!(e.contains(&want) && !e.contains('\n'), "{e}");
+        }
+        let mut edge = info.clone();
+        edge.settings.backtrace_depth = 128;
+        edge.settings.user_stack_size = 16384;
+        let text = serde_json::to_string(&edge).unwrap();
+        std::fs::write(dir.path().join(SESSION), text).unwrap();
+        assert!(
+            Session::open(dir.path()).is_ok(),
+            "the module's largest values"
         );
         std::fs::write(dir.path().join(SESSION), "{").unwrap();
         assert!(

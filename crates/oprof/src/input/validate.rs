@@ -143,8 +143,12 @@ impl Limits {
         event < 32 && self.counters & (1 << event) != 0
     }
 
+    /// Stack words a USER_STACK record may carry: [`Limits::stack_bytes`], and never more
+    /// than the module's largest ([`USER_STACK_SIZE_MAX`]) whatever the limits say, so that a
+    /// header claiming more is refused before the check awaits its payload (memory).
     fn stack_words(&self) -> Option<u64> {
-        self.stack_bytes.map(|b| b / self.word_bytes as u64)
+        let bytes = self.stack_bytes?.min(USER_STACK_SIZE_MAX);
+        Some(bytes / self.word_bytes as u64)
     }
 
     fn counter_list(&self) -> String {
@@ -222,7 +226,7 @@ impl Problem {
             Problem::Stack(n) => format!(
                 "USER_STACK of {n} stack words, more than {} ({} bytes, {})",
                 lim.stack_words().unwrap_or(0),
-                lim.stack_bytes.unwrap_or(0),
+                lim.stack_bytes.unwrap_or(0).min(USER_STACK_SIZE_MAX),
                 lim.stack_from
             ),
             Problem::NoSnapshots => {

@@ -154,7 +154,7 @@ pub fn debuglink_paths(
 ) -> Vec<PathBuf> {
     let mut out = Vec::new();
     // A name with a directory in it would leave the places searched.
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+    if !super::confine::is_file_name(name) {
         return out;
     }
     let host_dir = host.parent().unwrap_or(Path::new(""));
@@ -163,8 +163,10 @@ pub fn debuglink_paths(
     let tdir = target
         .map(|t| Path::new(t).parent().unwrap_or(Path::new("/")))
         .unwrap_or(host_dir);
-    let rel = tdir.strip_prefix("/").unwrap_or(tdir);
-    out.extend(dirs.iter().map(|d| d.join(rel).join(name)));
+    // A target directory with a `..` would leave the DEBUGDIRs: not searched there.
+    if let Some(rel) = tdir.to_str().and_then(|t| super::confine::relative(t).ok()) {
+        out.extend(dirs.iter().map(|d| d.join(rel).join(name)));
+    }
     out
 }
 

@@ -17,6 +17,7 @@
 //! [`ImageId`], [`SymId`], [`LocId`].
 
 pub mod calls;
+pub mod confine;
 pub mod debugfile;
 pub mod debuginfod;
 pub mod disasm;
@@ -405,6 +406,7 @@ impl Resolver {
             name.replace('-', "_"),
         ];
         names.dedup();
+        names.retain(|n| confine::is_file_name(n));
         if let Some(p) = names
             .iter()
             .find_map(|n| self.opts.module_files.get(n))
@@ -443,16 +445,18 @@ impl Resolver {
     }
 
     /// The host file of target path `target`: `SYSROOT/target` for each sysroot, else
-    /// `DIR/basename` for each `--image-path` DIR.
+    /// `DIR/basename` for each `--image-path` DIR. `None` also for a target with a `..`
+    /// component ([`confine::relative`]: it would leave the sysroot).
     pub fn find_host_file(&self, target: &str) -> Option<PathBuf> {
         let target = live_path(target);
+        let rel = confine::relative(target).ok()?;
         for root in &self.opts.sysroots {
-            let p = root.join(target.trim_start_matches('/'));
+            let p = root.join(rel);
             if p.is_file() {
                 return Some(p);
             }
         }
-        let base = Path::new(target).file_name()?;
+        let base = rel.file_name()?;
         self.opts
             .image_path
             .iter()
@@ -733,6 +737,16 @@ impl Resolver {
                 }
             }
             Some(t) => match self.host_file_or_debuginfod(&t) {
+                None if confine::relative(&t).is_err() => {
+                    self.warnings
+                        .insert(format!("{t}: {}", confine::CLIMBS_OUT));
+                    let i = self.image(&t, None);
+                    UserImage {
+                        image: i,
+                        elf: Err(IMAGE_NOT_FOUND),
+                        unreadable: None,
+                    }
+                }
                 None => {
                     self.warnings
                         .insert(format!("{t}: not found in --sysroot or --image-path"));

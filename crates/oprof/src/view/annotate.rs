@@ -14,6 +14,7 @@ use crate::resolve::elf::{ElfImage, SourceLine};
 use crate::resolve::isa::Isa;
 use crate::resolve::{Resolver, Space, SymId};
 use crate::view::percent::percent;
+use crate::view::printable::Printable;
 use crate::view::report::Counter;
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -572,8 +573,8 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
     for s in &a.symbols {
         out.push_str(&format!(
             "== {} in {}: {} samples ({:.2}% of {}){}\n",
-            s.symbol,
-            s.image,
+            Printable(&s.symbol),
+            Printable(&s.image),
             s.samples,
             s.percent,
             a.total,
@@ -584,10 +585,10 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
             }
         ));
         if let Some(h) = &s.host_path {
-            out.push_str(&format!("   code from {h}\n"));
+            out.push_str(&format!("   code from {}\n", Printable(h)));
         }
         for n in &s.notes {
-            out.push_str(&format!("   note: {n}\n"));
+            out.push_str(&format!("   note: {}\n", Printable(n)));
         }
         if !s.lines.is_empty() {
             out.push_str(&format!(
@@ -603,13 +604,13 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
             for l in &s.lines {
                 if l.file != file {
                     file = &l.file;
-                    out.push_str(&format!("{:>21}{file}\n", ""));
+                    out.push_str(&format!("{:>21}{}\n", "", Printable(file)));
                 }
                 out.push_str(&format!(
                     "{} {:>5}  {}\n",
                     counts(l.samples, l.percent, l.hot),
                     l.line,
-                    l.text.as_deref().unwrap_or("")
+                    Printable(l.text.as_deref().unwrap_or(""))
                 ));
             }
         }
@@ -627,9 +628,10 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
                 if let Some(src) = i.source.as_deref() {
                     if last != Some(src) {
                         out.push_str(&format!(
-                            "{:>21}{src}  {}\n",
+                            "{:>21}{}  {}\n",
                             "",
-                            i.line_text.as_deref().unwrap_or("").trim()
+                            Printable(src),
+                            Printable(i.line_text.as_deref().unwrap_or("").trim())
                         ));
                         last = Some(src);
                     }
@@ -639,7 +641,7 @@ pub fn render(a: &Annotated, opts: &Options) -> String {
                     counts(i.samples, i.percent, i.hot),
                     i.addr,
                     i.bytes,
-                    i.text
+                    Printable(&i.text)
                 ));
             }
         }

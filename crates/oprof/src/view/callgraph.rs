@@ -2,6 +2,7 @@
 //! total (samples with the symbol anywhere in their chain), its callers and its callees.
 
 use crate::view::percent::percent;
+use crate::view::printable::Printable;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -156,8 +157,8 @@ pub fn render(entries: &[Entry], limit: usize, all: u64) -> String {
                 "  {:<7} {:>8.4}  {:<28} {}",
                 a.samples,
                 percent(a.samples, e.total),
-                a.image,
-                a.symbol
+                Printable(&a.image),
+                Printable(&a.symbol)
             );
         }
         let _ = writeln!(
@@ -165,8 +166,8 @@ pub fn render(entries: &[Entry], limit: usize, all: u64) -> String {
             "{:<9} {:>8.4}  {:<28} {}  [self; total {}]",
             e.self_samples,
             percent(e.self_samples, all),
-            e.image,
-            e.symbol,
+            Printable(&e.image),
+            Printable(&e.symbol),
             e.total
         );
         for a in &e.callees {
@@ -175,8 +176,8 @@ pub fn render(entries: &[Entry], limit: usize, all: u64) -> String {
                 "  {:<7} {:>8.4}  {:<28} {}",
                 a.samples,
                 percent(a.samples, e.total),
-                a.image,
-                a.symbol
+                Printable(&a.image),
+                Printable(&a.symbol)
             );
         }
     }
@@ -256,5 +257,35 @@ mod tests {
             text.contains("(3 more symbols in the call graph)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn names_are_printed_escaped() {
+        let arc = |s: &str| Arc {
+            image: "/bin/b".to_string(),
+            symbol: s.to_string(),
+            samples: 1,
+        };
+        let e = Entry {
+            image: "/bin/a\x1b[2J".to_string(),
+            symbol: "f\nfake line".to_string(),
+            self_samples: 1,
+            total: 2,
+            callers: vec![arc("caller\u{9d}0;t\x07")],
+            callees: vec![arc("callee\x7f")],
+        };
+        let text = render(&[e], 0, 2);
+        assert!(
+            !text.chars().any(|c| c != '\n' && c.is_control()),
+            "{text:?}"
+        );
+        for want in [
+            "/bin/a\\x1b[2J",
+            "f\\x0afake line",
+            "caller\\u{9d}0;t\\x07",
+            "callee\\x7f",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! `--folded`), is [`crate::view::flame::Differential`].
 
 use crate::view::percent::percent;
+use crate::view::printable::{escape, Printable};
 use crate::view::report::{Counter, Report};
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -146,11 +147,11 @@ pub fn build(
 pub fn render(d: &Diff, limit: usize) -> String {
     let mut out = format!(
         "A: {} ({} samples)\nB: {} ({} samples)\nevents: {}; % of each session's samples, delta = %B - %A (points)\n",
-        d.a.path,
+        Printable(&d.a.path),
         d.a.total,
-        d.b.path,
+        Printable(&d.b.path),
         d.b.total,
-        if d.a.events.is_empty() { "-".to_string() } else { d.a.events.join(", ") }
+        if d.a.events.is_empty() { "-".to_string() } else { escape(&d.a.events.join(", ")).into_owned() }
     );
     let with_sym = d.rows.first().is_some_and(|r| r.symbol.is_some());
     out.push_str(&format!(
@@ -165,8 +166,8 @@ pub fn render(d: &Diff, limit: usize) -> String {
     let n = super::shown(d.rows.len(), limit);
     for r in &d.rows[..n] {
         let name = match &r.symbol {
-            Some(s) => format!("{s}  {}", r.image),
-            None => r.image.clone(),
+            Some(s) => format!("{}  {}", Printable(s), Printable(&r.image)),
+            None => escape(&r.image).into_owned(),
         };
         out.push_str(&format!(
             "{:>10} {:>6.2}% {:>10} {:>6.2}% {:>+8.2}  {name}\n",

@@ -37,6 +37,7 @@
 use crate::resolve::elf::ElfImage;
 use crate::resolve::symbols::{demangle, SymbolTable};
 use crate::view::percent::percent;
+use crate::view::printable::Printable;
 use anyhow::{anyhow, bail, Context, Result};
 use object::{Object, ObjectSymbol};
 use oprofile_common::kprof::{
@@ -274,7 +275,7 @@ pub fn render(p: &Profile, limit: usize) -> String {
             r.ticks,
             r.percent,
             percent(r.ticks, p.text),
-            r.name
+            Printable(&r.name)
         );
     }
     if n < p.symbols.len() {

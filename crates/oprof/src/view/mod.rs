@@ -1,7 +1,8 @@
 //! Views: what the subcommands print of aggregated samples. [`report`] (images, symbols, source
 //! lines, with [`callgraph`], [`flame`] and [`pprof`] output), [`annotate`] (source lines and
 //! instructions), [`diff`] (two profiles); [`kprof`] and [`points`] print the module's own
-//! tables; [`percent`] is the share every view prints.
+//! tables; [`percent`] is the share every view prints; [`printable`] escapes the control
+//! characters of names in every text view.
 
 pub mod annotate;
 pub mod callgraph;
@@ -11,6 +12,7 @@ pub mod kprof;
 pub mod percent;
 pub mod points;
 pub mod pprof;
+pub mod printable;
 pub mod report;
 
 /// How many of `len` rows a view shows with `-n limit`: all for 0, else at most `limit`.

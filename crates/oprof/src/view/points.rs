@@ -21,6 +21,7 @@
 //! longest total first (ties by name); `--json` gives the same order as an array of
 //! [`Point`] `{name, enabled, total_ns, nr, avg_ns}` (times in ns).
 
+use crate::view::printable::Printable;
 use anyhow::{bail, Context, Result};
 use oprofile_common::profile_point::{parse_row, RowError, HEADER, RULE, TITLE};
 use serde::Serialize;
@@ -175,7 +176,7 @@ pub fn render(points: &[Point]) -> String {
             out,
             "{:>7}  {:>20}  {:>6}.{:09}  {:>16}  {:>16}  {:>6.1}",
             if p.enabled { "on" } else { "off" },
-            p.name,
+            Printable(&p.name),
             p.total_ns / 1_000_000_000,
             p.total_ns % 1_000_000_000,
             p.nr,
@@ -336,5 +337,22 @@ mod tests {
             "{e}"
         );
         assert!(parse("pp", &format!("\n{t}\n")).is_ok());
+    }
+
+    #[test]
+    fn names_are_printed_escaped() {
+        let p = Point {
+            name: "pp\x1b]0;x\x07".to_string(),
+            enabled: true,
+            total_ns: 1,
+            nr: 1,
+            avg_ns: 1,
+        };
+        let text = render(&[p]);
+        assert!(text.contains("pp\\x1b]0;x\\x07"), "{text}");
+        assert!(
+            !text.chars().any(|c| c != '\n' && c.is_control()),
+            "{text:?}"
+        );
     }
 }

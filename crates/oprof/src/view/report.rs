@@ -9,6 +9,7 @@ use crate::resolve::{LocId, Resolver, Source, SymId, KERNEL_UNKNOWN, NO_CONTEXT,
 use crate::view::callgraph;
 use crate::view::flame::Folded;
 use crate::view::percent::percent;
+use crate::view::printable::{escape, Printable};
 use anyhow::{bail, Context, Result};
 use oprofile_common::events::CpuModel;
 use serde::Serialize;
@@ -187,8 +188,8 @@ pub fn render_session(dir: &std::path::Path, s: &crate::input::session::SessionI
     } else {
         format!("{} CPUs", s.cpus)
     };
-    let mut out = format!(
-        "Session {}: Linux {} {}, {cpus}, {what}, {:.1} s{cmd}: {} samples, {} lost\n",
+    let line = format!(
+        "Session {}: Linux {} {}, {cpus}, {what}, {:.1} s{cmd}: {} samples, {} lost",
         dir.display(),
         s.kernel.release,
         s.kernel.machine,
@@ -196,6 +197,8 @@ pub fn render_session(dir: &std::path::Path, s: &crate::input::session::SessionI
         s.totals.samples,
         s.totals.lost
     );
+    // Every field but the numbers comes from session.json: the whole line is escaped.
+    let mut out = format!("{}\n", escape(&line));
     for c in &s.counters {
         if let Some(t) = c.total {
             let how = if c.count == 0 {
@@ -205,7 +208,8 @@ pub fn render_session(dir: &std::path::Path, s: &crate::input::session::SessionI
             };
             out.push_str(&format!(
                 "Counter {}: {} counted {t} events ({how})\n",
-                c.counter, c.event
+                c.counter,
+                Printable(&c.event)
             ));
         }
     }
@@ -636,9 +640,18 @@ pub fn render_header(r: &Report) -> String {
             Some(k) => writeln!(
                 out,
                 "Counter {}: {} samples of {} events, one every {} events",
-                c.counter, n, c.event, k
+                c.counter,
+                n,
+                Printable(&c.event),
+                k
             ),
-            None => writeln!(out, "Counter {}: {} samples of {}", c.counter, n, c.event),
+            None => writeln!(
+                out,
+                "Counter {}: {} samples of {}",
+                c.counter,
+                n,
+                Printable(&c.event)
+            ),
         };
     }
     if r.traced > 0 {
@@ -672,9 +685,9 @@ fn render_table(
         for (i, c) in cells.iter().enumerate() {
             match labels.get(i) {
                 Some((_, w)) if i + 1 < labels.len() => {
-                    let _ = write!(s, "{c:<w$} ");
+                    let _ = write!(s, "{:<w$} ", Printable(c));
                 }
-                _ => s.push_str(c),
+                _ => s.push_str(&escape(c)),
             }
         }
         s
@@ -685,7 +698,7 @@ fn render_table(
         // One `samples %` pair per counter, as opreport with several events.
         let mut h = String::new();
         for c in &r.counters {
-            let _ = write!(h, "{:<20}", format!("{:.19}", c.event));
+            let _ = write!(h, "{:<20}", format!("{:.19}", escape(&c.event)));
         }
         let _ = writeln!(out, "{}", h.trim_end());
         let mut h = String::new();
@@ -760,8 +773,10 @@ pub fn render_debug_files(r: &Report) -> String {
     let mut out = String::from("Debug files (image: file that named it, how it was found):\n");
     for i in &r.images {
         let _ = match (&i.debug_file, i.debug_found_by) {
-            (Some(f), Some(how)) => writeln!(out, "  {}: {f} ({how})", i.image),
-            _ => writeln!(out, "  {}: none", i.image),
+            (Some(f), Some(how)) => {
+                writeln!(out, "  {}: {} ({how})", Printable(&i.image), Printable(f))
+            }
+            _ => writeln!(out, "  {}: none", Printable(&i.image)),
         };
     }
     out

@@ -401,3 +401,49 @@ fn session_json_decides_word_size_and_size() {
         .describe(&Limits::session(&info))
         .contains("session.json: timer mode"));
 }
+
+/// Up to `len` bytes: `head`, then zero bytes; counts the bytes read.
+struct Endless<'a> {
+    head: &'a [u8],
+    len: u64,
+    read: u64,
+}
+
+impl Read for Endless<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = usize::try_from(self.len - self.read).unwrap_or(usize::MAX);
+        let n = buf.len().min(left);
+        for (i, b) in buf[..n].iter_mut().enumerate() {
+            let at = usize::try_from(self.read).unwrap() + i;
+            *b = self.head.get(at).copied().unwrap_or(0);
+        }
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_stack_header_of_2_40_words_is_refused_in_bounded_memory() {
+    // An arm64 session whose session.json claims 2^43 stack bytes (Session::open refuses it;
+    // the limits are built directly), then a USER_STACK of 2^40 words and 64 MiB of zeros.
+    let mut info = SessionInfo {
+        pointer_size: 8,
+        ..Default::default()
+    };
+    info.settings.user_stack_size = 1 << 43;
+    let lim = Limits::session(&info);
+    let start = enc(&pass(0), 8);
+    let at = start.len();
+    let w = [start, vec![!0, 33, 1 << 40]].concat();
+    let head = bytes(&w, 8);
+    let mut r = Endless {
+        head: &head,
+        len: 64 << 20,
+        read: 0,
+    };
+    let bad = first_bad(&mut r, &lim).unwrap().unwrap();
+    // The header is refused at the module's largest stack (16384 bytes: 2048 words) before
+    // its payload is awaited: no more than a block or two was read.
+    assert_eq!((bad.word, bad.problem), (at + 2, Problem::Stack(1 << 40)));
+    assert!(r.read <= 2 * BLOCK_BYTES as u64, "read {} bytes", r.read);
+}

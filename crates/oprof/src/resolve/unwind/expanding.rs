@@ -162,8 +162,9 @@ impl<R: Read> Read for Expanding<'_, R> {
 }
 
 /// The most words a record of a `word_bytes`-byte stream takes: a USER_STACK record of the
-/// module's largest stack, or a USER_MAPS record of the most mappings.
-fn longest_record(word_bytes: usize) -> usize {
+/// module's largest stack, or a USER_MAPS record of the most mappings. A record claiming more
+/// is never awaited (its words would be held until the stream ends).
+pub(crate) fn longest_record(word_bytes: usize) -> usize {
     let stack = user_stack_header_words(word_bytes) + USER_STACK_SIZE_MAX as usize / word_bytes;
     let maps = USER_MAPS_HEADER + USER_MAPS_MAX * USER_MAPS_ENTRY;
     stack.max(maps).max(MAX_RECORD_WORDS)
