@@ -395,11 +395,12 @@ fn hot_chains(exe: &Path) -> (Maps, Vec<Vec<u64>>) {
     let chains: Vec<Vec<u64>> = caps
         .iter()
         .filter(|c| {
+            // A capture outside the program (its libc, the loader) has no address in its
+            // segments: test the image first.
             let (id, off) = m.place(c.regs[32]);
-            let va =
-                crate::resolve::elf::offset_to_vaddr(&ImageTables::load(exe).unwrap().loads, off)
-                    .unwrap();
-            id == exe_start.3 && (lo..hi).contains(&va)
+            id == exe_start.3
+                && crate::resolve::elf::offset_to_vaddr(&ImageTables::load(exe).unwrap().loads, off)
+                    .is_some_and(|va| (lo..hi).contains(&va))
         })
         .map(|c| std::iter::once(c.regs[32]).chain(m.walk(c)).collect())
         .collect();
