@@ -16,16 +16,19 @@ SPLAT='WARNING:|BUG:|Oops|Internal error|Kernel panic|Unable to handle|soft lock
 
 # PLAN_PINS (set by tests/run-qemu-tests.sh for the matrix make check runs): a file of "PART N"
 # lines, the plan each part must declare, so a case a script or host check stops planning (or
-# starts to) fails although its count still matches its own plan. A part whose board/kernel label
-# has no line there (a board make check does not boot, e.g. imx8mp-evk) is not held to it.
+# starts to) fails although its count still matches its own plan. A part without a line fails
+# when PLAN_PINS_STRICT is set (the runner's full matrix, as make check runs it), and is not held
+# to anything in a developer's subset (another kernel for a script, a board make check does not
+# boot). scripts/pin-plans.py writes the file from a full run's logs.
 pinned_plan() {
     awk -v p="$1" '{ n = $NF; k = $0; sub(/ [0-9]+$/, "", k) } k == p { print n; found = 1; exit }
                    END { if (!found) exit 1 }' "$PLAN_PINS"
 }
 check_pin() {
     local part=$1 plan=$2 pin
-    [ -n "${PLAN_PINS:-}" ] && grep -q "^${part%% *} " "$PLAN_PINS" || return 0
+    [ -n "${PLAN_PINS:-}" ] || return 0
     if ! pin=$(pinned_plan "$part"); then
+        [ -n "${PLAN_PINS_STRICT:-}" ] || return 0
         not_ok "$part: plan $plan is not pinned in ${PLAN_PINS#"$REPO"/} (a new part: add its line)"
     elif [ "$pin" != "$plan" ]; then
         not_ok "$part: plan $plan, pinned $pin in ${PLAN_PINS#"$REPO"/} (a case dropped or added: update the pin with the change)"
