@@ -13,8 +13,9 @@
 //! | `profile_points` | `/dev/oprofile/profile_points` (`--points`) |
 //! | `root/` | `--archive`: copies of the sampled user images and `.ko` files at their target paths |
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use oprofile_common::event::USER_STACK_SIZE_MAX;
+use oprofile_common::events::CpuModel;
 use oprofile_common::sync::BACKTRACE_DEPTH_MAX;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -82,6 +83,84 @@ pub struct CounterInfo {
     pub user: bool,
     /// `N/total`: events counted in the session.
     pub total: Option<u64>,
+}
+
+/// What one counter counted, from `--counter` (or just its number).
+#[derive(Debug, Clone, Serialize)]
+pub struct Counter {
+    pub counter: u64,
+    /// Event name, e.g. `CPU_CYCLES`; `event N` when not given.
+    pub event: String,
+    /// Sampling period in events, when given.
+    pub count: Option<u64>,
+}
+
+impl Counter {
+    /// Parses `N:EVENT[:COUNT]` (the event by name or number; a name is checked against
+    /// `model` when given, a number is named from it).
+    pub fn parse(spec: &str, model: Option<&CpuModel>) -> Result<Counter> {
+        let mut it = spec.split(':');
+        let (Some(n), Some(ev)) = (it.next(), it.next()) else {
+            bail!("--counter {spec:?}: expected COUNTER:EVENT[:COUNT], e.g. 0:CPU_CYCLES:100000");
+        };
+        let counter = n
+            .parse()
+            .with_context(|| format!("--counter {spec:?}: bad counter number {n:?}"))?;
+        let count = it
+            .next()
+            .map(|c| {
+                c.parse::<u64>()
+                    .with_context(|| format!("--counter {spec:?}: bad count {c:?}"))
+            })
+            .transpose()?;
+        if it.next().is_some() {
+            bail!("--counter {spec:?}: too many fields (COUNTER:EVENT[:COUNT])");
+        }
+        let number = ev
+            .strip_prefix("0x")
+            .map(|h| u64::from_str_radix(h, 16))
+            .unwrap_or_else(|| ev.parse());
+        let event = match (model, number) {
+            (Some(m), Ok(num)) => m
+                .event(num)
+                .with_context(|| {
+                    format!(
+                        "--counter {spec:?}: event {num:#x} is not a {} event",
+                        m.name()
+                    )
+                })?
+                .name
+                .to_string(),
+            (Some(m), Err(_)) => m
+                .event_by_name(ev)
+                .with_context(|| {
+                    format!(
+                        "--counter {spec:?}: no event {ev:?} for {} (see `oprof events`)",
+                        m.name()
+                    )
+                })?
+                .name
+                .to_string(),
+            (None, Ok(num)) => format!("event {num:#x}"),
+            (None, Err(_)) => ev.to_string(),
+        };
+        Ok(Counter {
+            counter,
+            event,
+            count,
+        })
+    }
+}
+
+impl Counter {
+    /// A counter as `session.json` describes it.
+    pub fn from_session(c: &CounterInfo) -> Counter {
+        Counter {
+            counter: u64::from(c.counter),
+            event: c.event.clone(),
+            count: Some(c.count),
+        }
+    }
 }
 
 /// The oprofilefs settings in force (read back after writing them).

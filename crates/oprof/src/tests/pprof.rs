@@ -4,13 +4,14 @@
 //! symbols from its kallsyms excerpt).
 
 use crate::aggregate;
+use crate::input::session::Counter;
 use crate::resolve::elf::ElfImage;
 use crate::resolve::images::{ImageMap, ModuleSnapshot};
 use crate::resolve::kallsyms::Kallsyms;
 use crate::resolve::{self, Resolver};
 use crate::tests::streaming::testdata;
 use crate::view::pprof;
-use crate::view::report::{self, Counter, Options, Report};
+use crate::view::report::{self, Options, Report};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

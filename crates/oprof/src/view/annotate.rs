@@ -9,13 +9,13 @@
 //! `--source-dir`). Every row counts the samples of all counters.
 
 use crate::input::inputs::Profile;
+use crate::input::session::Counter;
 use crate::resolve::disasm::{self, Insn};
 use crate::resolve::elf::{ElfImage, SourceLine};
 use crate::resolve::isa::Isa;
 use crate::resolve::{Resolver, Space, SymId};
 use crate::view::percent::percent;
 use crate::view::printable::Printable;
-use crate::view::report::Counter;
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

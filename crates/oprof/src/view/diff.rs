@@ -10,9 +10,10 @@
 //! The same comparison per call stack, drawn as a differential flame graph (`--flame`,
 //! `--folded`), is [`crate::view::flame::Differential`].
 
+use crate::input::session::Counter;
 use crate::view::percent::percent;
 use crate::view::printable::{escape, Printable};
-use crate::view::report::{Counter, Report};
+use crate::view::report::Report;
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -16,8 +16,8 @@
 //!   file (else its name), the file offset of its lowest address and its GNU build id.
 
 use crate::aggregate::Aggregated;
+use crate::input::session::Counter;
 use crate::resolve::{Resolver, Source, Space};
-use crate::view::report::Counter;
 use anyhow::{Context, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;

@@ -2,6 +2,7 @@
 //! `opreport -l`, `-g`, `-c`), as text, JSON and folded stacks for a flame graph.
 
 use crate::aggregate;
+use crate::input::session::Counter;
 #[cfg(test)]
 use crate::input::stream::{self, Stream};
 use crate::resolve::Space;
@@ -10,8 +11,8 @@ use crate::view::callgraph;
 use crate::view::flame::Folded;
 use crate::view::percent::percent;
 use crate::view::printable::{escape, Printable};
-use anyhow::{bail, Context, Result};
-use oprofile_common::events::CpuModel;
+#[cfg(test)]
+use anyhow::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -74,84 +75,6 @@ pub struct ImageRow {
     /// `kallsyms`; null with `debug_file`.
     pub debug_found_by: Option<&'static str>,
     pub per_event: BTreeMap<u64, u64>,
-}
-
-/// What one counter counted, from `--counter` (or just its number).
-#[derive(Debug, Clone, Serialize)]
-pub struct Counter {
-    pub counter: u64,
-    /// Event name, e.g. `CPU_CYCLES`; `event N` when not given.
-    pub event: String,
-    /// Sampling period in events, when given.
-    pub count: Option<u64>,
-}
-
-impl Counter {
-    /// Parses `N:EVENT[:COUNT]` (the event by name or number; a name is checked against
-    /// `model` when given, a number is named from it).
-    pub fn parse(spec: &str, model: Option<&CpuModel>) -> Result<Counter> {
-        let mut it = spec.split(':');
-        let (Some(n), Some(ev)) = (it.next(), it.next()) else {
-            bail!("--counter {spec:?}: expected COUNTER:EVENT[:COUNT], e.g. 0:CPU_CYCLES:100000");
-        };
-        let counter = n
-            .parse()
-            .with_context(|| format!("--counter {spec:?}: bad counter number {n:?}"))?;
-        let count = it
-            .next()
-            .map(|c| {
-                c.parse::<u64>()
-                    .with_context(|| format!("--counter {spec:?}: bad count {c:?}"))
-            })
-            .transpose()?;
-        if it.next().is_some() {
-            bail!("--counter {spec:?}: too many fields (COUNTER:EVENT[:COUNT])");
-        }
-        let number = ev
-            .strip_prefix("0x")
-            .map(|h| u64::from_str_radix(h, 16))
-            .unwrap_or_else(|| ev.parse());
-        let event = match (model, number) {
-            (Some(m), Ok(num)) => m
-                .event(num)
-                .with_context(|| {
-                    format!(
-                        "--counter {spec:?}: event {num:#x} is not a {} event",
-                        m.name()
-                    )
-                })?
-                .name
-                .to_string(),
-            (Some(m), Err(_)) => m
-                .event_by_name(ev)
-                .with_context(|| {
-                    format!(
-                        "--counter {spec:?}: no event {ev:?} for {} (see `oprof events`)",
-                        m.name()
-                    )
-                })?
-                .name
-                .to_string(),
-            (None, Ok(num)) => format!("event {num:#x}"),
-            (None, Err(_)) => ev.to_string(),
-        };
-        Ok(Counter {
-            counter,
-            event,
-            count,
-        })
-    }
-}
-
-impl Counter {
-    /// A counter as `session.json` describes it.
-    pub fn from_session(c: &crate::input::session::CounterInfo) -> Counter {
-        Counter {
-            counter: u64::from(c.counter),
-            event: c.event.clone(),
-            count: Some(c.count),
-        }
-    }
 }
 
 /// The session line of the text report on a session directory (kernel, CPUs, events, length,
@@ -799,6 +722,7 @@ mod tests {
     use crate::resolve::symbols::{Binding, Symbol, SymbolTable};
     use crate::resolve::{self, Resolver};
     use oprofile_common::event::Record;
+    use oprofile_common::events::CpuModel;
     use std::path::Path;
 
     fn kernel_syms() -> SymbolTable {
