@@ -1,7 +1,8 @@
 //! `oprof points FILE`: the profile-point table, longest total first.
 
 use super::{emit, emit_json};
-use crate::view::points;
+use crate::input::points;
+use crate::view::points::render;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -21,6 +22,6 @@ pub fn run(a: &Args) -> Result<()> {
     if a.json {
         emit_json(&points)
     } else {
-        emit(&points::render(&points))
+        emit(&render(&points))
     }
 }
