@@ -1,8 +1,8 @@
 //! `oprof decode BUFFER`: every record of a captured stream with its byte offset.
 
 use super::emit;
+use crate::input::events;
 use crate::input::{stream, validate};
-use crate::target::events;
 use crate::view::printable::Printable;
 use anyhow::Result;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `oprof events`: the hardware events of a CPU type, like ophelp.
 
 use super::emit;
-use crate::target::events;
+use crate::input::events;
 use anyhow::Result;
 
 /// `oprof events` options.

@@ -1,7 +1,7 @@
 //! `oprof setup EVENTS`: events placed on counters, printed as oprofilefs writes.
 
 use super::emit;
-use crate::target::events;
+use crate::input::events;
 use anyhow::Result;
 
 /// `oprof setup` options.

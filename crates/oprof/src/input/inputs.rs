@@ -9,6 +9,7 @@
 //! explicitly take precedence.
 
 use crate::aggregate::{self, Aggregated};
+use crate::input::events;
 use crate::input::session::Counter;
 use crate::input::session::{self, Session};
 use crate::input::validate::{self, Checked, Limits, Skipped};
@@ -17,7 +18,7 @@ use crate::resolve::images::{ImageMap, ModuleSnapshot};
 use crate::resolve::kallsyms::Kallsyms;
 use crate::resolve::unwind;
 use crate::resolve::{self, Resolver};
-use crate::target::{events, system};
+use crate::target::system;
 use anyhow::{Context, Result};
 use std::io::Cursor;
 use std::path::PathBuf;

@@ -10,6 +10,7 @@
 //! `buffer` is closed (always before exiting: also on errors and signals). Then the session files
 //! are copied, the system put back as found, and one summary line printed.
 
+use crate::input::events::{self, Placement};
 use crate::input::points;
 use crate::input::session::{
     self, CounterInfo, Losses, SessionInfo, Settings, State, Time, Totals, DEFAULT_DIR,
@@ -18,7 +19,6 @@ use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
-use crate::target::events::{self, Placement};
 use crate::target::session_dir::{self, SessionDir};
 use crate::target::system::{self, Fs, PidFile, System, Want, OPROFILEFS};
 use anyhow::{anyhow, bail, Context, Result};
