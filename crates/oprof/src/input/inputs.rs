@@ -18,7 +18,6 @@ use crate::resolve::images::{ImageMap, ModuleSnapshot};
 use crate::resolve::kallsyms::Kallsyms;
 use crate::resolve::unwind;
 use crate::resolve::{self, Resolver};
-use crate::target::system;
 use anyhow::{Context, Result};
 use std::io::Cursor;
 use std::path::PathBuf;
@@ -166,7 +165,7 @@ impl Inputs {
         };
         let here = ses
             .as_ref()
-            .is_some_and(|s| s.recorded_here(&system::uname()));
+            .is_some_and(|s| s.recorded_here(&session::uname()));
         ropts
             .sysroots
             .extend(ses.as_ref().and_then(Session::archive_root));

@@ -67,6 +67,30 @@ pub struct KernelInfo {
     pub nodename: String,
 }
 
+/// `uname(2)` of the running kernel (empty fields if it fails).
+pub fn uname() -> KernelInfo {
+    // SAFETY: `utsname` is plain old data; all-zero is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `utsname`.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return KernelInfo::default();
+    }
+    let s = |f: &[libc::c_char]| {
+        let b: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    KernelInfo {
+        release: s(&u.release),
+        version: s(&u.version),
+        machine: s(&u.machine),
+        nodename: s(&u.nodename),
+    }
+}
+
 /// One hardware counter of the session (absent in timer mode).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CounterInfo {

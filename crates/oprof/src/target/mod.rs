@@ -1,7 +1,8 @@
 //! The target side: [`record`] profiles the system and writes a session directory, through
 //! [`system`] (oprofilefs, the module, the mount) and the event tables of
 //! [`crate::input::events`]; [`session_dir`] writes the session directory privately and without
-//! following links; [`legacy`] runs a legacy OProfile 0.9.x command with its `lookup_dcookie` calls answered (`oprof legacy`).
+//! following links; [`legacy`] runs a legacy OProfile 0.9.x command with its `lookup_dcookie` calls
+//! answered (`oprof legacy`).
 
 pub mod legacy;
 pub mod record;

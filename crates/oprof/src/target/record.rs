@@ -1222,7 +1222,7 @@ fn initial_info(
         timer_hz: timer_hz(&cfg.placed),
         cpu_type: cfg.cpu_type.clone(),
         pointer_size: cfg.pointer_size,
-        kernel: system::uname(),
+        kernel: session::uname(),
         cpus: system::online_cpus(),
         settings: cfg.settings.clone(),
         start: Time::now(),

@@ -4,7 +4,6 @@
 //! oprofilefs files are written as one `write(2)` of `VALUE\n` at offset 0 (the filesystem
 //! takes nothing else, see `Documentation/oprofilefs.rst`); errors name the file and the value.
 
-use crate::input::session::KernelInfo;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -16,30 +15,6 @@ use std::path::{Path, PathBuf};
 pub const OPROFILEFS: &str = "/dev/oprofile";
 /// The module's name (legacy tools match it: `lsmod | grep oprofile`).
 pub const MODULE: &str = "oprofile";
-
-/// `uname(2)` of the running kernel (empty fields if it fails).
-pub fn uname() -> KernelInfo {
-    // SAFETY: `utsname` is plain old data; all-zero is a valid value.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable `utsname`.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return KernelInfo::default();
-    }
-    let s = |f: &[libc::c_char]| {
-        let b: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&b).into_owned()
-    };
-    KernelInfo {
-        release: s(&u.release),
-        version: s(&u.version),
-        machine: s(&u.machine),
-        nodename: s(&u.nodename),
-    }
-}
 
 /// Whether the effective user is root (opening `buffer` needs CAP_SYS_ADMIN, loading the module
 /// CAP_SYS_MODULE, mounting CAP_SYS_ADMIN).
