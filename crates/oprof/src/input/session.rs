@@ -352,7 +352,21 @@ pub struct SessionInfo {
     /// `--archive`: build-id and `.gnu_debuglink` of each archived image, by target path, so
     /// that a host finds their debug files (the board has none) and can tell a different copy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub debug_ids: BTreeMap<String, crate::resolve::debugfile::Ids>,
+    pub debug_ids: BTreeMap<String, Ids>,
+}
+
+/// The identity of an image a debug file must match (and `oprof record --archive` keeps).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Ids {
+    /// GNU build-id, lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<String>,
+    /// `.gnu_debuglink` file name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debuglink: Option<String>,
+    /// `.gnu_debuglink` CRC32 of the debug file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debuglink_crc: Option<u32>,
 }
 
 /// Samples taken and lost, from a `stats.json` map (the accounting of

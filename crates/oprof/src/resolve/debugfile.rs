@@ -19,6 +19,7 @@
 //! from the one the image's `.gnu_debuglink` records. A profiler never invents: a debug file that
 //! cannot be proved to belong to the image names nothing.
 
+use crate::input::session::Ids;
 use object::{Object, ObjectSection};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -81,20 +82,7 @@ pub struct Lookup {
     pub notes: Vec<String>,
 }
 
-/// The identity of an image a debug file must match (and `oprof record --archive` keeps).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Ids {
-    /// GNU build-id, lowercase hex.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub build_id: Option<String>,
-    /// `.gnu_debuglink` file name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub debuglink: Option<String>,
-    /// `.gnu_debuglink` CRC32 of the debug file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub debuglink_crc: Option<u32>,
-}
-
+// `Ids` is a session record (`session.json`'s `debug_ids`): [`crate::input::session::Ids`].
 impl Ids {
     /// The ids of a parsed ELF file (unreadable notes or sections count as absent).
     pub fn of(file: &object::File<'_>) -> Ids {

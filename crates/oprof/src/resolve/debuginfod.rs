@@ -12,7 +12,7 @@
 //! or file that is a symbolic link is not used. Whatever fails (server down, 404, a truncated
 //! body, another build-id) is a note, and the lookup goes on without the file.
 
-use crate::resolve::debugfile::Ids;
+use crate::input::session::Ids;
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};

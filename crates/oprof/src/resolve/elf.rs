@@ -6,8 +6,9 @@
 //! (`/sys/module/NAME/sections/`), symbols become `section address + st_value`, and the DWARF is
 //! relocated against those addresses, so every lookup takes a runtime kernel address.
 
+use crate::input::session::Ids;
 use crate::resolve::calls::ArmMarks;
-use crate::resolve::debugfile::{Ids, Method, Search};
+use crate::resolve::debugfile::{Method, Search};
 use crate::resolve::isa::Isa;
 use crate::resolve::symbols::{Binding, Symbol, SymbolTable};
 use anyhow::{anyhow, bail, Context, Result};

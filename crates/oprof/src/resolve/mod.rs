@@ -31,10 +31,11 @@ pub mod symbols;
 #[cfg_attr(not(test), allow(dead_code))]
 pub mod unwind;
 
+use crate::input::session::Ids;
 use crate::input::stream::SampleCtx;
 #[cfg(test)]
 use crate::input::stream::{Frame, Sample};
-use crate::resolve::debugfile::{Ids, Method, Search};
+use crate::resolve::debugfile::{Method, Search};
 use crate::resolve::elf::{DebugLookup, DebugSource, ElfImage, SourceLine};
 use crate::resolve::images::{ImageMap, ModuleSnapshot};
 use crate::resolve::symbols::{demangle, SymbolTable};

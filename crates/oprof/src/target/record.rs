@@ -12,11 +12,11 @@
 
 use crate::input::events::{self, Placement};
 use crate::input::points;
+use crate::input::session::Ids;
 use crate::input::session::{
     self, CounterInfo, Losses, SessionInfo, Settings, State, Time, Totals, DEFAULT_DIR,
 };
 use crate::input::stream::{self, ChainState, Role, SampleCtx};
-use crate::resolve::debugfile::Ids;
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
 use crate::target::session_dir::{self, SessionDir};

@@ -6,8 +6,9 @@
 
 use crate::fixtures::stream;
 use crate::input::inputs::{Inputs, Want};
+use crate::input::session::Ids;
 use crate::input::session::{IMAGES, SAMPLES, SESSION};
-use crate::resolve::debugfile::{self, Ids};
+use crate::resolve::debugfile;
 use crate::resolve::elf::ElfImage;
 use crate::tests::programs::session_info;
 use crate::view::annotate;

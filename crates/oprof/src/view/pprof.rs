@@ -169,7 +169,7 @@ pub struct Meta {
 
 /// The GNU build id of an ELF file, as lowercase hex.
 fn build_id(path: &Path) -> Option<String> {
-    crate::resolve::debugfile::Ids::read(path)?.build_id
+    crate::input::session::Ids::read(path)?.build_id
 }
 
 /// Builds the profile of `agg` (counted with [`crate::aggregate::Options::task`]), resolving
