@@ -14,7 +14,7 @@
 //! follow the pattern, or a candidate that was not a real CPU_SWITCH record), the whole stream
 //! is decoded again sequentially, so the result is always the sequential decoder's.
 
-use crate::input::stream::{self, ChainState, Role, SampleCtx};
+use crate::input::stream::{self, shift, ChainState, Role, SampleCtx};
 use crate::resolve::Space;
 use anyhow::{anyhow, Context, Result};
 use oprofile_common::event::{code, escape_code, DecodeError, Decoder, Record, MAX_RECORD_WORDS};
@@ -426,21 +426,6 @@ impl<'a> Segment<'a> {
             stop: self.stop,
             pending,
         }
-    }
-}
-
-/// Moves a decode error's word index by `by`.
-pub(crate) fn shift(e: DecodeError, by: usize) -> DecodeError {
-    match e {
-        DecodeError::Truncated { word, need } => DecodeError::Truncated {
-            word: word + by,
-            need,
-        },
-        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode {
-            word: word + by,
-            code,
-        },
-        DecodeError::BadCtxSwitch { word } => DecodeError::BadCtxSwitch { word: word + by },
     }
 }
 

@@ -60,6 +60,21 @@ pub fn check_size(len: u64, word_bytes: usize) -> Result<()> {
     Ok(())
 }
 
+/// Moves a decode error's word index by `by`.
+pub(crate) fn shift(e: DecodeError, by: usize) -> DecodeError {
+    match e {
+        DecodeError::Truncated { word, need } => DecodeError::Truncated {
+            word: word + by,
+            need,
+        },
+        DecodeError::UnknownCode { word, code } => DecodeError::UnknownCode {
+            word: word + by,
+            code,
+        },
+        DecodeError::BadCtxSwitch { word } => DecodeError::BadCtxSwitch { word: word + by },
+    }
+}
+
 /// Describes a decode error with its byte offset, in a stream of `words` words.
 pub fn describe(e: DecodeError, word_bytes: usize, words: usize) -> String {
     let off = |w: usize| w.saturating_mul(word_bytes);

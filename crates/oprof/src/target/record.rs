@@ -580,7 +580,7 @@ fn each_record(
                 }
                 Err(DecodeError::Truncated { .. }) if torn_ok => break,
                 Err(e) => {
-                    let e = crate::aggregate::shift(e, base);
+                    let e = stream::shift(e, base);
                     bail!("{}", stream::describe(e, wb, base + pending.len()));
                 }
             }
