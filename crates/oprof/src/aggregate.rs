@@ -15,6 +15,8 @@
 //! is decoded again sequentially, so the result is always the sequential decoder's.
 
 use crate::input::stream::{self, shift, ChainState, Role, SampleCtx};
+use crate::resolve::unwind::fpchain::Prover;
+use crate::resolve::unwind::ImageTables;
 use crate::resolve::Space;
 use anyhow::{anyhow, Context, Result};
 use oprofile_common::event::{code, escape_code, DecodeError, Decoder, Record, MAX_RECORD_WORDS};
@@ -824,6 +826,37 @@ pub fn open(path: &Path, word_bytes: usize) -> Result<std::fs::File> {
             .with_context(|| format!("in {}", path.display()))?;
     }
     Ok(f)
+}
+
+/// Cuts the user part of every chain of `counts` (a stream of 8-byte words without snapshots)
+/// at its first unproven edge. A chain's user part starts at its first user entry: the sampled
+/// PC, or the PC a kernel-mode sample's task entered the kernel from; the rest are frame-record
+/// return addresses.
+pub fn prove_counts(
+    counts: &mut Counts,
+    prover: &mut Prover,
+    load: &mut dyn FnMut(u64) -> Option<ImageTables>,
+) {
+    let mut user = Vec::new();
+    counts.truncate_chains(|spaces, key, n| {
+        let entries: Vec<(u32, u64)> = key.entries().collect();
+        let is_user = |s: u32| matches!(spaces.get(s as usize), Some(Space::User { .. }));
+        let Some(u) = entries.iter().position(|&(s, _)| is_user(s)) else {
+            return entries.len();
+        };
+        user.clear();
+        user.extend(
+            entries[u..]
+                .iter()
+                .map(|&(s, w)| match spaces.get(s as usize) {
+                    Some(Space::User {
+                        cookie: Some(c), ..
+                    }) if *c != 0 => Some((*c, w)),
+                    _ => None,
+                }),
+        );
+        u + prover.keep(&user, n, load)
+    });
 }
 
 #[cfg(test)]

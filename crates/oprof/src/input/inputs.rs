@@ -254,7 +254,7 @@ impl Inputs {
         if word_size == 8 && !was_expanded {
             let mut prover = unwind::fpchain::Prover::new();
             for part in &mut counts.parts {
-                unwind::fpchain::prove_counts(part, &mut prover, &mut |id| res.unwind_tables(id));
+                aggregate::prove_counts(part, &mut prover, &mut |id| res.unwind_tables(id));
             }
             res.warnings.extend(prover.stats.note());
         }

@@ -26,9 +26,7 @@
 
 use super::cfi::{Cfa, Rule};
 use super::ImageTables;
-use crate::aggregate::Counts;
 use crate::resolve::elf::offset_to_vaddr;
-use crate::resolve::Space;
 use capstone::prelude::*;
 use gimli::UnwindContext;
 use std::collections::{BTreeMap, HashMap};
@@ -182,37 +180,6 @@ impl Prover {
         self.cache.insert((image, offset, ret), v);
         v
     }
-}
-
-/// Cuts the user part of every chain of `counts` (a stream of 8-byte words without snapshots)
-/// at its first unproven edge. A chain's user part starts at its first user entry: the sampled
-/// PC, or the PC a kernel-mode sample's task entered the kernel from; the rest are frame-record
-/// return addresses.
-pub fn prove_counts(
-    counts: &mut Counts,
-    prover: &mut Prover,
-    load: &mut dyn FnMut(u64) -> Option<ImageTables>,
-) {
-    let mut user = Vec::new();
-    counts.truncate_chains(|spaces, key, n| {
-        let entries: Vec<(u32, u64)> = key.entries().collect();
-        let is_user = |s: u32| matches!(spaces.get(s as usize), Some(Space::User { .. }));
-        let Some(u) = entries.iter().position(|&(s, _)| is_user(s)) else {
-            return entries.len();
-        };
-        user.clear();
-        user.extend(
-            entries[u..]
-                .iter()
-                .map(|&(s, w)| match spaces.get(s as usize) {
-                    Some(Space::User {
-                        cookie: Some(c), ..
-                    }) if *c != 0 => Some((*c, w)),
-                    _ => None,
-                }),
-        );
-        u + prover.keep(&user, n, load)
-    });
 }
 
 /// Whether, at ELF address `at` of the image `t`, the function there keeps a frame record that
