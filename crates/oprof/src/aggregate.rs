@@ -17,7 +17,7 @@
 use crate::input::stream::{self, shift, ChainState, Role, SampleCtx};
 use crate::resolve::unwind::fpchain::Prover;
 use crate::resolve::unwind::ImageTables;
-use crate::resolve::Space;
+use crate::resolve::{FastState, Space};
 use anyhow::{anyhow, Context, Result};
 use oprofile_common::event::{code, escape_code, DecodeError, Decoder, Record, MAX_RECORD_WORDS};
 use std::collections::{BTreeMap, HashMap};
@@ -42,22 +42,6 @@ impl State {
 /// Hash maps of the hot path (keys are not attacker-chosen in a way that matters here, and
 /// iteration order never reaches the output: every table is sorted before it is printed).
 type FastMap<K, V> = HashMap<K, V, FastState>;
-
-/// ahash with constant seeds. `ahash::RandomState::new()` and even `AHasher::default()` (its
-/// "fixed" keys are drawn once per process) read getrandom(2), which blocks until the kernel's
-/// entropy pool is ready: on a board without a hardware RNG that is minutes after boot (the
-/// QEMU realview-pb-a8 guest's `oprof report` waited 328 s for "crng init done").
-#[derive(Clone, Copy, Default)]
-pub struct FastState;
-
-impl std::hash::BuildHasher for FastState {
-    type Hasher = ahash::AHasher;
-
-    fn build_hasher(&self) -> ahash::AHasher {
-        const SEEDS: ahash::RandomState = ahash::RandomState::with_seeds(1, 2, 3, 4);
-        SEEDS.build_hasher()
-    }
-}
 
 /// Sample counts by key, from one or more segments of a stream.
 ///

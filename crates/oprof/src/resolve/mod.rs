@@ -45,6 +45,22 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+/// ahash with constant seeds. `ahash::RandomState::new()` and even `AHasher::default()` (its
+/// "fixed" keys are drawn once per process) read getrandom(2), which blocks until the kernel's
+/// entropy pool is ready: on a board without a hardware RNG that is minutes after boot (the
+/// QEMU realview-pb-a8 guest's `oprof report` waited 328 s for "crng init done").
+#[derive(Clone, Copy, Default)]
+pub struct FastState;
+
+impl std::hash::BuildHasher for FastState {
+    type Hasher = ahash::AHasher;
+
+    fn build_hasher(&self) -> ahash::AHasher {
+        const SEEDS: ahash::RandomState = ahash::RandomState::with_seeds(1, 2, 3, 4);
+        SEEDS.build_hasher()
+    }
+}
+
 /// Symbol of addresses that no symbol covers, or of images without symbols.
 pub const NO_SYMBOLS: &str = "(no symbols)";
 /// Symbol of user images whose file was not found on the host.

@@ -195,7 +195,7 @@ pub fn build_counts(
             *t.r.per_cpu.entry(cpu).or_default() += n;
         }
         // Resolved entries of this part (its space indexes are its own).
-        let mut cache: HashMap<(&[u64], bool), LocId, crate::aggregate::FastState> =
+        let mut cache: HashMap<(&[u64], bool), LocId, crate::resolve::FastState> =
             HashMap::default();
         for (k, &n) in &counts.keys {
             let key = counts.key(k);

@@ -19,9 +19,9 @@
 use super::a64::{Regs64, Stack64};
 use super::fpchain::{FpStats, Prover};
 use super::{Chain, End, ImageTables, Images, Place, Regs, Stack, Unwinder};
-use crate::aggregate::FastState;
 use crate::input::stream::{ChainState, Role, SampleCtx};
 use crate::resolve::elf::offset_to_vaddr;
+use crate::resolve::FastState;
 use oprofile_common::event::{
     code, escape_code, user_regs, user_stack_header_words, Decoder, Record, USER_MAPS_ENTRY,
     USER_MAPS_HEADER,

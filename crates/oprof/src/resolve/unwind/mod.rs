@@ -47,8 +47,8 @@ mod tests_fpchain;
 
 pub use tables::ImageTables;
 
-use crate::aggregate::FastState;
 use crate::resolve::isa::Isa;
+use crate::resolve::FastState;
 use ehabi::{Op, Stop};
 use gimli::UnwindContext;
 use std::collections::HashMap;
