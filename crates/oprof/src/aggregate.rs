@@ -13,6 +13,11 @@
 //! checked against the next segment's assumption. If any check fails (a stream that does not
 //! follow the pattern, or a candidate that was not a real CPU_SWITCH record), the whole stream
 //! is decoded again sequentially, so the result is always the sequential decoder's.
+//!
+//! [`inputs`] is the load pipeline every view starts with: it checks the stream, counts it here
+//! and builds the [`crate::resolve::Resolver`] for it.
+
+pub mod inputs;
 
 use crate::input::stream::{self, shift, ChainState, Role, SampleCtx};
 use crate::resolve::unwind::fpchain::Prover;

@@ -1,7 +1,7 @@
 //! `oprof annotate`: source lines and instructions of sampled functions with their samples.
 
 use super::{emit, emit_json};
-use crate::input::inputs::{Inputs, Want};
+use crate::aggregate::inputs::{Inputs, Want};
 use crate::resolve;
 use crate::view::annotate;
 use crate::view::printable::Printable;

@@ -3,7 +3,7 @@
 
 use super::{emit, emit_json};
 use crate::aggregate;
-use crate::input::inputs::{Inputs, Profile, Want};
+use crate::aggregate::inputs::{Inputs, Profile, Want};
 use crate::view::flame::Differential;
 use crate::view::printable::Printable;
 use crate::view::{diff, report};
@@ -58,7 +58,7 @@ pub struct Args {
     word_size: Option<usize>,
     /// The `backtrace_depth` both streams were recorded with (see `oprof report
     /// --backtrace-depth`).
-    #[arg(long, value_name = "FRAMES", value_parser = crate::input::inputs::depth_arg())]
+    #[arg(long, value_name = "FRAMES", value_parser = crate::aggregate::inputs::depth_arg())]
     backtrace_depth: Option<u64>,
     /// CPU type of both streams (default: the sessions').
     #[arg(long)]

@@ -2,7 +2,7 @@
 
 use super::{emit, emit_json};
 use crate::aggregate;
-use crate::input::inputs::{Inputs, Profile, Want};
+use crate::aggregate::inputs::{Inputs, Profile, Want};
 use crate::view::printable::Printable;
 use crate::view::{pprof, report};
 use anyhow::Result;

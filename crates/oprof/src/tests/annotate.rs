@@ -4,8 +4,8 @@
 //! (instruction boundaries, so Thumb code must decode as Thumb), samples placed at chosen instructions through a stream are counted there and on
 //! their source lines, and errors are one line naming the input.
 
+use crate::aggregate::inputs::{Inputs, Want};
 use crate::fixtures::stream;
-use crate::input::inputs::{Inputs, Want};
 use crate::resolve::disasm;
 use crate::resolve::elf::ElfImage;
 use crate::resolve::isa::Isa;
@@ -439,7 +439,7 @@ fn diff_of_a_changed_split() {
     };
     let ((ra, pa), (rb, pb)) = (rep("a"), rep("b"));
     let side =
-        |p: &crate::input::inputs::Profile| (p.path.display().to_string(), p.cpu_type.clone());
+        |p: &crate::aggregate::inputs::Profile| (p.path.display().to_string(), p.cpu_type.clone());
     let d = diff::build(&ra, &rb, side(&pa), side(&pb), true).unwrap();
     let row = |s: &str| {
         d.rows

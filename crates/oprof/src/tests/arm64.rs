@@ -5,8 +5,8 @@
 //! A64 call facts behind frame naming (`$x`/`$d` mapping symbols, `b` before a symbol), and
 //! `oprof annotate`'s A64 disassembly against binutils' `objdump`.
 
+use crate::aggregate::inputs::{Inputs, Want};
 use crate::fixtures;
-use crate::input::inputs::{Inputs, Want};
 use crate::input::session::{KALLSYMS, PROC_MODULES, SAMPLES};
 use crate::resolve::disasm;
 use crate::resolve::elf::ElfImage;

@@ -4,8 +4,8 @@
 //! stream are named through `Inputs::load` and the report as `oprof report` does. The names and
 //! source lines the unstripped program gives are the oracle.
 
+use crate::aggregate::inputs::{Inputs, Want};
 use crate::fixtures::stream;
-use crate::input::inputs::{Inputs, Want};
 use crate::input::session::Ids;
 use crate::input::session::{IMAGES, SAMPLES, SESSION};
 use crate::resolve::debugfile;

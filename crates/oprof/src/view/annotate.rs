@@ -8,7 +8,7 @@
 //! ([`crate::resolve::disasm`]); the source from the file the DWARF names (or one found in
 //! `--source-dir`). Every row counts the samples of all counters.
 
-use crate::input::inputs::Profile;
+use crate::aggregate::inputs::Profile;
 use crate::input::session::Counter;
 use crate::resolve::disasm::{self, Insn};
 use crate::resolve::elf::{ElfImage, SourceLine};

@@ -491,7 +491,7 @@ fn a64_snapshots_expand_in_8_byte_streams() {
         .map(|(i, p)| format!("{} {p}\n", i + 1))
         .collect();
     std::fs::write(dir.path().join("s.images"), list).unwrap();
-    let inputs = crate::input::inputs::Inputs {
+    let inputs = crate::aggregate::inputs::Inputs {
         buffer: Some(buf),
         images: Some(dir.path().join("s.images")),
         sysroot: Some(PathBuf::from("/")),
@@ -500,7 +500,9 @@ fn a64_snapshots_expand_in_8_byte_streams() {
         backtrace_depth: Some(64),
         ..Default::default()
     };
-    let mut p = inputs.load(crate::input::inputs::Want::default()).unwrap();
+    let mut p = inputs
+        .load(crate::aggregate::inputs::Want::default())
+        .unwrap();
     let r = crate::view::report::build_counts(
         &p.counts,
         &mut p.res,

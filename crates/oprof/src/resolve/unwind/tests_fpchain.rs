@@ -9,7 +9,7 @@ use super::maps::{self, ProcessImages};
 use super::test_target::ARM64;
 use super::tests_a64::host_file;
 use super::ImageTables;
-use crate::input::inputs::{Inputs, Want};
+use crate::aggregate::inputs::{Inputs, Want};
 use crate::view::report;
 use object::{Object, ObjectSymbol};
 use oprofile_common::event::Record;
@@ -347,7 +347,7 @@ fn load(
     m: &Maps,
     name: &str,
     bytes: &[u8],
-) -> (crate::input::inputs::Profile, report::Report) {
+) -> (crate::aggregate::inputs::Profile, report::Report) {
     let buf = dir.join(format!("{name}.buf"));
     std::fs::write(&buf, bytes).unwrap();
     let list: String = m
