@@ -2,7 +2,8 @@
 
 use super::emit;
 use crate::input::events;
-use crate::input::{stream, validate};
+use crate::input::validate;
+use crate::view::listing;
 use crate::view::printable::Printable;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -34,7 +35,7 @@ pub fn run(a: &Args) -> Result<()> {
         .map(|t| events::model(Some(t)))
         .transpose()?;
     let limits = validate::Limits::bare(a.word_size, model);
-    let (text, note) = stream::listing(&a.buffer, &limits, a.force)?;
+    let (text, note) = listing::listing(&a.buffer, &limits, a.force)?;
     if let Some(n) = note {
         eprintln!("oprof: note: {}", Printable(&n));
     }

@@ -1,14 +1,15 @@
 //! Views: what the subcommands print of aggregated samples. [`report`] (images, symbols, source
 //! lines, with [`callgraph`], [`flame`] and [`pprof`] output), [`annotate`] (source lines and
-//! instructions), [`diff`] (two profiles); [`kprof`] and [`points`] print the module's own
-//! tables; [`percent`] is the share every view prints; [`printable`] escapes the control
-//! characters of names in every text view.
+//! instructions), [`diff`] (two profiles), [`listing`] (the records of a stream); [`kprof`] and
+//! [`points`] print the module's own tables; [`percent`] is the share every view prints;
+//! [`printable`] escapes the control characters of names in every text view.
 
 pub mod annotate;
 pub mod callgraph;
 pub mod diff;
 pub mod flame;
 pub mod kprof;
+pub mod listing;
 pub mod percent;
 pub mod points;
 pub mod pprof;
