@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make check`: every test. Sets the host up (packages, kernel) when needed, lints the host
-# checks (pyflakes3 tests/checks), the module sources (scripts/lint-module.py) and the paths the
-# guides name (scripts/check-guide.py), runs the host crates' tests (cargo test) and the QEMU
-# integration tests (tests/run-qemu-tests.sh: plain kernel on realview-pb-a8, virt-a15 and
-# virt-a53, debug kernel on virt-a15 and virt-a53) and the board image, installation and DKMS tests
+# checks (pyflakes3 tests/checks), the module sources (scripts/lint-module.py), the paths the
+# guides name (scripts/check-guide.py) and the host crate's layers (scripts/check-layers.py),
+# runs the host crates' tests (cargo test) and the QEMU integration tests (tests/run-qemu-tests.sh:
+# plain kernel on realview-pb-a8, virt-a15 and virt-a53, debug kernel on virt-a15 and virt-a53)
+# and the board image, installation and DKMS tests
 # (tests/image.sh). The last line counts every test: "N passed, M failed, K skipped" (cargo's
 # "test result:" lines, their ignored tests as skipped; the runners' "qemu: N passed, M failed,
 # K skipped" and "image: ..."; one check for the lint; a part that ends without its counts is
@@ -64,6 +65,16 @@ if [[ $(tail -n 1 "$OUT/check-guide.log") =~ ^check-guide:\ ([0-9]+)\ passed,\ (
     counted "lint: guide" "$p" "$f"
 else
     echo "not ok - check-guide.py ended without its counts"; counted "lint: guide" 0 1
+fi
+
+step "lint: layers (scripts/check-layers.py: the host crate's imports run cli -> view -> aggregate -> resolve -> input)"
+rc=0; python3 "$REPO/scripts/check-layers.py" "$REPO" | tee "$OUT/check-layers.log" || rc=$?
+if [[ $(tail -n 1 "$OUT/check-layers.log") =~ ^check-layers:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - check-layers.py exited with status $rc"; f=1; fi
+    counted "lint: layers" "$p" "$f"
+else
+    echo "not ok - check-layers.py ended without its counts"; counted "lint: layers" 0 1
 fi
 
 step "lint: rustfmt --check (the module with the kernel's .rustfmt.toml, the host crates with cargo fmt)"
