@@ -152,7 +152,7 @@ bench: module testmod host target-tools
 	@bash scripts/bench.sh
 
 test-host:
-	@cargo test --release --locked
+	@cargo test --locked
 
 # Without KVARIANT on the command line: plain on every board and debug on virt-a15 and virt-a53,
 # so the modules are built for both kernels of both architectures.

@@ -87,9 +87,7 @@ if (cd "$REPO" && cargo clippy --locked --all-targets -- -D warnings); then coun
 else echo "not ok - cargo clippy --all-targets -- -D warnings"; counted "lint: clippy" 0 1; fi
 
 step "cargo test (host crates)"
-# --release: the release profile (overflow checks on, Cargo.toml) shares its dependencies with
-# `make host`'s build, one cold build of them fewer on a fresh clone.
-rc=0; (cd "$REPO" && cargo test --release --locked --no-fail-fast 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
+rc=0; (cd "$REPO" && cargo test --locked --no-fail-fast 2>&1) | tee "$OUT/cargo-test.log" || rc=$?
 # One "test result: ok. N passed; M failed; K ignored; ..." line per test binary and doc-test run.
 read -r p f k < <(sed -n 's/^test result: [^.]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored;.*/\1 \2 \3/p' "$OUT/cargo-test.log" |
                   awk '{ p += $1; f += $2; k += $3 } END { print p + 0, f + 0, k + 0 }')
