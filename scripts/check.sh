@@ -47,35 +47,28 @@ bash "$REPO/scripts/setup-host.sh" || { echo "not ok - host setup failed"; fail=
 step "lint: pyflakes3 tests/checks"
 if pyflakes3 "$REPO/tests/checks"; then counted lint 1 0; else echo "not ok - pyflakes3 tests/checks"; counted lint 0 1; fi
 
+# lint_script PART NAME ARGS...: runs scripts/NAME.py ARGS (its output in build/NAME.log), whose
+# last line is "NAME: N passed, M failed", and adds those counts as PART; a missing last line, or
+# a non-zero exit without a failure counted, is one failure.
+lint_script() {
+    local part=$1 name=$2 rc=0 p f
+    shift 2
+    python3 "$REPO/scripts/$name.py" "$@" | tee "$OUT/$name.log" || rc=$?
+    if [[ $(tail -n 1 "$OUT/$name.log") =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+        if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - $name.py exited with status $rc"; f=1; fi
+        counted "$part" "$p" "$f"
+    else
+        echo "not ok - $name.py ended without its counts"; counted "$part" 0 1
+    fi
+}
+
 step "lint: module sources (scripts/lint-module.py: unsafe confined, SAFETY comments, shim kernel-doc)"
-rc=0; python3 "$REPO/scripts/lint-module.py" "$REPO" "$KSRC" | tee "$OUT/lint-module.log" || rc=$?
-if [[ $(tail -n 1 "$OUT/lint-module.log") =~ ^lint-module:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - lint-module.py exited with status $rc"; f=1; fi
-    counted "lint: module" "$p" "$f"
-else
-    echo "not ok - lint-module.py ended without its counts"; counted "lint: module" 0 1
-fi
-
+lint_script "lint: module" lint-module "$REPO" "$KSRC"
 step "lint: guide paths (scripts/check-guide.py: every path DEVELOPERS.md and README.md name exists)"
-rc=0; python3 "$REPO/scripts/check-guide.py" "$REPO" | tee "$OUT/check-guide.log" || rc=$?
-if [[ $(tail -n 1 "$OUT/check-guide.log") =~ ^check-guide:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - check-guide.py exited with status $rc"; f=1; fi
-    counted "lint: guide" "$p" "$f"
-else
-    echo "not ok - check-guide.py ended without its counts"; counted "lint: guide" 0 1
-fi
-
+lint_script "lint: guide" check-guide "$REPO"
 step "lint: layers (scripts/check-layers.py: the host crate's imports run cli -> view -> aggregate -> resolve -> input)"
-rc=0; python3 "$REPO/scripts/check-layers.py" "$REPO" | tee "$OUT/check-layers.log" || rc=$?
-if [[ $(tail -n 1 "$OUT/check-layers.log") =~ ^check-layers:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - check-layers.py exited with status $rc"; f=1; fi
-    counted "lint: layers" "$p" "$f"
-else
-    echo "not ok - check-layers.py ended without its counts"; counted "lint: layers" 0 1
-fi
+lint_script "lint: layers" check-layers "$REPO"
 
 step "lint: rustfmt --check (the module with the kernel's .rustfmt.toml, the host crates with cargo fmt)"
 if rustfmt --edition 2021 --config-path "$KSRC/.rustfmt.toml" --check "$REPO/rust/oprofile_main.rs" &&
