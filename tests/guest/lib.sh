@@ -108,9 +108,9 @@ kmemleak_baseline() {
 # kmemleak_since: kmemleak's report (stdin) without the objects allocated before
 # KMEMLEAK_JIFFIES, then "kmemleak_before_baseline N" (their count). jiffies wrap (at 2^32 on
 # ARMv7, 5 minutes after boot: INITIAL_JIFFIES), so "after" is a difference modulo the word size
-# (64 on aarch64, else 32) below half of it.
+# (word_bytes, below) below half of it.
 kmemleak_since() {
-    awk -v base="${KMEMLEAK_JIFFIES:-0}" -v bits="$([ "$(uname -m)" = aarch64 ] && echo 64 || echo 32)" '
+    awk -v base="${KMEMLEAK_JIFFIES:-0}" -v bits="$(($(word_bytes) * 8))" '
         function flush() { if (obj != "") { if (keep) printf "%s", obj; else old++ } obj = "" }
         /^unreferenced object / { flush(); obj = $0 "\n"; keep = 1; next }
         obj != "" && /^  comm .*, jiffies [0-9]+$/ {
@@ -185,7 +185,8 @@ be_word() { od -A n -t u1 -j $(($2 * 4)) -N 4 "$1" | awk '{ print $1 * 16777216 
 # print_stats: every stats file as "STAT name value" lines.
 print_stats() {
     for f in $OP/stats/cpu*/* $OP/stats/[0-9]*/* $OP/stats/*; do
-        [ -f "$f" ] && { v=; read -r v < "$f"; echo "STAT ${f#$OP/stats/} $v"; }   # no fork (dump_session)
+        # read, not $(cat): no fork (see dump_session); a stats file answers reads at any offset.
+        [ -f "$f" ] && { v=; read -r v < "$f"; echo "STAT ${f#$OP/stats/} $v"; }
     done
 }
 # guest_arg NAME: the value of NAME=VALUE on the kernel command line (scripts/qemu.sh GUEST_ARGS),
