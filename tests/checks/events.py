@@ -61,7 +61,7 @@ def counters(board):
             "--counter", f"1:{COUNTER1[arm64]}:{PERIODS[1]}", "--counter", f"2:{COUNTER1[arm64]}:{CANARY_PERIOD}"]
 
 
-def plan(board):
+def plan(board, debug):
     if board not in PMU_IRQ:
         return 0
     return 13 if board in ARM64 else 12

@@ -22,7 +22,7 @@ from logcheck import BOARDS, LOST_GLOBAL, LOST_PER_CPU, main, received_and_lost,
 RUNS = ("timer", "perf")
 
 
-def plan(board):
+def plan(board, debug):
     cpus = BOARDS[board]
     return 0 if cpus == 1 else len(RUNS) * (cpus + 1)
 

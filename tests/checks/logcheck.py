@@ -80,9 +80,7 @@ class Session:
         self._kout = args.kout
         self.ran = 0
         self.log = read_log(args.log)
-        # Whether the guest ran a debug kernel: tests/guest/lib.sh debug_report prints lockdep's
-        # state there (scripts/kconfig/debug.config), nothing on a plain kernel.
-        self.debug_kernel = re.search(r"^== lockdep debug_locks ", self.log, re.M) is not None
+        self.debug_kernel = debug_kernel(self.log)
 
     @property
     def kout(self):
@@ -160,6 +158,12 @@ class Session:
             with open(self.path(out), "w") as f:
                 f.write(r.stdout)
         return r.stdout
+
+
+def debug_kernel(log):
+    """Whether the guest ran a debug kernel: tests/guest/lib.sh debug_report prints lockdep's
+    state there (scripts/kconfig/debug.config), nothing on a plain kernel."""
+    return re.search(r"^== lockdep debug_locks ", log, re.M) is not None
 
 
 def read_log(path):
@@ -354,30 +358,32 @@ def zeroing_samples(decode_text, sysmap_path, pids):
     return sum(map(zeroing, mine)), len(mine), every
 
 
-def zeroing_checks(s, rep, decode):
+def zeroing_checks(s, rep, decode, what=""):
     """Two checks of a capture of `dd if=/dev/zero of=/dev/null` per CPU (REP: its `oprof report
     --json`; DECODE: its `oprof decode` listing) that kernel samples land on the right routine in
     the right task, whatever the kernel's debug options add around it: the dd processes' own
     kernel samples (their pids from the guest's WORKPIDS line, their samples from the listing's
     task switches, their symbols from System.map) fall on ZEROING at least ZEROING_FLOOR of the
     time, and dd holds most of ZEROING's samples (other tasks zero user memory only at exec);
-    `oprof report` puts on those routines exactly the samples System.map does."""
+    `oprof report` puts on those routines exactly the samples System.map does. WHAT prefixes
+    the checks' names."""
     pids = work_pids(s.log)
     mine_zero, mine, every = zeroing_samples(decode, f"{s.kout}/System.map", pids)
     share = mine_zero / mine if mine else 0
     s.check(len(pids) == s.cpus and mine >= 200 and share >= ZEROING_FLOOR and mine_zero >= 0.9 * every,
-            f"dd's zeroing routines hold {mine_zero} of the {mine} kernel samples of its pids {sorted(pids)} "
+            f"{what}dd's zeroing routines hold {mine_zero} of the {mine} kernel samples of its pids {sorted(pids)} "
             f"({share:.1%}, want >= {ZEROING_FLOOR:.0%} of >= 200, one dd per CPU) and >= 90% of the {every} "
             f"samples of every task there")
     rows = {r["symbol"]: r["samples"] for r in rep["rows"] if r["image"] == "vmlinux" and ZEROING.search(r["symbol"])}
     s.check(sum(rows.values()) == every,
-            f"oprof report's zeroing rows {rows} hold the {every} samples System.map puts there")
+            f"{what}oprof report's zeroing rows {rows} hold the {every} samples System.map puts there")
 
 
 def main(doc, plan, checks):
     """Runs a check module: parses the common arguments (module docstring DOC as help), prints
-    the plan `1..plan(board)`, runs checks(Session) and verifies that it reported that many.
-    A plan of 0 prints "1..0 # SKIP" (nothing to check on this board)."""
+    the plan `1..plan(board, debug)` (DEBUG: whether the log is a debug kernel's), runs
+    checks(Session) and verifies that it reported that many. A plan of 0 prints "1..0 # SKIP"
+    (nothing to check on this board)."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--log", required=True, help="the guest's serial log")
     p.add_argument("--board", choices=sorted(BOARDS), help="default: the start of the log's file name")
@@ -392,7 +398,7 @@ def main(doc, plan, checks):
         args.board = next((b for b in BOARDS if base.startswith(b + "-")), None)
         if not args.board:
             p.error(f"--board: cannot tell the board from the log's name {base!r}")
-    n = plan(args.board)
+    n = plan(args.board, debug_kernel(read_log(args.log)))
     print(f"1..{n}" + (f" # SKIP nothing to check on {args.board}" if n == 0 else ""), flush=True)
     try:
         s = Session(args)

@@ -16,7 +16,7 @@ from logcheck import expects, main
 TABLES = ("pp_initial", "pp_session", "pp_kprof", "pp_dmesg")
 
 
-def plan(board):
+def plan(board, debug):
     return 8
 
 

@@ -14,7 +14,7 @@ import re
 from logcheck import BOARDS, main, received_and_lost, stats as read_stats, zeroing_checks
 
 
-def plan(board):
+def plan(board, debug):
     return 8 + BOARDS[board]
 
 

@@ -29,7 +29,7 @@ FLOOR, CEILING = 0.9, 1.05
 NOT_SAMPLED_MAX = 0.05
 
 
-def plan(board):
+def plan(board, debug):
     return 2 + 2 * (board in PMU_IRQ)
 
 

@@ -67,7 +67,7 @@ def case_plan(c):
             + 2 * (c == "kmod"))
 
 
-def plan(board):
+def plan(board, debug):
     return sum(case_plan(c) for c in cases(board))
 
 

@@ -128,7 +128,7 @@ kmemleak_since() {
 # (5 s later, so the last unload's objects are old enough) reports. The last line of the block
 # is kmemleak_since's count of the boot's objects left out.
 debug_report() {
-    [ ! -e /proc/lockdep_stats ] || echo "== lockdep debug_locks $(awk '/debug_locks:/ { print $2 }' /proc/lockdep_stats)"
+    ! debug_kernel || echo "== lockdep debug_locks $(awk '/debug_locks:/ { print $2 }' /proc/lockdep_stats)"
     if [ -e /sys/kernel/debug/kfence/stats ]; then
         echo "== kfence begin"; cat /sys/kernel/debug/kfence/stats; echo "== kfence end"
     fi
@@ -191,6 +191,8 @@ print_stats() {
 }
 # guest_arg NAME: the value of NAME=VALUE on the kernel command line (scripts/qemu.sh GUEST_ARGS),
 # empty if absent.
+# debug_kernel: succeeds on a debug kernel (scripts/kconfig/debug.config: lockdep is there).
+debug_kernel() { [ -e /proc/lockdep_stats ]; }
 guest_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | tail -n 1; }
 # board: a8 (realview-pb-a8: Cortex-A8, 1 CPU, no PMU interrupt), a15 (virt-a15: Cortex-A15, 2
 # CPUs), a53 (virt-a53: Cortex-A53, 2 CPUs, arm64) or imx8mp (imx8mp-evk: 4 Cortex-A53, arm64);
