@@ -68,7 +68,7 @@ def plan(board, debug):
 
 
 def checks(s):
-    if plan(s.board) == 0:
+    if plan(s.board, s.debug_kernel) == 0:
         return
     buf, kbuf = s.stream("opbuf", ".buf", gz=True), s.stream("kbuf", ".kbuf", gz=True)
     vmlinux = ["--vmlinux", f"{s.kout}/vmlinux"]

@@ -28,7 +28,7 @@ def plan(board, debug):
 
 
 def checks(s):
-    if plan(s.board) == 0:
+    if plan(s.board, s.debug_kernel) == 0:
         return
     every = read_stats(s.log)
     for run in RUNS:
