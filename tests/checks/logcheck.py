@@ -398,10 +398,10 @@ def main(doc, plan, checks):
         args.board = next((b for b in BOARDS if base.startswith(b + "-")), None)
         if not args.board:
             p.error(f"--board: cannot tell the board from the log's name {base!r}")
-    n = plan(args.board, debug_kernel(read_log(args.log)))
+    s = Session(args)
+    n = plan(args.board, s.debug_kernel)
     print(f"1..{n}" + (f" # SKIP nothing to check on {args.board}" if n == 0 else ""), flush=True)
     try:
-        s = Session(args)
         checks(s)
     except Bail as e:
         print(f"Bail out! {e}", flush=True)

@@ -194,8 +194,13 @@ def check_agree(d, log):
              f" guest {next((x for h, x in zip(host, g) if h != x), g[-1:])!r}"))
 
 
+def cases(debug):
+    """The cases of a debug kernel's log (DEBUG) or a plain kernel's."""
+    return [name for name in CASES if not (debug and name in PLAIN_ONLY)]
+
+
 def plan(board, debug):
-    return sum(n for name, n in CASES.items() if not (debug and name in PLAIN_ONLY))
+    return sum(CASES[name] for name in cases(debug))
 
 
 def checks(s):
@@ -203,10 +208,9 @@ def checks(s):
     S = s
     outdir = s.path("")
     os.makedirs(outdir, exist_ok=True)
-    for name, fn in (("long", check_long), ("sigint", check_sigint), ("agree", check_agree),
-                     ("full", check_full)):
-        if s.debug_kernel and name in PLAIN_ONLY:
-            continue
+    run = {"long": check_long, "sigint": check_sigint, "agree": check_agree, "full": check_full}
+    for name in cases(s.debug_kernel):
+        fn = run[name]
         before = s.ran
         d = unpack(s.log, name, outdir)
         if d is None:

@@ -1,13 +1,13 @@
-# Fuzz: 10,500 seeded writes (5,250 on a debug kernel) of random and adversarial content (random bytes, NUL, 64 KiB blobs,
-# huge/negative/hex numbers, whitespace, partial writes at offsets, faulting pointers) spread over
-# every file of /dev/oprofile while idle, set up and running, and reads at odd sizes and
-# offsets; opfuzz (tests/guest/opfuzz.c) checks each result and read-back against
-# Documentation/oprofilefs.rst and prints one RESULT line per kind of file, and one for the
-# faulting buffers by class: the VFS refuses a buffer that does not end at or below the user
-# address limit (a kernel address, one crossing the limit) with EFAULT before the file's own
-# write or read, dump's too; one below it (NULL, PROT_NONE, ending exactly at the limit) reaches
-# the file, which faults where it copies and succeeds where it copies nothing (dump). Hardware
-# model (the counter files) where the CPU has one; kprof and profile points are fuzzed too.
+# Fuzz: 10,500 seeded writes (5,250 on a debug kernel) of random and adversarial content (random
+# bytes, NUL, 64 KiB blobs, huge/negative/hex numbers, whitespace, partial writes at offsets,
+# faulting pointers) spread over every file of /dev/oprofile while idle, set up and running, and
+# reads at odd sizes and offsets; opfuzz (tests/guest/opfuzz.c) checks each result and read-back
+# against Documentation/oprofilefs.rst and prints one RESULT line per kind of file, and one for the
+# faulting buffers by class: the VFS refuses a buffer that does not end at or below the user address
+# limit (a kernel address, one crossing the limit) with EFAULT before the file's own write or read,
+# dump's too; one below it (NULL, PROT_NONE, ending exactly at the limit) reaches the file, which
+# faults where it copies and succeeds where it copies nothing (dump). Hardware model (the counter
+# files) where the CPU has one; kprof and profile points are fuzzed too.
 # Replay a failure with the seed it prints:
 #   GUEST_ARGS=opseed=SEED BOARDS=BOARD SCRIPTS=fuzz bash tests/run-qemu-tests.sh
 . /tests/lib.sh

@@ -189,10 +189,10 @@ print_stats() {
         [ -f "$f" ] && { v=; read -r v < "$f"; echo "STAT ${f#$OP/stats/} $v"; }
     done
 }
-# guest_arg NAME: the value of NAME=VALUE on the kernel command line (scripts/qemu.sh GUEST_ARGS),
-# empty if absent.
 # debug_kernel: succeeds on a debug kernel (scripts/kconfig/debug.config: lockdep is there).
 debug_kernel() { [ -e /proc/lockdep_stats ]; }
+# guest_arg NAME: the value of NAME=VALUE on the kernel command line (scripts/qemu.sh GUEST_ARGS),
+# empty if absent.
 guest_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | tail -n 1; }
 # board: a8 (realview-pb-a8: Cortex-A8, 1 CPU, no PMU interrupt), a15 (virt-a15: Cortex-A15, 2
 # CPUs), a53 (virt-a53: Cortex-A53, 2 CPUs, arm64) or imx8mp (imx8mp-evk: 4 Cortex-A53, arm64);

@@ -17,8 +17,7 @@
 # budget, Documentation/testing.rst).
 PARTS="errors:13 command:3 force:2 snapshots:2 long:3 duration:1 settings:4 sigint:3 sigkill:6
        full:5 sigterm:2 archive:5 hwevent:3 privacy:6"
-debug=0; ! debug_kernel || debug=1
-[ $debug = 0 ] || PARTS="command:3 snapshots:2 long:3 sigint:3 sigkill:6 full:5"
+! debug_kernel || PARTS="command:3 snapshots:2 long:3 sigint:3 sigkill:6 full:5"
 n=1; for p in $PARTS; do n=$((n + ${p#*:})); done   # and "nothing left behind at the end"
 plan $n
 echo 1 > /proc/sys/kernel/printk
@@ -53,6 +52,13 @@ hwm() {
 }
 # The recorder's peak RSS bound, kB (Documentation/oprof-record.rst, "Memory").
 RSS_BOUND=40960
+# dd_per_cpu: one `dd if=/dev/zero of=/dev/null` per CPU in the background, their pids in $pids
+# and in /tmp/each_cpu.pids (lib.sh work_pids prints them for the host's checks).
+dd_per_cpu() {
+    pids= i=0 cpus=$(nproc)
+    while [ $i -lt "$cpus" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
+    echo $pids > /tmp/each_cpu.pids
+}
 # session_complete DIR: every file of a session directory.
 session_complete() {
     for f in samples images proc_modules module_sections kallsyms stats.json session.json; do
@@ -113,8 +119,7 @@ part_force() {
 # (bench.json's P2 timer-stack rows), make check does not hold a busy host to it. ---
 part_snapshots() {
     insmod /oprofile.ko timer=1 timer_hz=1000
-    n=$(nproc); pids=
-    i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
+    dd_per_cpu
     # The dd's stop with the 5 s session (started in the background: a busy CPU would slow the
     # session's collection and writing afterwards, several minutes on the debug kernel).
     oprof record -g 16 --duration 5 -o /tmp/snap > /tmp/snap.out 2>&1 & rec=$!
@@ -147,9 +152,7 @@ part_snapshots() {
 # up at default sizes is the plain kernels' check.
 part_long() {
     insmod /oprofile.ko timer=1 timer_hz=2500
-    n=$(nproc); pids=
-    i=0; while [ $i -lt "$n" ]; do dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & pids="$pids $!"; i=$((i + 1)); done
-    echo $pids > /tmp/each_cpu.pids; work_pids   # record.py holds dd's kernel samples to its zeroing
+    dd_per_cpu; work_pids   # record.py holds dd's kernel samples to its zeroing routines
     oprof record -g 16 --user-stack 0 -o /tmp/long > /tmp/long.out 2>&1 & pid=$!
     want=$((10 * 131072 * $(word_bytes)))   # ten default event buffers (131072 words)
     # Seconds by the clock from the first bytes read (profiling is on by then), not by the
@@ -160,14 +163,14 @@ part_long() {
         size=$(stat -c %s /tmp/long/samples 2>/dev/null || echo 0)
         read -r up _ < /proc/uptime; up=${up%.*}
         if [ -z "$t0" ]; then [ "$size" = 0 ] || t0=$up; else t=$((up - t0)); fi
-        if [ $t -ge 30 ] && { [ $debug = 1 ] || [ "$size" -gt "$want" ]; }; then break; fi
+        if [ $t -ge 30 ] && { debug_kernel || [ "$size" -gt "$want" ]; }; then break; fi
     done
     kill -INT $pid; kill $pids; wait $pid; rc=$?
     wait $pids 2>/dev/null
     out=$(cat /tmp/long.out)
     echo "$out"
     echo "long run: $t s, $size bytes read (ten event buffers: $want)"
-    if [ $debug = 0 ]; then lost=0; else lost='[0-9]+'; fi
+    if debug_kernel; then lost='[0-9]+'; else lost=0; fi
     check "long run: status 0 and the summary says $lost lost" eval '[ $rc = 0 ] && echo "$out" | grep -Eq "^oprof record: [0-9]+ samples \($lost lost(, [0-9]+ not taken)?\), [0-9.]+ MiB in /tmp/long\$"'
     check "long run: module left loaded, oprofilefs mount undone" eval 'grep -q "^oprofile " /proc/modules && ! grep -q " oprofilefs " /proc/mounts'
     check "long run: ended by SIGINT, default buffer_size" eval '[ "$(field /tmp/long/session.json ended_by)" = SIGINT ] && [ "$(field /tmp/long/session.json buffer_size)" = 131072 ]'
