@@ -16,7 +16,7 @@
 # kernel a fork costs 0.3 s: they took 430 of the script's 900 s there (make check's time
 # budget, Documentation/testing.rst).
 PARTS="errors:13 command:3 force:2 snapshots:2 long:3 duration:1 settings:4 sigint:3 sigkill:6
-       full:5 sigterm:2 archive:5 hwevent:3 privacy:6"
+       full:5 sigterm:2 archive:5 hwevent:3 privacy:6 flight:3"
 ! debug_kernel || PARTS="command:3 snapshots:2 long:3 sigint:3 sigkill:6 full:5"
 n=1; for p in $PARTS; do n=$((n + ${p#*:})); done   # and "nothing left behind at the end"
 plan $n
@@ -259,6 +259,34 @@ part_full() {
     check "full disk: the guest's oprof report reads the partial session" eval 'oprof report /tmp/small/full -l -n 3 2>&1 | grep -q "^Samples: [1-9]"'
     tar -C /tmp/small -czf /tmp/full.tgz full && print_stream full.tgz /tmp/full.tgz
     umount /tmp/small; rm -f /tmp/full.tgz /tmp/full.out /tmp/cmd_done
+}
+
+# --- the flight recorder: --max-size 64K over a workload in two phases, dd (kernel-bound) for 4 s,
+# then /bin/hot for 8 s, with frame-pointer chains (about 40 bytes a sample at 2500 samples/s:
+# the second phase writes several times the size even at a quarter of that rate on a busy
+# host). What is kept must be the end of the second phase: no sample of dd's pid, and hot_a
+# among the report's first rows (the idle CPU's samples in the idle loop may come first). ---
+part_flight() {
+    insmod /oprofile.ko timer=1 timer_hz=2500
+    oprof record --max-size 64K -g 16 --user-stack 0 -o /tmp/flight -- sh -c \
+        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 4; kill $!; /bin/hot 8 > /dev/null' \
+        > /tmp/flight.out 2>&1; rc=$?
+    sed 's/^/  | /' /tmp/flight.out
+    chunks=$(field /tmp/flight/session.json chunks)
+    check "flight recorder: status 0, no warning, session complete, max_size 65536, older chunks dropped ($chunks)" \
+        eval '[ $rc = 0 ] && [ "$(field /tmp/flight/session.json state)" = complete ] && [ "$(field /tmp/flight/session.json max_size)" = 65536 ] && [ "$chunks" -gt 0 ] && [ ! -e /tmp/flight/samples.d ] && ! grep -q warning /tmp/flight.out'
+    # At most the size in closed chunks, plus the open one: a chunk (8K) and the read that
+    # passed it (the reader is woken at half a chunk; a read adds what came since).
+    bytes=$(stat -c %s /tmp/flight/samples)
+    check "flight recorder: the kept stream ($bytes bytes) is at most --max-size + 2 chunks (81920)" eval '[ "$bytes" -gt 0 ] && [ "$bytes" -le 81920 ]'
+    ddpid=$(printf '%x' "$(cat /tmp/flight.dd)")
+    oprof decode --word-size "$(word_bytes)" /tmp/flight/samples > /tmp/flight.dec 2>&1; drc=$?
+    oprof report /tmp/flight -l -n 5 > /tmp/flight.rep 2>&1
+    sed 's/^/  | /' /tmp/flight.rep
+    check "flight recorder: the kept stream decodes, has no sample of dd (pid $ddpid, hex) and names /bin/hot's hot_a in its first 5 rows" \
+        eval '[ $drc = 0 ] && grep -q "CtxSwitch { pid: " /tmp/flight.dec && ! grep -q "CtxSwitch { pid: $ddpid," /tmp/flight.dec && grep -q " /bin/hot  *hot_a\$" /tmp/flight.rep'
+    rmmod oprofile
+    rm -rf /tmp/flight /tmp/flight.out /tmp/flight.dd /tmp/flight.dec /tmp/flight.rep
 }
 
 # --- SIGTERM while a command runs: the command gets SIGTERM, oprof returns its status ---

@@ -446,22 +446,12 @@ pub fn find_split(words: &[u64], word_bytes: usize) -> Option<(usize, State)> {
 }
 
 fn resync_at(words: &[u64], word_bytes: usize) -> Option<(usize, State)> {
+    let n = stream::context_prefix(words, word_bytes)?;
     let mut st = State::default();
-    let (mut mode, mut task) = (false, false);
-    for item in Decoder::new(words, word_bytes) {
-        let (at, rec) = item.ok()?;
-        match rec {
-            Record::Sample { .. } => return None,
-            Record::KernelEnter | Record::KernelExit => mode = true,
-            Record::CtxSwitch { .. } => task = true,
-            _ => {}
-        }
-        st.apply(&rec);
-        if mode && task {
-            return Some((at + rec.words(), st));
-        }
+    for item in Decoder::new(&words[..n], word_bytes) {
+        st.apply(&item.ok()?.1);
     }
-    None
+    Some((n, st))
 }
 
 /// How [`read`] works: threads and block size.

@@ -301,6 +301,19 @@ pub struct Totals {
     pub unwritten: u64,
     /// `read`s of `buffer` that returned data.
     pub reads: u64,
+    /// `--max-size` (the flight recorder): the oldest chunks of the stream dropped to keep it
+    /// within the size: chunks, their bytes (not in `bytes`) and their samples (not in
+    /// `samples`; taken = `samples` + `dropped.samples` + `lost`). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<DroppedTotals>,
+}
+
+/// What the flight recorder dropped ([`Totals::dropped`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedTotals {
+    pub chunks: u64,
+    pub bytes: u64,
+    pub samples: u64,
 }
 
 /// `session.json`.
@@ -336,6 +349,9 @@ pub struct SessionInfo {
     pub ended_by: String,
     /// `oprof`'s own command line.
     pub command_line: Vec<String>,
+    /// `--max-size`: bytes of stream kept at most (the flight recorder; see [`Totals::dropped`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u64>,
     pub totals: Totals,
     /// Kernel modules whose `.ko` was found on the target: name → target path.
     #[serde(default)]

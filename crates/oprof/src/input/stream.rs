@@ -74,6 +74,31 @@ pub(crate) fn shift(e: DecodeError, by: usize) -> DecodeError {
     }
 }
 
+/// Where the context of a sync pass ends, if `words` starts one: a CPU_SWITCH record followed,
+/// before any sample, by a mode record (KERNEL_ENTER/EXIT) and CTX_SWITCH, in any order. The
+/// module starts every pass over a CPU's buffer so (`rust/common/sync.rs`, legacy
+/// `add_cpu_switch` + `op_cpu_buffer_reset`): what follows decodes without what came before.
+/// Returns the index of the word after the record that completes the context; `None` when
+/// `words` does not start with CPU_SWITCH, a sample comes first, or the words end before.
+pub fn context_prefix(words: &[u64], word_bytes: usize) -> Option<usize> {
+    let (mut mode, mut task) = (false, false);
+    for (n, item) in Decoder::new(words, word_bytes).enumerate() {
+        let (at, rec) = item.ok()?;
+        match rec {
+            Record::CpuSwitch { .. } => {}
+            _ if n == 0 => return None,
+            Record::Sample { .. } => return None,
+            Record::KernelEnter | Record::KernelExit => mode = true,
+            Record::CtxSwitch { .. } => task = true,
+            _ => {}
+        }
+        if mode && task {
+            return Some(at + rec.words());
+        }
+    }
+    None
+}
+
 /// Describes a decode error with its byte offset, in a stream of `words` words.
 pub fn describe(e: DecodeError, word_bytes: usize, words: usize) -> String {
     let off = |w: usize| w.saturating_mul(word_bytes);

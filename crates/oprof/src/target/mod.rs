@@ -4,6 +4,7 @@
 //! following links; [`legacy`] runs a legacy OProfile 0.9.x command with its `lookup_dcookie` calls
 //! answered (`oprof legacy`).
 
+pub mod flight;
 pub mod legacy;
 pub mod record;
 pub mod session_dir;

@@ -14,11 +14,13 @@ use crate::input::events::{self, Placement};
 use crate::input::points;
 use crate::input::session::Ids;
 use crate::input::session::{
-    self, CounterInfo, Losses, SessionInfo, Settings, State, Time, Totals, DEFAULT_DIR,
+    self, CounterInfo, DroppedTotals, Losses, SessionInfo, Settings, State, Time, Totals,
+    DEFAULT_DIR,
 };
 use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
+use crate::target::flight::{self, Kept, Ring};
 use crate::target::session_dir::{self, SessionDir};
 use crate::target::system::{self, Fs, PidFile, System, Want, OPROFILEFS};
 use anyhow::{anyhow, bail, Context, Result};
@@ -90,6 +92,12 @@ pub struct RecordArgs {
     /// Stop after this many seconds (a running CMD then gets SIGTERM).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// Flight recorder: keep only the last SIZE bytes of the stream (suffix K, M or G: KiB,
+    /// MiB, GiB; at least 64K), in chunks of SIZE/8 of which the oldest is dropped whole; the
+    /// session then holds the recording's last minutes, its samples plus the dropped ones'
+    /// count in session.json.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
     /// Copy every sampled user image and the sampled modules' .ko files into DIR/root/ (like
     /// oparchive), so the session can be reported anywhere.
     #[arg(long)]
@@ -110,6 +118,30 @@ pub struct RecordArgs {
     /// exit status is oprof's.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// The smallest `--max-size`: 8 chunks of 8 KiB.
+const MIN_MAX_SIZE: u64 = 64 << 10;
+
+/// `--max-size`'s SIZE: bytes, or KiB/MiB/GiB with a K/M/G suffix; at least [`MIN_MAX_SIZE`].
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (bytes, or a number with K, M or G)"))?;
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))?;
+    if bytes < MIN_MAX_SIZE {
+        return Err(format!("{text:?} is less than 64K"));
+    }
+    Ok(bytes)
 }
 
 /// An error with its own exit status (127: command not found, 126: not executable).
@@ -187,10 +219,40 @@ struct ReadTotals {
     unwritten: u64,
     /// Why writing stopped (the first write error).
     write_error: Option<String>,
+    /// `--max-size`: the chunks the ring kept and what it dropped.
+    kept: Option<Kept>,
+}
+
+/// Where the reader writes what it reads of `buffer`: the samples file, or the flight
+/// recorder's [`Ring`].
+trait StreamOut: Send {
+    /// Writes one read of `buffer` as far as it goes: the bytes written, and the error that
+    /// stopped it.
+    fn put(&mut self, data: &[u8]) -> (usize, Option<std::io::Error>);
+    /// Ends the writing: the ring's kept chunks (`None` for a file).
+    fn finish(self) -> Option<Kept>;
+}
+
+impl<W: Write + Send> StreamOut for W {
+    fn put(&mut self, data: &[u8]) -> (usize, Option<std::io::Error>) {
+        write_counted(self, data)
+    }
+    fn finish(self) -> Option<Kept> {
+        None
+    }
+}
+
+impl StreamOut for Ring {
+    fn put(&mut self, data: &[u8]) -> (usize, Option<std::io::Error>) {
+        Ring::put(self, data)
+    }
+    fn finish(self) -> Option<Kept> {
+        Some(Ring::finish(self))
+    }
 }
 
 /// Writes `data` to `out` as far as it goes: the bytes written, and the error that stopped it.
-fn write_counted(out: &mut impl Write, data: &[u8]) -> (usize, Option<std::io::Error>) {
+pub(super) fn write_counted(out: &mut impl Write, data: &[u8]) -> (usize, Option<std::io::Error>) {
     let mut done = 0;
     while done < data.len() {
         match out.write(&data[done..]) {
@@ -210,7 +272,7 @@ fn write_counted(out: &mut impl Write, data: &[u8]) -> (usize, Option<std::io::E
 /// reading: the buffer is still drained, and what is read is counted as unwritten.
 fn drain(
     mut buffer: impl Read,
-    mut out: impl Write,
+    mut out: impl StreamOut,
     chunk: usize,
     stop: &AtomicBool,
     full: &AtomicBool,
@@ -224,7 +286,7 @@ fn drain(
             Ok(n) => {
                 t.reads += 1;
                 let (written, err) = if t.write_error.is_none() {
-                    write_counted(&mut out, &buf[..n])
+                    out.put(&buf[..n])
                 } else {
                     (0, None)
                 };
@@ -243,6 +305,7 @@ fn drain(
         }
     }
     drop(buffer);
+    t.kept = out.finish();
     Ok(t)
 }
 
@@ -299,7 +362,7 @@ struct Capture {
 impl Capture {
     /// Opens `buffer`, starts the reader (appending to `out`, reads of `chunk` bytes) and
     /// writes 1 to `enable`.
-    fn start(fs: &Fs, out: File, chunk: usize) -> Result<Capture> {
+    fn start(fs: &Fs, out: impl StreamOut + 'static, chunk: usize) -> Result<Capture> {
         let buffer = open_buffer(fs)?;
         let stop = Arc::new(AtomicBool::new(false));
         let full = Arc::new(AtomicBool::new(false));
@@ -637,6 +700,13 @@ fn stream_facts(
     Ok((f, whole))
 }
 
+/// The samples of the stream `r` of `wb`-byte words, counted as [`stream_facts`] counts them,
+/// in bounded memory. Errors: as [`each_record`] (a stream that does not decode).
+pub(super) fn count_samples(r: &mut impl Read, wb: usize) -> Result<u64> {
+    let none = ModuleRanges::default();
+    Ok(stream_facts(r, wb, BLOCK_BYTES, false, &none)?.0.samples)
+}
+
 /// The last SIGINT/SIGTERM received (its number; 0: none), set by signal-hook's handlers.
 static SIGNAL: std::sync::OnceLock<Arc<AtomicUsize>> = std::sync::OnceLock::new();
 
@@ -783,6 +853,18 @@ struct Configured {
     settings: Settings,
 }
 
+/// `--max-size` without `--watershed`: the reader is woken once half a chunk
+/// (`max / flight::CHUNKS / 2` bytes) is in the event buffer, not three quarters of it, so that
+/// the ring can close its chunks near their size (a chunk ends at a read's end).
+fn flight_watershed(fs: &mut Fs, max: u64, pointer_size: usize) -> Result<()> {
+    let wake = (max / flight::CHUNKS / 2 / pointer_size as u64).max(1);
+    let at_least = fs.read_u64("buffer_size")?.saturating_sub(wake);
+    if fs.read_u64("buffer_watershed")? < at_least {
+        fs.set("buffer_watershed", at_least)?;
+    }
+    Ok(())
+}
+
 /// Writes the session's settings (buffer sizes, `backtrace_depth`, `user_stack_size`, the
 /// counters) and reads them back. Errors: an unexpected `pointer_size`, events that do not fit,
 /// options this module lacks, a watershed not below the buffer size.
@@ -830,6 +912,9 @@ fn configure(args: &RecordArgs, fs: &mut Fs) -> Result<Configured> {
         for (file, v) in events::counter_writes(m, &placed) {
             fs.set(&file, v)?;
         }
+    }
+    if let (Some(max), None) = (args.max_size, args.watershed) {
+        flight_watershed(fs, max, pointer_size)?;
     }
     let settings = Settings {
         buffer_size: fs.read_u64("buffer_size")?,
@@ -1079,7 +1164,15 @@ fn verify(
             StreamFacts::default()
         }
     };
-    if facts.samples + losses.lost != losses.received {
+    let dropped = read.kept.as_ref().map(|k| &k.dropped);
+    if let Some(e) = dropped.and_then(|d| d.uncounted.as_ref()) {
+        let n = format!("samples: a dropped chunk's samples were not counted: {e}");
+        eprintln!("oprof record: warning: {n}");
+        notes.push(n);
+    }
+    let dropped_samples = dropped.map_or(0, |d| d.samples);
+    let kept = facts.samples.saturating_add(dropped_samples);
+    if kept.saturating_add(losses.lost) != losses.received {
         let unwritten = if full {
             format!(
                 " ({} bytes read were not written: disk full)",
@@ -1088,8 +1181,12 @@ fn verify(
         } else {
             String::new()
         };
+        let with_dropped = match dropped {
+            Some(_) => format!(" + {dropped_samples} dropped (--max-size)"),
+            None => String::new(),
+        };
         let n = format!(
-            "samples: {} in the stream + {} lost != {} taken (stats/cpu*/sample_received){unwritten}",
+            "samples: {} in the stream{with_dropped} + {} lost != {} taken (stats/cpu*/sample_received){unwritten}",
             facts.samples, losses.lost, losses.received
         );
         eprintln!("oprof record: warning: {n}");
@@ -1186,14 +1283,18 @@ fn timer_hz(placed: &[Placement]) -> Option<u64> {
     })?
 }
 
-/// Prints the summary line: `oprof record: N samples (L lost[, T not taken]), M MiB in DIR`.
-fn print_summary(dir: &Path, samples: u64, losses: &Losses) {
+/// Prints the summary line: `oprof record: N samples (L lost[, T not taken][, D older dropped by
+/// --max-size]), M MiB in DIR`.
+fn print_summary(dir: &Path, samples: u64, losses: &Losses, dropped: Option<&DroppedTotals>) {
     let mib = dir_bytes(dir) as f64 / (1024.0 * 1024.0);
-    let not_taken = if losses.not_taken > 0 {
+    let mut not_taken = if losses.not_taken > 0 {
         format!(", {} not taken", losses.not_taken)
     } else {
         String::new()
     };
+    if let Some(d) = dropped {
+        not_taken.push_str(&format!(", {} older dropped by --max-size", d.samples));
+    }
     eprintln!(
         "oprof record: {} samples ({} lost{not_taken}), {mib:.1} MiB in {}",
         samples,
@@ -1233,6 +1334,7 @@ fn initial_info(
                 .collect()
         }),
         command_line: argv.to_vec(),
+        max_size: args.max_size,
         archive: args.archive,
         ..Default::default()
     }
@@ -1277,6 +1379,11 @@ fn finish_info(
         bytes: cap.read.bytes,
         reads: cap.read.reads,
         unwritten: cap.read.unwritten,
+        dropped: cap.read.kept.map(|k| DroppedTotals {
+            chunks: k.dropped.chunks,
+            bytes: k.dropped.bytes,
+            samples: k.dropped.samples,
+        }),
     };
     info.kprof = c.kprof_info;
     info.notes = c.notes;
@@ -1287,7 +1394,7 @@ fn finish_info(
 fn capture(
     args: &RecordArgs,
     fs: &Fs,
-    out: File,
+    out: impl StreamOut + 'static,
     chunk: usize,
     outdir: &mut SessionDir,
     cmd: &Option<Cmd>,
@@ -1345,14 +1452,26 @@ fn record(
         .and_then(|w| w.checked_mul(cfg.pointer_size))
         .context("buffer_size too large")?;
     let samples_path = dir.join(session::SAMPLES);
-    let out = outdir.create(session::SAMPLES)?;
     let mut info = initial_info(args, argv, fs, &cfg, &cmd);
     write_info(outdir, &info)?;
     // Room for the metadata if the stream fills the disk: freed when the capture is over.
     outdir.write(RESERVE, &[0; RESERVE_BYTES])?;
-    let cap = capture(args, fs, out, chunk, outdir, &cmd, limit);
+    let wb = cfg.pointer_size;
+    let cap = match args.max_size {
+        Some(max) => outdir
+            .subdir(flight::CHUNK_DIR)
+            .map(|d| Ring::new(d, wb, max))
+            .and_then(|r| capture(args, fs, r, chunk, outdir, &cmd, limit)),
+        None => outdir
+            .create(session::SAMPLES)
+            .and_then(|f| capture(args, fs, f, chunk, outdir, &cmd, limit)),
+    };
     let _ = outdir.remove(RESERVE);
     let mut cap = cap?;
+    if let Some(kept) = &cap.read.kept {
+        flight::assemble(outdir, kept)?;
+        cap.read.bytes = cap.read.bytes.saturating_sub(kept.dropped.bytes);
+    }
 
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, outdir, extras)?;
@@ -1393,7 +1512,7 @@ fn record(
         );
     }
     written?;
-    print_summary(dir, facts.samples, &losses);
+    print_summary(dir, facts.samples, &losses, info.totals.dropped.as_ref());
     if end == End::ReaderError {
         bail!("the reader of /dev/oprofile/buffer failed; the session is incomplete");
     }

@@ -301,6 +301,87 @@ impl SessionDir {
     }
 }
 
+/// A directory under the session directory ([`SessionDir::subdir`]), written the same way:
+/// files only created new (0600, no link followed), removed with `unlinkat`. The flight
+/// recorder's chunk files live in one.
+///
+/// # Invariants
+///
+/// `dir` is a directory opened without following a link, below a [`SessionDir`]; `path` is
+/// its path for messages only.
+#[derive(Debug)]
+pub struct SubDir {
+    path: PathBuf,
+    dir: OwnedFd,
+}
+
+impl SubDir {
+    /// The directory's path (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the new file `name` (a plain name), mode 0600, open for writing. Errors as
+    /// [`SessionDir::create`].
+    pub fn create(&self, name: &str) -> Result<File> {
+        let n = plain_name(name)?;
+        create_at(self.dir.as_fd(), n, &self.path.join(n))
+    }
+
+    /// Opens the regular file `name` for reading (not through a link). Errors name it.
+    pub fn open(&self, name: &str) -> Result<File> {
+        let n = plain_name(name)?;
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        openat(&self.dir, n, flags, Mode::empty())
+            .map_err(io)
+            .map(File::from)
+            .with_context(|| format!("opening {}", self.path.join(n).display()))
+    }
+
+    /// Removes the file `name` (a link itself, never what it points to). Errors name it.
+    pub fn remove(&self, name: &str) -> Result<()> {
+        let n = plain_name(name)?;
+        unlinkat(&self.dir, n, UnlinkatFlags::NoRemoveDir)
+            .map_err(io)
+            .with_context(|| format!("removing {}", self.path.join(n).display()))
+    }
+}
+
+impl SessionDir {
+    /// The directory `name` (a plain name) of the session, made 0700 if absent and opened
+    /// without following a link. Errors name it.
+    pub fn subdir(&self, name: &str) -> Result<SubDir> {
+        let n = plain_name(name)?;
+        let path = self.path.join(n);
+        let dir = subdir(self.dir.as_fd(), n, &path)?;
+        Ok(SubDir { path, dir })
+    }
+
+    /// Moves the file `from` of `sub` to `to` in the session directory (`renameat`: a link
+    /// there is replaced, not followed). Errors name both.
+    pub fn take_from(&self, sub: &SubDir, from: &str, to: &str) -> Result<()> {
+        let (f, t) = (plain_name(from)?, plain_name(to)?);
+        renameat(&sub.dir, f, &self.dir, t)
+            .map_err(io)
+            .with_context(|| {
+                format!(
+                    "moving {} to {}",
+                    sub.path.join(f).display(),
+                    self.path.join(t).display()
+                )
+            })
+    }
+
+    /// Removes the empty directory `name` of the session (a link is not followed). Errors
+    /// name it.
+    pub fn remove_dir(&self, name: &str) -> Result<()> {
+        let n = plain_name(name)?;
+        unlinkat(&self.dir, n, UnlinkatFlags::RemoveDir)
+            .map_err(io)
+            .with_context(|| format!("removing {}", self.path.join(n).display()))
+    }
+}
+
 impl Drop for SessionDir {
     fn drop(&mut self) {
         if !self.armed {

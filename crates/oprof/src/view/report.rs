@@ -122,6 +122,13 @@ pub fn render_session(dir: &std::path::Path, s: &crate::input::session::SessionI
     );
     // Every field but the numbers comes from session.json: the whole line is escaped.
     let mut out = format!("{}\n", escape(&line));
+    if let (Some(max), Some(d)) = (s.max_size, &s.totals.dropped) {
+        out.push_str(&format!(
+            "Flight recorder (--max-size {max} bytes): the last {} bytes of the stream; {} older \
+             samples in {} chunks ({} bytes) dropped\n",
+            s.totals.bytes, d.samples, d.chunks, d.bytes
+        ));
+    }
     for c in &s.counters {
         if let Some(t) = c.total {
             let how = if c.count == 0 {

@@ -1,0 +1,128 @@
+use super::*;
+use crate::fixtures::bytes32;
+use crate::input::stream::Stream;
+use oprofile_common::event::Record as R;
+
+/// One sync pass over CPU `cpu` of task `pid`: its context, then `n` kernel samples at `pc`.
+fn pass(cpu: u64, pid: u64, pc: u64, n: usize) -> Vec<u8> {
+    let mut recs = vec![
+        R::CpuSwitch { cpu },
+        R::KernelEnter,
+        R::CtxSwitch {
+            pid,
+            tgid: pid,
+            app_cookie: 0,
+        },
+    ];
+    recs.extend((0..n).map(|_| R::Sample { pc, event: 0 }));
+    bytes32(&recs)
+}
+
+fn session() -> (tempfile::TempDir, SessionDir) {
+    let d = tempfile::tempdir().unwrap();
+    let out = SessionDir::prepare(&d.path().join("s"), false).unwrap();
+    (d, out)
+}
+
+/// Samples of a stream, by the whole-stream decoder (independent of the ring's counting).
+fn decoded_samples(bytes: &[u8]) -> usize {
+    stream::decode(&Stream::from_bytes(bytes, 4).unwrap())
+        .unwrap()
+        .samples
+        .len()
+}
+
+#[test]
+fn the_ring_keeps_the_last_chunks_whole_and_counts_what_it_drops() {
+    let (_d, out) = session();
+    let max = 8 * 1024;
+    let mut ring = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, max);
+    // 200 reads of two passes each (pid = the read's number): 27 words, 108 bytes a pass.
+    let mut all = vec![];
+    let mut reads = vec![];
+    for i in 0..200u64 {
+        let mut r = pass(0, i + 1, 0x1000 + i, 10);
+        r.extend(pass(1, i + 1, 0x1000 + i, 10));
+        all.extend_from_slice(&r);
+        reads.push(r);
+    }
+    for r in &reads {
+        let (n, err) = ring.put(r);
+        assert!(
+            n == r.len() && err.is_none(),
+            "{n} of {} written: {err:?}",
+            r.len()
+        );
+    }
+    let kept = ring.finish();
+    assemble(&out, &kept).unwrap();
+    let samples = std::fs::read(out.path().join(session::SAMPLES)).unwrap();
+    assert!(
+        !out.path().join(CHUNK_DIR).exists(),
+        "the chunk directory is gone"
+    );
+    // The kept stream is the original's tail, cut at a read's start.
+    assert!(all.ends_with(&samples));
+    assert!(reads.iter().any(|r| samples.starts_with(r)));
+    let chunk = max / CHUNKS;
+    let read = reads[0].len() as u64;
+    let len = samples.len() as u64;
+    assert!(len <= max + chunk + read, "{len} bytes kept, max {max}");
+    assert!(len >= max - chunk, "{len} bytes kept: too few");
+    let d = &kept.dropped;
+    assert_eq!(
+        d.bytes + len,
+        all.len() as u64,
+        "every byte kept or dropped"
+    );
+    assert!(d.chunks > 0 && d.uncounted.is_none() && kept.cut);
+    let total = decoded_samples(&all) as u64;
+    assert_eq!(d.samples + decoded_samples(&samples) as u64, total);
+}
+
+#[test]
+fn a_read_without_a_pass_context_does_not_start_a_chunk() {
+    let (_d, out) = session();
+    let mut ring = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, 64 * 1024);
+    // Samples without a preceding CPU_SWITCH context: never a chunk start.
+    let bare = bytes32(&[R::Sample { pc: 4, event: 0 }; 400]);
+    let mut written = 0;
+    for _ in 0..100 {
+        written += ring.put(&bare).0;
+    }
+    let kept = ring.finish();
+    assert_eq!(
+        kept.names.len(),
+        1,
+        "one chunk: no read could start another"
+    );
+    assert!(!kept.cut && kept.dropped == Dropped::default());
+    assemble(&out, &kept).unwrap();
+    let len = std::fs::metadata(out.path().join(session::SAMPLES))
+        .unwrap()
+        .len();
+    assert_eq!(len, written as u64);
+}
+
+#[test]
+fn an_empty_ring_makes_an_empty_samples_file() {
+    let (_d, out) = session();
+    let kept = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, 1 << 20).finish();
+    assemble(&out, &kept).unwrap();
+    assert_eq!(
+        std::fs::read(out.path().join(session::SAMPLES)).unwrap(),
+        b""
+    );
+}
+
+#[test]
+fn chunk_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_d, out) = session();
+    let mut ring = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, 1 << 20);
+    ring.put(&pass(0, 1, 4, 1));
+    let dir = out.path().join(CHUNK_DIR);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("0000000000")), 0o600);
+}
