@@ -16,7 +16,7 @@
 # kernel a fork costs 0.3 s: they took 430 of the script's 900 s there (make check's time
 # budget, Documentation/testing.rst).
 PARTS="errors:13 command:3 force:2 snapshots:2 long:3 duration:1 settings:4 sigint:3 sigkill:6
-       full:5 sigterm:2 archive:5 hwevent:3 privacy:6 flight:3"
+       full:5 sigterm:2 archive:5 hwevent:3 privacy:6 flight:4"
 ! debug_kernel || PARTS="command:3 snapshots:2 long:3 sigint:3 sigkill:6 full:5"
 n=1; for p in $PARTS; do n=$((n + ${p#*:})); done   # and "nothing left behind at the end"
 plan $n
@@ -265,12 +265,18 @@ part_full() {
 # then /bin/hot for 8 s, with frame-pointer chains (about 40 bytes a sample at 2500 samples/s:
 # the second phase writes several times the size even at a quarter of that rate on a busy
 # host). What is kept must be the end of the second phase: no sample of dd's pid, and hot_a
-# among the report's first rows (the idle CPU's samples in the idle loop may come first). ---
+# among the report's first rows (the idle CPU's samples in the idle loop may come first).
+# SIGUSR1 a second into the first phase writes snapshot-1: dd's samples, and /bin/hot not yet
+# among the images the module named. ---
 part_flight() {
     insmod /oprofile.ko timer=1 timer_hz=2500
+    rm -f /tmp/flight.dd
     oprof record --max-size 64K -g 16 --user-stack 0 -o /tmp/flight -- sh -c \
         'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 4; kill $!; /bin/hot 8 > /dev/null' \
-        > /tmp/flight.out 2>&1; rc=$?
+        > /tmp/flight.out 2>&1 & rec=$!
+    while [ ! -s /tmp/flight.dd ] && kill -0 $rec 2>/dev/null; do sleep 0.1; done
+    sleep 1; kill -USR1 $rec
+    wait $rec; rc=$?
     sed 's/^/  | /' /tmp/flight.out
     chunks=$(field /tmp/flight/session.json chunks)
     check "flight recorder: status 0, no warning, session complete, max_size 65536, older chunks dropped ($chunks)" \
@@ -280,6 +286,10 @@ part_flight() {
     bytes=$(stat -c %s /tmp/flight/samples)
     check "flight recorder: the kept stream ($bytes bytes) is at most --max-size + 2 chunks (81920)" eval '[ "$bytes" -gt 0 ] && [ "$bytes" -le 81920 ]'
     ddpid=$(printf '%x' "$(cat /tmp/flight.dd)")
+    snap=/tmp/flight/snapshot-1
+    oprof decode --word-size "$(word_bytes)" $snap/samples > /tmp/flight.dec 2>&1; drc=$?
+    check "flight recorder: SIGUSR1 wrote $snap, a complete session that decodes, with samples of dd (pid $ddpid, hex) and no /bin/hot among its images" \
+        eval '[ $drc = 0 ] && grep -q "^oprof record: snapshot: [1-9][0-9]* samples, [0-9]* bytes in $snap\$" /tmp/flight.out && [ "$(field $snap/session.json ended_by)" = snapshot ] && session_complete $snap && grep -q "CtxSwitch { pid: $ddpid," /tmp/flight.dec && ! grep -q " /bin/hot\$" $snap/images'
     oprof decode --word-size "$(word_bytes)" /tmp/flight/samples > /tmp/flight.dec 2>&1; drc=$?
     oprof report /tmp/flight -l -n 5 > /tmp/flight.rep 2>&1
     sed 's/^/  | /' /tmp/flight.rep

@@ -150,6 +150,15 @@ fn report_reads_a_session_directory() {
     std::fs::remove_file(dir.join("samples")).unwrap();
     let (ok, _, err) = oprof(&["report", p]);
     assert!(!ok && err.contains("no samples file"), "{err}");
+    // A flight recorder (--max-size) killed before it joined its chunks: the way to join them.
+    std::fs::create_dir(dir.join("samples.d")).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(
+        !ok && err.contains("died before joining its chunks; `cat ")
+            && err.contains("/samples.d/* > ")
+            && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
 }
 
 /// The session.json `oprof record` writes when the capture starts (state `recording`): no

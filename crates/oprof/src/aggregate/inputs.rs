@@ -20,7 +20,7 @@ use crate::resolve::unwind;
 use crate::resolve::{self, Resolver};
 use anyhow::{Context, Result};
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The input options shared by the views (clap flattens them into each subcommand).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -102,6 +102,24 @@ pub struct Profile {
     pub skipped: Option<Skipped>,
 }
 
+/// Why the session `dir` has no stream: no `samples`, or (`oprof record --max-size` killed
+/// before it joined them) only its chunks, with the command that joins them.
+fn no_samples(dir: &Path) -> String {
+    let chunks = dir.join(session::CHUNKS);
+    if chunks.is_dir() {
+        return format!(
+            "{}: no {} file, but {}/: its recorder (--max-size) died before joining its chunks; \
+             `cat {}/* > {}` joins them",
+            dir.display(),
+            session::SAMPLES,
+            chunks.display(),
+            chunks.display(),
+            dir.join(session::SAMPLES).display()
+        );
+    }
+    format!("{}: no {} file", dir.display(), session::SAMPLES)
+}
+
 impl Inputs {
     /// Reads and counts the stream, and sets up the resolver. Errors name the file at fault.
     pub fn load(&self, want: Want) -> Result<Profile> {
@@ -120,7 +138,7 @@ impl Inputs {
         let buffer = match &ses {
             Some(s) => s
                 .file(session::SAMPLES)
-                .with_context(|| format!("{}: no {} file", path.display(), session::SAMPLES))?,
+                .with_context(|| no_samples(&path))?,
             None => path.clone(),
         };
         let word_size = self

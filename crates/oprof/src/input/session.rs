@@ -24,6 +24,9 @@ use std::path::{Path, PathBuf};
 /// `oprof record`'s and `oprof report`'s default directory (like `perf.data`).
 pub const DEFAULT_DIR: &str = "oprofile_data";
 pub const SAMPLES: &str = "samples";
+/// `oprof record --max-size`'s chunks of the stream while it records (joined into
+/// [`SAMPLES`] at the end).
+pub const CHUNKS: &str = "samples.d";
 pub const IMAGES: &str = "images";
 pub const PROC_MODULES: &str = "proc_modules";
 pub const MODULE_SECTIONS: &str = "module_sections";

@@ -13,19 +13,22 @@
 //!
 //! Files: `samples.d/NNNNNNNNNN` while recording (0600, [`SubDir`]); when the recording ends,
 //! [`assemble`] joins the kept chunks, in order, into `samples`, so the session is read like
-//! any other.
+//! any other. SIGUSR1 while recording writes the chunks as they are into a session of their own,
+//! `snapshot-N/` ([`Snapshots`]), and recording goes on: what happened just before a glitch.
 
-use super::record::count_samples;
+use super::record::{collect_system, count_samples, whole_records, write_info};
 use super::session_dir::{SessionDir, SubDir};
-use crate::input::session;
+use super::system::Fs;
+use crate::input::session::{self, Losses, SessionInfo, State, Time, Totals};
 use crate::input::stream;
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
 
 /// The chunk directory of a session, while recording.
-pub const CHUNK_DIR: &str = "samples.d";
+pub const CHUNK_DIR: &str = session::CHUNKS;
 
 /// Chunks that `--max-size` is divided into: a chunk closes once it holds `max / CHUNKS`
 /// bytes, so the kept stream is between `max - max / CHUNKS` and `max` bytes, plus the open
@@ -211,6 +214,113 @@ pub fn assemble(out: &SessionDir, kept: &Kept) -> Result<()> {
     }
     drop(dir);
     out.remove_dir(CHUNK_DIR)
+}
+
+/// The snapshots of a flight recording (SIGUSR1): `DIR/snapshot-N/`, each a complete session
+/// of the chunks on disk at the signal, while the recording goes on.
+///
+/// # Invariants
+///
+/// `chunks` is the recording's [`CHUNK_DIR`]; `info` its `session.json` as written at the start.
+pub struct Snapshots {
+    dir: PathBuf,
+    oprofilefs: PathBuf,
+    chunks: SubDir,
+    info: SessionInfo,
+    taken: u32,
+}
+
+impl Snapshots {
+    /// Snapshots of the recording into `out` (its chunk directory opened here), described by
+    /// `info`; `oprofilefs` is where the module's files are mounted.
+    pub fn new(out: &SessionDir, info: &SessionInfo, oprofilefs: &Path) -> Result<Snapshots> {
+        Ok(Snapshots {
+            dir: out.path().to_path_buf(),
+            oprofilefs: oprofilefs.to_path_buf(),
+            chunks: out.subdir(CHUNK_DIR)?,
+            info: info.clone(),
+            taken: 0,
+        })
+    }
+
+    /// Writes the next snapshot, `snapshot-N/`: the chunks in order (the one being written up
+    /// to its last whole record; those older than a chunk dropped meanwhile are left out, so
+    /// the stream kept is the recording's tail from a sync pass's start), the system's files as the end of a
+    /// session writes them, and `session.json` (state `complete`, `ended_by` `snapshot`).
+    /// Profiling goes on. Returns the directory, its samples and bytes. Errors name the file;
+    /// the recording is not affected.
+    pub fn take(&mut self) -> Result<(PathBuf, u64, u64)> {
+        self.taken = self.taken.saturating_add(1);
+        let path = self.dir.join(format!("snapshot-{}", self.taken));
+        let mut out = SessionDir::prepare(&path, false)?;
+        let (samples, bytes) = self.copy_chunks(&out)?;
+        let fs = Fs::new(&self.oprofilefs);
+        let c = collect_system(&fs, &out)?;
+        let losses = Losses::of(&c.stats);
+        let mut info = self.info.clone();
+        info.state = State::Complete;
+        info.stop = Time::now();
+        info.duration_ns = info.stop.unix_ns.saturating_sub(info.start.unix_ns);
+        info.ended_by = "snapshot".to_string();
+        info.totals = Totals {
+            samples,
+            sample_received: losses.received,
+            lost: losses.lost,
+            not_taken: losses.not_taken,
+            bytes,
+            ..Totals::default()
+        };
+        info.notes = c.notes;
+        info.notes.push(
+            "a snapshot of a flight recording (SIGUSR1): samples holds the stream's last chunks \
+             at the signal; stats.json and the totals' sample_received and lost count the whole \
+             recording up to it"
+                .to_string(),
+        );
+        write_info(&out, &info)?;
+        out.keep();
+        Ok((path, samples, bytes))
+    }
+
+    /// Copies the chunks, oldest first, into `out`'s `samples`: their samples and bytes.
+    fn copy_chunks(&self, out: &SessionDir) -> Result<(u64, u64)> {
+        let mut samples = out.create(session::SAMPLES)?;
+        let shown = out.path().join(session::SAMPLES);
+        let (mut n, mut bytes) = (0u64, 0u64);
+        let mut prev: Option<u64> = None;
+        for name in self.chunks.names()? {
+            // A chunk dropped since the listing, or a number missing from it: the ring drops
+            // the oldest first, so what was copied before is older than a gap. Start again
+            // from here: a tail, from a pass's context.
+            let opened = self.chunks.open(&name);
+            let num = name.parse::<u64>().ok();
+            let next = prev.and_then(|p| p.checked_add(1));
+            if opened.is_err() || (prev.is_some() && num != next) {
+                samples
+                    .set_len(0)
+                    .and_then(|()| samples.rewind())
+                    .with_context(|| format!("truncating {}", shown.display()))?;
+                (n, bytes) = (0, 0);
+            }
+            prev = num;
+            let Ok(mut chunk) = opened else {
+                prev = None;
+                continue;
+            };
+            let at = self.chunks.path().join(&name);
+            let (s, whole) = whole_records(&mut chunk, self.info.pointer_size)
+                .with_context(|| format!("reading {}", at.display()))?;
+            chunk
+                .rewind()
+                .and_then(|()| {
+                    std::io::copy(&mut Read::by_ref(&mut chunk).take(whole), &mut samples)
+                })
+                .with_context(|| format!("copying {} to {}", at.display(), shown.display()))?;
+            n = n.saturating_add(s);
+            bytes = bytes.saturating_add(whole);
+        }
+        Ok((n, bytes))
+    }
 }
 
 #[cfg(test)]

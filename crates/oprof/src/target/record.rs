@@ -20,7 +20,7 @@ use crate::input::session::{
 use crate::input::stream::{self, ChainState, Role, SampleCtx};
 use crate::resolve::images::ModuleSnapshot;
 use crate::resolve::kallsyms::Kallsyms;
-use crate::target::flight::{self, Kept, Ring};
+use crate::target::flight::{self, Kept, Ring, Snapshots};
 use crate::target::session_dir::{self, SessionDir};
 use crate::target::system::{self, Fs, PidFile, System, Want, OPROFILEFS};
 use anyhow::{anyhow, bail, Context, Result};
@@ -95,7 +95,8 @@ pub struct RecordArgs {
     /// Flight recorder: keep only the last SIZE bytes of the stream (suffix K, M or G: KiB,
     /// MiB, GiB; at least 64K), in chunks of SIZE/8 of which the oldest is dropped whole; the
     /// session then holds the recording's last minutes, its samples plus the dropped ones'
-    /// count in session.json.
+    /// count in session.json. SIGUSR1 writes what is kept at that moment into DIR/snapshot-N/
+    /// (a session of its own) while recording goes on.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_size: Option<u64>,
     /// Copy every sampled user image and the sampled modules' .ko files into DIR/root/ (like
@@ -309,11 +310,16 @@ fn drain(
     Ok(t)
 }
 
-/// Runs `f` with SIGINT, SIGTERM and SIGCHLD blocked, so that a thread it spawns inherits the
+/// Runs `f` with SIGINT, SIGTERM, SIGCHLD and SIGUSR1 blocked, so that a thread it spawns inherits the
 /// mask and the signals go to the main thread.
 fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     let mut set = SigSet::empty();
-    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGCHLD,
+        Signal::SIGUSR1,
+    ] {
         set.add(s);
     }
     let mut old = SigSet::empty();
@@ -707,6 +713,14 @@ pub(super) fn count_samples(r: &mut impl Read, wb: usize) -> Result<u64> {
     Ok(stream_facts(r, wb, BLOCK_BYTES, false, &none)?.0.samples)
 }
 
+/// The samples and the bytes of the whole records of the stream `r`, which may end inside a
+/// record (a chunk being written). Errors: as [`each_record`].
+pub(super) fn whole_records(r: &mut impl Read, wb: usize) -> Result<(u64, u64)> {
+    let none = ModuleRanges::default();
+    let (f, whole) = stream_facts(r, wb, BLOCK_BYTES, true, &none)?;
+    Ok((f.samples, whole))
+}
+
 /// The last SIGINT/SIGTERM received (its number; 0: none), set by signal-hook's handlers.
 static SIGNAL: std::sync::OnceLock<Arc<AtomicUsize>> = std::sync::OnceLock::new();
 
@@ -730,6 +744,44 @@ fn install_signal_handlers() -> Result<()> {
 /// The signal received since [`install_signal_handlers`], 0 if none.
 fn signal_received() -> usize {
     SIGNAL.get().map_or(0, |f| f.load(Ordering::SeqCst))
+}
+
+/// Set by SIGUSR1 when `--max-size` installed its handler: a snapshot is asked for.
+static SNAPSHOT_ASKED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+
+/// Installs the SIGUSR1 handler of `--max-size` (once per process; without it SIGUSR1 keeps its
+/// default action, ending oprof like any program).
+fn install_snapshot_handler() -> Result<()> {
+    let mut fresh = false;
+    let flag = SNAPSHOT_ASKED.get_or_init(|| {
+        fresh = true;
+        Arc::new(AtomicBool::new(false))
+    });
+    if fresh {
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, flag.clone())
+            .context("installing the SIGUSR1 handler")?;
+    }
+    flag.store(false, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Whether a snapshot was asked for since the last call (SIGUSR1).
+fn snapshot_asked() -> bool {
+    SNAPSHOT_ASKED
+        .get()
+        .is_some_and(|f| f.swap(false, Ordering::SeqCst))
+}
+
+/// Writes a snapshot of the flight recording ([`Snapshots::take`]) and says so on stderr; a
+/// failed one is a warning (the recording goes on).
+fn snapshot(snaps: &mut Snapshots) {
+    match snaps.take() {
+        Ok((dir, samples, bytes)) => eprintln!(
+            "oprof record: snapshot: {samples} samples, {bytes} bytes in {}",
+            dir.display()
+        ),
+        Err(e) => eprintln!("oprof record: warning: snapshot not written: {e:#}"),
+    }
 }
 
 /// Runs `oprof record`; returns the exit status (CMD's, or 0).
@@ -1005,10 +1057,14 @@ fn supervise(
     cap: &Capture,
     limit: Option<Duration>,
     t0: Instant,
+    mut snaps: Option<&mut Snapshots>,
 ) -> Result<(End, Option<i32>)> {
     let mut child = child;
     let mut full = false;
     loop {
+        if let Some(s) = snaps.as_deref_mut().filter(|_| snapshot_asked()) {
+            snapshot(s);
+        }
         if !full && cap.disk_full() {
             full = true;
             let _ = Fs::new(&cap.fs).write("enable", "0");
@@ -1059,43 +1115,46 @@ fn put(out: &SessionDir, name: &str, data: &[u8], notes: &mut Vec<String>) {
 }
 
 /// What [`collect`] copied of the system after the run.
-struct Collected {
-    stats: BTreeMap<String, u64>,
+pub(super) struct Collected {
+    pub(super) stats: BTreeMap<String, u64>,
     snapshot: ModuleSnapshot,
     kprof_info: Option<BTreeMap<String, String>>,
-    notes: Vec<String>,
+    pub(super) notes: Vec<String>,
 }
 
 /// Copies the session files of the closed capture into `dir` (`images` keeps the closed
 /// session's ids until the next open): images, stats, kpdata, profile points, /proc/modules,
 /// module sections, kallsyms; puts kprof and the profile points back as [`Extras`] found them.
 fn collect(args: &RecordArgs, fs: &Fs, out: &SessionDir, extras: Extras) -> Result<Collected> {
-    let mut notes = vec![];
-    put(out, session::IMAGES, &fs.read_bytes("images")?, &mut notes);
-    let stats = fs.stats()?;
-    let text = serde_json::to_string_pretty(&stats)? + "\n";
-    put(out, session::STATS, text.as_bytes(), &mut notes);
-    let mut kprof_info = None;
+    let mut c = collect_system(fs, out)?;
+    let notes = &mut c.notes;
     if args.kprof {
-        put(
-            out,
-            session::KPDATA,
-            &fs.read_bytes("kprof/kpdata")?,
-            &mut notes,
-        );
-        kprof_info = Some(kpctl(fs)?);
+        put(out, session::KPDATA, &fs.read_bytes("kprof/kpdata")?, notes);
+        c.kprof_info = Some(kpctl(fs)?);
         if extras.kprof_was_started {
             fs.write("kprof/kpctl", "start")?;
         }
     }
     if let Some(before) = extras.points_before {
         let table = fs.read_bytes("profile_points")?;
-        put(out, session::PROFILE_POINTS, &table, &mut notes);
+        put(out, session::PROFILE_POINTS, &table, notes);
         fs.write("profile_points", "disable all")?;
         for p in before.iter().filter(|p| p.enabled) {
             fs.write("profile_points", &format!("enable {}", p.name))?;
         }
     }
+    Ok(c)
+}
+
+/// Writes the files every session has besides `samples` and `session.json` (images,
+/// stats.json, proc_modules, module_sections, kallsyms) into `out`, and returns what they
+/// say. A file that cannot be written is a note ([`put`]); errors: reading one.
+pub(super) fn collect_system(fs: &Fs, out: &SessionDir) -> Result<Collected> {
+    let mut notes = vec![];
+    put(out, session::IMAGES, &fs.read_bytes("images")?, &mut notes);
+    let stats = fs.stats()?;
+    let text = serde_json::to_string_pretty(&stats)? + "\n";
+    put(out, session::STATS, text.as_bytes(), &mut notes);
     let proc_modules = std::fs::read_to_string("/proc/modules").context("reading /proc/modules")?;
     put(
         out,
@@ -1125,7 +1184,7 @@ fn collect(args: &RecordArgs, fs: &Fs, out: &SessionDir, extras: Extras) -> Resu
     Ok(Collected {
         stats,
         snapshot,
-        kprof_info,
+        kprof_info: None,
         notes,
     })
 }
@@ -1341,7 +1400,7 @@ fn initial_info(
 }
 
 /// Writes `info` as `session.json`, atomically ([`SessionDir::write_atomic`]).
-fn write_info(out: &SessionDir, info: &SessionInfo) -> Result<()> {
+pub(super) fn write_info(out: &SessionDir, info: &SessionInfo) -> Result<()> {
     let text = serde_json::to_string_pretty(info)? + "\n";
     out.write_atomic(session::SESSION, text.as_bytes())
 }
@@ -1389,17 +1448,32 @@ fn finish_info(
     info.notes = c.notes;
 }
 
+/// What a capture runs: the options, oprofilefs, the reader's read size (bytes: the event
+/// buffer's), CMD and `--duration`.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    args: &'a RecordArgs,
+    fs: &'a Fs,
+    chunk: usize,
+    cmd: &'a Option<Cmd>,
+    limit: Option<Duration>,
+}
+
 /// Runs the capture: starts the reader and CMD, waits ([`supervise`]) and stops. Errors:
 /// starting it; the reader's (after CMD has ended).
 fn capture(
-    args: &RecordArgs,
-    fs: &Fs,
+    run: &Run,
     out: impl StreamOut + 'static,
-    chunk: usize,
     outdir: &mut SessionDir,
-    cmd: &Option<Cmd>,
-    limit: Option<Duration>,
+    snaps: Option<&mut Snapshots>,
 ) -> Result<Captured> {
+    let Run {
+        args,
+        fs,
+        chunk,
+        cmd,
+        limit,
+    } = *run;
     let t0 = Instant::now();
     let mut cap = Capture::start(fs, out, chunk)?;
     if args.kprof {
@@ -1409,7 +1483,7 @@ fn capture(
     // From here on the session is written whatever happens (a CMD that cannot be started
     // leaves nothing, like the errors before).
     outdir.keep();
-    let (end, exit_status) = supervise(child.as_mut(), &cap, limit, t0)?;
+    let (end, exit_status) = supervise(child.as_mut(), &cap, limit, t0, snaps)?;
     let stop = Time::now();
     let duration_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let kprof_stopped = if args.kprof {
@@ -1427,6 +1501,19 @@ fn capture(
         exit_status,
         read: read?,
     })
+}
+
+/// [`capture`] into the flight recorder's ring of `max` bytes, with snapshots on SIGUSR1.
+fn flight_capture(
+    run: &Run,
+    max: u64,
+    outdir: &mut SessionDir,
+    info: &SessionInfo,
+) -> Result<Captured> {
+    let ring = Ring::new(outdir.subdir(flight::CHUNK_DIR)?, info.pointer_size, max);
+    let mut snaps = Snapshots::new(outdir, info, &run.args.oprofilefs)?;
+    install_snapshot_handler()?;
+    capture(run, ring, outdir, Some(&mut snaps))
 }
 
 /// One session: settings, session.json (state `recording`), capture while CMD runs,
@@ -1456,15 +1543,18 @@ fn record(
     write_info(outdir, &info)?;
     // Room for the metadata if the stream fills the disk: freed when the capture is over.
     outdir.write(RESERVE, &[0; RESERVE_BYTES])?;
-    let wb = cfg.pointer_size;
+    let run = Run {
+        args,
+        fs,
+        chunk,
+        cmd: &cmd,
+        limit,
+    };
     let cap = match args.max_size {
-        Some(max) => outdir
-            .subdir(flight::CHUNK_DIR)
-            .map(|d| Ring::new(d, wb, max))
-            .and_then(|r| capture(args, fs, r, chunk, outdir, &cmd, limit)),
+        Some(max) => flight_capture(&run, max, outdir, &info),
         None => outdir
             .create(session::SAMPLES)
-            .and_then(|f| capture(args, fs, f, chunk, outdir, &cmd, limit)),
+            .and_then(|f| capture(&run, f, outdir, None)),
     };
     let _ = outdir.remove(RESERVE);
     let mut cap = cap?;

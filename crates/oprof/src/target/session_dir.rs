@@ -345,6 +345,19 @@ impl SubDir {
             .map_err(io)
             .with_context(|| format!("removing {}", self.path.join(n).display()))
     }
+
+    /// The names in the directory, sorted (names that are not UTF-8 are left out: the
+    /// recorder makes none). Errors name it.
+    pub fn names(&self) -> Result<Vec<String>> {
+        let mut v: Vec<String> = entries(self.dir.as_fd())
+            .map_err(io)
+            .with_context(|| format!("reading {}", self.path.display()))?
+            .into_iter()
+            .filter_map(|n| n.into_string().ok())
+            .collect();
+        v.sort();
+        Ok(v)
+    }
 }
 
 impl SessionDir {

@@ -126,3 +126,64 @@ fn chunk_files_are_private() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join("0000000000")), 0o600);
 }
+
+#[test]
+fn a_snapshot_copies_the_chunks_whole_records_while_the_ring_goes_on() {
+    // The stream part of Snapshots::take (the system's files are the end of a session's:
+    // collect_system, held by the guest test record.sh).
+    let (d, out) = session();
+    let info = SessionInfo {
+        pointer_size: 4,
+        ..Default::default()
+    };
+    let mut ring = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, 64 * 1024);
+    let snaps = Snapshots::new(&out, &info, d.path()).unwrap();
+    let first = pass(0, 7, 0x100, 20);
+    ring.put(&first);
+    // A read being written: the chunk ends inside a record (one word of a sample's two).
+    let torn = &pass(1, 8, 0x200, 20)[..];
+    ring.put(&torn[..torn.len() - 4]);
+    let copy = |n: u32| {
+        let to = SessionDir::prepare(&d.path().join(format!("copy{n}")), false).unwrap();
+        let got = snaps.copy_chunks(&to).unwrap();
+        (
+            got,
+            std::fs::read(to.path().join(session::SAMPLES)).unwrap(),
+        )
+    };
+    let ((samples, bytes), got) = copy(1);
+    assert_eq!(bytes as usize, got.len());
+    assert_eq!(
+        got.len(),
+        first.len() + torn.len() - 8,
+        "whole records only"
+    );
+    assert_eq!((samples, decoded_samples(&got)), (39, 39));
+    // The ring goes on: the next copy has the rest.
+    ring.put(&torn[torn.len() - 4..]);
+    let ((samples, _), got) = copy(2);
+    assert_eq!(got, [first, torn.to_vec()].concat());
+    assert_eq!(samples, 40);
+}
+
+#[test]
+fn a_snapshot_keeps_no_chunk_older_than_one_dropped_during_its_copy() {
+    let (d, out) = session();
+    let info = SessionInfo {
+        pointer_size: 4,
+        ..Default::default()
+    };
+    let dir = out.subdir(CHUNK_DIR).unwrap();
+    // Three chunks; the middle one goes (as if dropped between the listing and its open).
+    for (i, pid) in [(0, 1), (1, 2), (2, 3)] {
+        let mut f = dir.create(&format!("{i:010}")).unwrap();
+        f.write_all(&pass(0, pid, 0x100, 3)).unwrap();
+    }
+    dir.remove("0000000001").unwrap();
+    let snaps = Snapshots::new(&out, &info, d.path()).unwrap();
+    let to = SessionDir::prepare(&d.path().join("copy"), false).unwrap();
+    let (samples, _) = snaps.copy_chunks(&to).unwrap();
+    let got = std::fs::read(to.path().join(session::SAMPLES)).unwrap();
+    assert_eq!(got, pass(0, 3, 0x100, 3), "only the tail after the gap");
+    assert_eq!(samples, 3);
+}
