@@ -5,11 +5,13 @@
 //!
 //! A chunk must decode without the chunks before it. The reader takes `buffer` whole at each
 //! read (a read of `buffer_size` words, under the module's event buffer mutex, which every sync
-//! pass holds), so a read holds whole sync passes, and every pass over a CPU's buffer starts
-//! with CPU_SWITCH and the full context ([`stream::context_prefix`]). A chunk therefore starts
-//! only at a read whose words begin with that context; a read that does not (the stream's
-//! first, or one after an event buffer overflow) goes on in the open chunk. Image ids stay
-//! valid across chunks: the module never reuses one, and `images` is written at the end.
+//! pass holds), so a read holds whole records from its start, and every pass over a CPU's
+//! buffer starts with CPU_SWITCH and the full context ([`stream::context_prefix`]). Each read is
+//! decoded from its start, and a chunk starts only where a pass's context does; what has none
+//! (the stream's first records, a read that does not decode) goes on in the open chunk. The
+//! stream kept is therefore at most `max` plus the open chunk: a chunk (`max / CHUNKS`) and
+//! one pass of one CPU. Image ids stay valid across chunks: the module never reuses one, and
+//! `images` is written at the end.
 //!
 //! Files: `samples.d/NNNNNNNNNN` while recording (0600, [`SubDir`]); when the recording ends,
 //! [`assemble`] joins the kept chunks, in order, into `samples`, so the session is read like
@@ -22,6 +24,7 @@ use super::system::Fs;
 use crate::input::session::{self, Losses, SessionInfo, State, Time, Totals};
 use crate::input::stream;
 use anyhow::{Context, Result};
+use oprofile_common::event::{Decoder, Record};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -30,9 +33,9 @@ use std::path::{Path, PathBuf};
 /// The chunk directory of a session, while recording.
 pub const CHUNK_DIR: &str = session::CHUNKS;
 
-/// Chunks that `--max-size` is divided into: a chunk closes once it holds `max / CHUNKS`
-/// bytes, so the kept stream is between `max - max / CHUNKS` and `max` bytes, plus the open
-/// chunk.
+/// Chunks that `--max-size` is divided into: a chunk closes at the first pass's start after it
+/// holds `max / CHUNKS` bytes, so the closed chunks kept hold between `max - max / CHUNKS`
+/// and `max` bytes, and the open chunk up to `max / CHUNKS` and one pass.
 pub const CHUNKS: u64 = 8;
 
 /// What the ring dropped: whole chunks, oldest first.
@@ -52,8 +55,8 @@ pub struct Dropped {
 pub struct Kept {
     pub names: Vec<String>,
     pub dropped: Dropped,
-    /// Whether a read began a chunk (a stream no read of which started a sync pass's context
-    /// stays in one chunk, however long).
+    /// Whether a chunk was closed (a stream without a sync pass's context stays in one chunk,
+    /// however long).
     pub cut: bool,
 }
 
@@ -78,6 +81,8 @@ pub struct Ring {
     closed_bytes: u64,
     dropped: Dropped,
     cut: bool,
+    /// The words of the read being written (kept for its capacity).
+    words: Vec<u64>,
 }
 
 impl Ring {
@@ -95,38 +100,60 @@ impl Ring {
             closed_bytes: 0,
             dropped: Dropped::default(),
             cut: false,
+            words: Vec::new(),
         }
     }
 
-    /// Writes one read of `buffer` (`data`: whole sync passes). The open chunk is closed first
-    /// when it has reached its size and `data` starts a pass's context; then the oldest closed
-    /// chunks are dropped while the closed ones hold more than `max`. Returns the bytes
-    /// written and the error that stopped the writing (a full disk, a chunk that cannot be
-    /// created).
+    /// Writes one read of `buffer` (`data`: whole sync passes), pass by pass: before a pass,
+    /// the open chunk is closed when it has reached its size; then the oldest closed chunks
+    /// are dropped while the closed ones hold more than `max`. Returns the bytes written and
+    /// the error that stopped the writing (a full disk, a chunk that cannot be created).
     pub fn put(&mut self, data: &[u8]) -> (usize, Option<std::io::Error>) {
-        let full = self.open.as_ref().is_some_and(|o| o.2 >= self.chunk);
-        if self.open.is_none() || (full && self.starts_context(data)) {
-            if self.open.is_some() {
-                self.cut = true;
+        let starts = self.pass_starts(data);
+        let ends = starts
+            .iter()
+            .copied()
+            .filter(|&s| s > 0)
+            .chain([data.len()]);
+        let mut from = 0;
+        for to in ends {
+            let full = self.open.as_ref().is_some_and(|o| o.2 >= self.chunk);
+            let at_pass = starts.binary_search(&from).is_ok();
+            if self.open.is_none() || (full && at_pass) {
+                self.cut |= self.open.is_some();
+                if let Err(e) = self.begin() {
+                    return (from, Some(e));
+                }
             }
-            if let Err(e) = self.begin() {
-                return (0, Some(e));
+            let Some((_, file, bytes)) = self.open.as_mut() else {
+                return (from, Some(std::io::ErrorKind::NotFound.into()));
+            };
+            let (n, err) = super::record::write_counted(file, &data[from..to]);
+            *bytes = bytes.saturating_add(n as u64);
+            if err.is_some() {
+                return (from + n, err);
             }
+            from = to;
         }
-        let Some((_, file, bytes)) = self.open.as_mut() else {
-            return (0, Some(std::io::ErrorKind::NotFound.into()));
-        };
-        let (n, err) = super::record::write_counted(file, data);
-        *bytes += n as u64;
-        (n, err)
+        (from, None)
     }
 
-    /// Whether `data` starts with a sync pass's context.
-    fn starts_context(&self, data: &[u8]) -> bool {
-        // The context is a few records: its words are within the first 64.
-        let head = &data[..data.len().min(64 * self.word_bytes)];
-        let words: Vec<u64> = stream::le_words(head, self.word_bytes).collect();
-        stream::context_prefix(&words, self.word_bytes).is_some()
+    /// The byte offsets in `data` where a sync pass's context starts
+    /// ([`stream::context_prefix`]), found by decoding it from its start (a read of `buffer`
+    /// starts at a record); none after a record that does not decode.
+    fn pass_starts(&mut self, data: &[u8]) -> Vec<usize> {
+        let wb = self.word_bytes;
+        self.words.clear();
+        self.words.extend(stream::le_words(data, wb));
+        let words = &self.words;
+        Decoder::new(words, wb)
+            .map_while(Result::ok)
+            .filter(|(at, rec)| {
+                matches!(rec, Record::CpuSwitch { .. })
+                    && stream::context_prefix(&words[*at..], wb).is_some()
+            })
+            .map(|(at, _)| at * wb)
+            .collect()
     }
 
     /// Closes the open chunk (if any), drops the oldest while over `max`, opens the next.

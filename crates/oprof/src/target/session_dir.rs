@@ -245,21 +245,13 @@ impl SessionDir {
     /// Opens the regular file `name` of the session for reading and writing (not through a
     /// link): the recorder's own pass over `samples`. Errors name the file.
     pub fn open_rw(&self, name: &str) -> Result<File> {
-        let n = plain_name(name)?;
-        let flags = OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        openat(&self.dir, n, flags, Mode::empty())
-            .map_err(io)
-            .map(File::from)
-            .with_context(|| format!("opening {}", self.path.join(n).display()))
+        open_in(self.dir.as_fd(), &self.path, name, OFlag::O_RDWR)
     }
 
     /// Removes the file `name` of the session (a link itself, never what it points to).
     /// Errors name the file.
     pub fn remove(&self, name: &str) -> Result<()> {
-        let n = plain_name(name)?;
-        unlinkat(&self.dir, n, UnlinkatFlags::NoRemoveDir)
-            .map_err(io)
-            .with_context(|| format!("removing {}", self.path.join(n).display()))
+        remove_in(self.dir.as_fd(), &self.path, name)
     }
 
     /// Creates the directory `name` (a plain name) with mode 0700; one already there as a
@@ -330,20 +322,12 @@ impl SubDir {
 
     /// Opens the regular file `name` for reading (not through a link). Errors name it.
     pub fn open(&self, name: &str) -> Result<File> {
-        let n = plain_name(name)?;
-        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        openat(&self.dir, n, flags, Mode::empty())
-            .map_err(io)
-            .map(File::from)
-            .with_context(|| format!("opening {}", self.path.join(n).display()))
+        open_in(self.dir.as_fd(), &self.path, name, OFlag::O_RDONLY)
     }
 
     /// Removes the file `name` (a link itself, never what it points to). Errors name it.
     pub fn remove(&self, name: &str) -> Result<()> {
-        let n = plain_name(name)?;
-        unlinkat(&self.dir, n, UnlinkatFlags::NoRemoveDir)
-            .map_err(io)
-            .with_context(|| format!("removing {}", self.path.join(n).display()))
+        remove_in(self.dir.as_fd(), &self.path, name)
     }
 
     /// The names in the directory, sorted (names that are not UTF-8 are left out: the
@@ -474,6 +458,30 @@ fn check_private(st: &FileStat, path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Opens the existing file `name` (a plain name) of `dir` with `access` (`O_RDONLY`, `O_RDWR`),
+/// not through a link. `shown`: `dir`'s path, for messages. Errors name the file.
+fn open_in(dir: BorrowedFd<'_>, shown: &Path, name: &str, access: OFlag) -> Result<File> {
+    let n = plain_name(name)?;
+    openat(
+        dir,
+        n,
+        access | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io)
+    .map(File::from)
+    .with_context(|| format!("opening {}", shown.join(n).display()))
+}
+
+/// Removes the file `name` (a plain name) of `dir`: a link itself, never what it points to.
+/// `shown`: `dir`'s path, for messages. Errors name the file.
+fn remove_in(dir: BorrowedFd<'_>, shown: &Path, name: &str) -> Result<()> {
+    let n = plain_name(name)?;
+    unlinkat(dir, n, UnlinkatFlags::NoRemoveDir)
+        .map_err(io)
+        .with_context(|| format!("removing {}", shown.join(n).display()))
 }
 
 /// Creates the new file `name` in `dir` with mode 0600 (set exactly, whatever the umask), open

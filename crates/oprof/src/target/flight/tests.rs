@@ -61,13 +61,19 @@ fn the_ring_keeps_the_last_chunks_whole_and_counts_what_it_drops() {
         !out.path().join(CHUNK_DIR).exists(),
         "the chunk directory is gone"
     );
-    // The kept stream is the original's tail, cut at a read's start.
+    // The kept stream is the original's tail, cut at a pass's start.
     assert!(all.ends_with(&samples));
-    assert!(reads.iter().any(|r| samples.starts_with(r)));
+    let one_pass = pass(0, 1, 0x1000, 10);
+    assert!(
+        samples.starts_with(&one_pass[..8]),
+        "starts with CPU_SWITCH"
+    );
     let chunk = max / CHUNKS;
-    let read = reads[0].len() as u64;
     let len = samples.len() as u64;
-    assert!(len <= max + chunk + read, "{len} bytes kept, max {max}");
+    assert!(
+        len <= max + chunk + one_pass.len() as u64,
+        "{len} bytes kept, max {max}"
+    );
     assert!(len >= max - chunk, "{len} bytes kept: too few");
     let d = &kept.dropped;
     assert_eq!(
@@ -78,6 +84,58 @@ fn the_ring_keeps_the_last_chunks_whole_and_counts_what_it_drops() {
     assert!(d.chunks > 0 && d.uncounted.is_none() && kept.cut);
     let total = decoded_samples(&all) as u64;
     assert_eq!(d.samples + decoded_samples(&samples) as u64, total);
+}
+
+#[test]
+fn a_read_of_many_passes_is_cut_between_them() {
+    let (_d, out) = session();
+    let max = 8 * 1024;
+    let mut ring = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 8, max);
+    // One read of 400 passes (8-byte words), as a reader woken late takes them.
+    let passes: Vec<Vec<u8>> = (0..400)
+        .map(|i| {
+            let words = crate::fixtures::words(
+                &[
+                    R::CpuSwitch { cpu: i % 2 },
+                    R::KernelEnter,
+                    R::CtxSwitch {
+                        pid: i + 1,
+                        tgid: i + 1,
+                        app_cookie: 0,
+                    },
+                    R::Sample { pc: 0x40, event: 0 },
+                ],
+                8,
+            );
+            crate::fixtures::bytes(&words, 8)
+        })
+        .collect();
+    let read = passes.concat();
+    let (n, err) = ring.put(&read);
+    assert!(n == read.len() && err.is_none());
+    let kept = ring.finish();
+    assert!(kept.cut && kept.dropped.chunks > 0);
+    assemble(&out, &kept).unwrap();
+    let samples = std::fs::read(out.path().join(session::SAMPLES)).unwrap();
+    let len = samples.len() as u64;
+    assert!(
+        len <= max + max / CHUNKS + passes[0].len() as u64,
+        "{len} bytes kept"
+    );
+    assert!(read.ends_with(&samples));
+    assert!(
+        passes.iter().any(|p| samples.starts_with(p)),
+        "from a pass's start"
+    );
+    let words: Vec<u64> = stream::le_words(&samples, 8).collect();
+    let st = Stream {
+        words,
+        word_bytes: 8,
+    };
+    assert_eq!(
+        stream::decode(&st).unwrap().samples.len() as u64,
+        len / passes[0].len() as u64
+    );
 }
 
 #[test]
@@ -127,17 +185,22 @@ fn chunk_files_are_private() {
     assert_eq!(mode(&dir.join("0000000000")), 0o600);
 }
 
+/// Snapshots of `out`'s recording (4-byte words), oprofilefs at `opfs`.
+fn snapshots(out: &SessionDir, opfs: &std::path::Path) -> Snapshots {
+    let info = SessionInfo {
+        pointer_size: 4,
+        ..Default::default()
+    };
+    Snapshots::new(out, &info, opfs).unwrap()
+}
+
 #[test]
 fn a_snapshot_copies_the_chunks_whole_records_while_the_ring_goes_on() {
     // The stream part of Snapshots::take (the system's files are the end of a session's:
     // collect_system, held by the guest test record.sh).
     let (d, out) = session();
-    let info = SessionInfo {
-        pointer_size: 4,
-        ..Default::default()
-    };
     let mut ring = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, 64 * 1024);
-    let snaps = Snapshots::new(&out, &info, d.path()).unwrap();
+    let snaps = snapshots(&out, d.path());
     let first = pass(0, 7, 0x100, 20);
     ring.put(&first);
     // A read being written: the chunk ends inside a record (one word of a sample's two).
@@ -169,10 +232,6 @@ fn a_snapshot_copies_the_chunks_whole_records_while_the_ring_goes_on() {
 #[test]
 fn a_snapshot_keeps_no_chunk_older_than_one_dropped_during_its_copy() {
     let (d, out) = session();
-    let info = SessionInfo {
-        pointer_size: 4,
-        ..Default::default()
-    };
     let dir = out.subdir(CHUNK_DIR).unwrap();
     // Three chunks; the middle one goes (as if dropped between the listing and its open).
     for (i, pid) in [(0, 1), (1, 2), (2, 3)] {
@@ -180,7 +239,7 @@ fn a_snapshot_keeps_no_chunk_older_than_one_dropped_during_its_copy() {
         f.write_all(&pass(0, pid, 0x100, 3)).unwrap();
     }
     dir.remove("0000000001").unwrap();
-    let snaps = Snapshots::new(&out, &info, d.path()).unwrap();
+    let snaps = snapshots(&out, d.path());
     let to = SessionDir::prepare(&d.path().join("copy"), false).unwrap();
     let (samples, _) = snaps.copy_chunks(&to).unwrap();
     let got = std::fs::read(to.path().join(session::SAMPLES)).unwrap();
