@@ -47,20 +47,27 @@ bash "$REPO/scripts/setup-host.sh" || { echo "not ok - host setup failed"; fail=
 step "lint: pyflakes3 tests/checks"
 if pyflakes3 "$REPO/tests/checks"; then counted lint 1 0; else echo "not ok - pyflakes3 tests/checks"; counted lint 0 1; fi
 
-# lint_script PART NAME ARGS...: runs scripts/NAME.py ARGS (its output in build/NAME.log), whose
-# last line is "NAME: N passed, M failed", and adds those counts as PART; a missing last line, or
-# a non-zero exit without a failure counted, is one failure.
+# tally PART NAME LOG RC: adds the counts of LOG's last line, "NAME: N passed, M failed[, K
+# skipped]" (a tool's or a runner's summary), as PART; a missing line, or a non-zero exit status
+# RC without a failure counted, is one failure.
+tally() {
+    local part=$1 name=$2 log=$3 rc=$4 p f k
+    if [[ $(tail -n 1 "$log") =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} k=${BASH_REMATCH[4]:-0}
+        if [ "$rc" != 0 ] && [ "$f" = 0 ]; then echo "not ok - $name exited with status $rc"; f=1; fi
+        counted "$part" "$p" "$f" "$k"
+    else
+        echo "not ok - $name ended without its '$name: N passed, M failed' line"; counted "$part" 0 1
+    fi
+}
+
+# lint_script PART NAME ARGS...: runs scripts/NAME.py ARGS (its output in build/NAME.log) and
+# tallies its "NAME: N passed, M failed" as PART.
 lint_script() {
-    local part=$1 name=$2 rc=0 p f
+    local part=$1 name=$2 rc=0
     shift 2
     python3 "$REPO/scripts/$name.py" "$@" | tee "$OUT/$name.log" || rc=$?
-    if [[ $(tail -n 1 "$OUT/$name.log") =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-        if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - $name.py exited with status $rc"; f=1; fi
-        counted "$part" "$p" "$f"
-    else
-        echo "not ok - $name.py ended without its counts"; counted "$part" 0 1
-    fi
+    tally "$part" "$name" "$OUT/$name.log" $rc
 }
 
 step "lint: module sources (scripts/lint-module.py: unsafe confined, SAFETY comments, shim kernel-doc)"
@@ -108,16 +115,9 @@ fi
 # (its TAP in build/tests/NAME.tap) and adds its counts; a missing last line or a non-zero exit
 # without a failed check is one failure.
 runner() {
-    local name=$1 script=$2 rc=0 last p f k
+    local name=$1 script=$2 rc=0
     bash "$script" | tee "$OUT/tests/$name.tap" || rc=$?
-    last=$(tail -n 1 "$OUT/tests/$name.tap")
-    if [[ $last =~ ^$name:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} k=${BASH_REMATCH[3]}
-        if [ $rc != 0 ] && [ "$f" = 0 ]; then echo "not ok - $script exited with status $rc"; f=1; fi
-        counted "$name" "$p" "$f" "$k"
-    else
-        echo "not ok - $script ended without its '$name: N passed, M failed, K skipped' line"; counted "$name" 0 1
-    fi
+    tally "$name" "$name" "$OUT/tests/$name.tap" $rc
 }
 
 step "QEMU integration tests"

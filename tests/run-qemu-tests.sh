@@ -17,7 +17,8 @@
 # errnos), stress.sh (30 s of concurrent enable/settings/reader, kills, umount/rmmod/second
 # mount), storm.sh (minimum-count overflow storm; storm.py checks the stream's accounting),
 # priv.sh (uid 1000 and missing capabilities), record.sh (`oprof record` on the guest: errors, a
-# long run losing nothing, signals, SIGKILL (the next record takes over), a full disk, archive, the guest's report and
+# long run losing nothing, signals, SIGKILL (the next record takes over), a full disk, archive, the
+# --max-size flight recorder and its SIGUSR1 snapshot, the guest's report and
 # annotate; session directories checked by record.py),
 # hotplug.sh (CPU 1 offline and online while profiling in timer mode and with CPU_CYCLES: sampled
 # in every online period, never offline, totals kept; start/stop and unload racing hotplug;

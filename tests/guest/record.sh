@@ -4,7 +4,8 @@
 # as found; SIGINT and SIGTERM end a session cleanly; --archive/--kprof/--points; hardware events;
 # a SIGKILLed recorder's session reportable and its leftovers taken over (pid file, --cleanup); a
 # full disk (a 512 KiB tmpfs) stops profiling, not the command, and undoes the load and mount;
-# a private session (0700/0600) never written through a foreign directory or a planted link.
+# a private session (0700/0600) never written through a foreign directory or a planted link;
+# the --max-size flight recorder (its bound, its last phase, a SIGUSR1 snapshot of the first).
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz, full.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
