@@ -267,17 +267,13 @@ part_full() {
 # the second phase writes several times the size even at a quarter of that rate on a busy
 # host). What is kept must be the end of the second phase: no sample of dd's pid, and hot_a
 # among the report's first rows (the idle CPU's samples in the idle loop may come first).
-# SIGUSR1 a second into the first phase writes snapshot-1: dd's samples, and /bin/hot not yet
-# among the images the module named. ---
+# SIGUSR1 a second into the first phase (sent by the command itself, to its parent: oprof)
+# writes snapshot-1: dd's samples, and /bin/hot not yet among the images the module named. ---
 part_flight() {
     insmod /oprofile.ko timer=1 timer_hz=2500
-    rm -f /tmp/flight.dd
     oprof record --max-size 64K -g 16 --user-stack 0 -o /tmp/flight -- sh -c \
-        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 4; kill $!; /bin/hot 8 > /dev/null' \
-        > /tmp/flight.out 2>&1 & rec=$!
-    while [ ! -s /tmp/flight.dd ] && kill -0 $rec 2>/dev/null; do sleep 0.1; done
-    sleep 1; kill -USR1 $rec
-    wait $rec; rc=$?
+        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 1; kill -USR1 $PPID; sleep 3; kill $!; /bin/hot 8 > /dev/null' \
+        > /tmp/flight.out 2>&1; rc=$?
     sed 's/^/  | /' /tmp/flight.out
     chunks=$(field /tmp/flight/session.json chunks)
     check "flight recorder: status 0, no warning, session complete, max_size 65536, older chunks dropped ($chunks)" \

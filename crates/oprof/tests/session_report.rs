@@ -154,7 +154,7 @@ fn report_reads_a_session_directory() {
     std::fs::create_dir(dir.join("samples.d")).unwrap();
     let (ok, _, err) = oprof(&["report", p]);
     assert!(
-        !ok && err.contains("died before joining its chunks; `cat ")
+        !ok && err.contains("died before joining its chunks; `(umask 077; cat ")
             && err.contains("/samples.d/* > ")
             && err.trim_end().lines().count() == 1,
         "{err}"

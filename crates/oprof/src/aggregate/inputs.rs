@@ -109,7 +109,7 @@ fn no_samples(dir: &Path) -> String {
     if chunks.is_dir() {
         return format!(
             "{}: no {} file, but {}/: its recorder (--max-size) died before joining its chunks; \
-             `cat {}/* > {}` joins them",
+             `(umask 077; cat {}/* > {})` joins them",
             dir.display(),
             session::SAMPLES,
             chunks.display(),

@@ -1,6 +1,6 @@
 //! The flight recorder of `oprof record --max-size`: the stream kept in a ring of chunk files,
 //! the oldest whole chunk dropped when the kept ones pass the size, so that an always-on
-//! recording holds the last minutes, in bounded disk, whatever its length (perf's
+//! recording holds the last minutes, in bounded disk (the ring's), whatever its length (perf's
 //! `--overwrite`, with whole chunks instead of a ring of pages).
 //!
 //! A chunk must decode without the chunks before it. The reader takes `buffer` whole at each
@@ -23,19 +23,23 @@ use super::session_dir::{SessionDir, SubDir};
 use super::system::Fs;
 use crate::input::session::{self, Losses, SessionInfo, State, Time, Totals};
 use crate::input::stream;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use oprofile_common::event::{Decoder, Record};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+/// Bytes a snapshot's system files take at most, for [`Snapshots`]' free-space check (kallsyms
+/// of a distribution kernel is a few MiB).
+const SNAPSHOT_FILES: u64 = 16 << 20;
+
 /// The chunk directory of a session, while recording.
 pub const CHUNK_DIR: &str = session::CHUNKS;
 
 /// Chunks that `--max-size` is divided into: a chunk closes at the first pass's start after it
-/// holds `max / CHUNKS` bytes, so the closed chunks kept hold between `max - max / CHUNKS`
-/// and `max` bytes, and the open chunk up to `max / CHUNKS` and one pass.
+/// holds `max / CHUNKS` bytes, so the closed chunks kept hold at most `max` bytes, and the
+/// open chunk up to `max / CHUNKS` and one pass.
 pub const CHUNKS: u64 = 8;
 
 /// What the ring dropped: whole chunks, oldest first.
@@ -58,6 +62,8 @@ pub struct Kept {
     /// Whether a chunk was closed (a stream without a sync pass's context stays in one chunk,
     /// however long).
     pub cut: bool,
+    /// Why the ring kept more than `max` (no context to cut at).
+    pub notes: Vec<String>,
 }
 
 /// The ring of chunk files the reader writes ([`Ring::put`]).
@@ -201,23 +207,44 @@ impl Ring {
 
     /// Ends the ring: the kept chunks (the open one last) and what was dropped.
     pub fn finish(mut self) -> Kept {
+        let mut notes = vec![];
         if let Some((name, mut file, bytes)) = self.open.take() {
             let _ = file.flush();
+            if bytes > self.max {
+                notes.push(format!(
+                    "--max-size: {} holds {bytes} bytes, more than {}: no sync pass's context \
+                     in it to cut at",
+                    self.dir.path().join(&name).display(),
+                    self.max
+                ));
+            }
             self.closed.push_back((name, bytes));
         }
         Kept {
             names: self.closed.into_iter().map(|(n, _)| n).collect(),
             dropped: self.dropped,
             cut: self.cut,
+            notes,
         }
     }
 }
 
+/// What [`assemble`] could not do: chunks left in [`CHUNK_DIR`] (oldest first; not in
+/// `samples`) and their bytes, and a note for each problem.
+#[derive(Debug, Default)]
+pub struct Joined {
+    pub left: Vec<String>,
+    pub left_bytes: u64,
+    pub notes: Vec<String>,
+}
+
 /// Joins the chunks `kept` of `out`'s [`CHUNK_DIR`], in order, into `samples` (the first is
 /// renamed, the others appended and removed one by one: the disk holds one chunk more than the
-/// stream at most) and removes the chunk directory. Errors name the file at fault; the chunks
-/// not joined stay in [`CHUNK_DIR`].
-pub fn assemble(out: &SessionDir, kept: &Kept) -> Result<()> {
+/// stream at most) and removes the chunk directory. An append that fails (a full disk) is
+/// undone and ends the joining: that chunk and the later ones stay in [`CHUNK_DIR`], said in
+/// [`Joined`], as is a chunk or directory that cannot be removed. Errors (nothing joined):
+/// the chunk directory, the first chunk's rename, `samples`; they name the file.
+pub fn assemble(out: &SessionDir, kept: &Kept) -> Result<Joined> {
     let dir = out.subdir(CHUNK_DIR)?;
     let mut names = kept.names.iter();
     match names.next() {
@@ -225,22 +252,49 @@ pub fn assemble(out: &SessionDir, kept: &Kept) -> Result<()> {
         None => drop(out.create(session::SAMPLES)?),
     }
     let mut samples = out.open_rw(session::SAMPLES)?;
-    let shown = out.path().join(session::SAMPLES);
-    for name in names {
-        let mut chunk = dir.open(name)?;
-        std::io::Seek::seek(&mut samples, std::io::SeekFrom::End(0))
-            .and_then(|_| std::io::copy(&mut chunk, &mut samples))
-            .with_context(|| {
-                format!(
-                    "appending {} to {}",
-                    dir.path().join(name).display(),
-                    shown.display()
-                )
-            })?;
-        dir.remove(name)?;
+    let mut j = Joined::default();
+    for name in names.by_ref() {
+        if let Err(e) = append(&mut samples, &dir, name) {
+            j.notes.push(format!("{e:#}"));
+            j.left.push(name.clone());
+            break;
+        }
+        if let Err(e) = dir.remove(name) {
+            j.notes
+                .push(format!("{e:#} (joined into samples: remove it)"));
+        }
     }
-    drop(dir);
-    out.remove_dir(CHUNK_DIR)
+    j.left.extend(names.cloned());
+    for name in &j.left {
+        let len = dir.open(name).and_then(|f| Ok(f.metadata()?.len()));
+        j.left_bytes = j.left_bytes.saturating_add(len.unwrap_or(0));
+    }
+    if let Some(first) = j.left.first() {
+        j.notes.push(format!(
+            "{} chunks ({} bytes) of the stream's end, from {}, were not joined: they are not \
+             in samples",
+            j.left.len(),
+            j.left_bytes,
+            dir.path().join(first).display()
+        ));
+    } else if let Err(e) = out.remove_dir(CHUNK_DIR) {
+        j.notes.push(format!("{e:#}"));
+    }
+    Ok(j)
+}
+
+/// Appends the chunk `name` of `dir` to `samples`; on an error `samples` is cut back to its
+/// length before. Errors name both files.
+fn append(samples: &mut File, dir: &SubDir, name: &str) -> Result<()> {
+    let at = dir.path().join(name);
+    let mut chunk = dir.open(name)?;
+    let before = samples.seek(std::io::SeekFrom::End(0))?;
+    let copied = std::io::copy(&mut chunk, samples);
+    if let Err(e) = copied {
+        let _ = samples.set_len(before);
+        return Err(e).with_context(|| format!("appending {} to samples", at.display()));
+    }
+    Ok(())
 }
 
 /// The snapshots of a flight recording (SIGUSR1): `DIR/snapshot-N/`, each a complete session
@@ -250,24 +304,56 @@ pub fn assemble(out: &SessionDir, kept: &Kept) -> Result<()> {
 ///
 /// `chunks` is the recording's [`CHUNK_DIR`]; `info` its `session.json` as written at the start.
 pub struct Snapshots {
-    dir: PathBuf,
+    session: SubDir,
     oprofilefs: PathBuf,
     chunks: SubDir,
     info: SessionInfo,
+    /// Bytes a snapshot needs free beyond what it writes, so that the ring can go on.
+    room: u64,
     taken: u32,
 }
 
 impl Snapshots {
-    /// Snapshots of the recording into `out` (its chunk directory opened here), described by
-    /// `info`; `oprofilefs` is where the module's files are mounted.
-    pub fn new(out: &SessionDir, info: &SessionInfo, oprofilefs: &Path) -> Result<Snapshots> {
+    /// Snapshots of the recording into `out` (its chunk directory opened here) of a ring of
+    /// `max` bytes, described by `info`; `oprofilefs` is where the module's files are mounted.
+    pub fn new(
+        out: &SessionDir,
+        info: &SessionInfo,
+        oprofilefs: &Path,
+        max: u64,
+    ) -> Result<Snapshots> {
         Ok(Snapshots {
-            dir: out.path().to_path_buf(),
+            session: out.handle()?,
             oprofilefs: oprofilefs.to_path_buf(),
             chunks: out.subdir(CHUNK_DIR)?,
             info: info.clone(),
+            room: (max / CHUNKS)
+                .saturating_mul(2)
+                .saturating_add(SNAPSHOT_FILES),
             taken: 0,
         })
+    }
+
+    /// Refuses a snapshot that could fill the disk (and so stop the recording): the free
+    /// bytes must hold the chunks, their system files ([`SNAPSHOT_FILES`]) and two chunks more.
+    fn check_room(&self) -> Result<()> {
+        let mut need = self.room;
+        for name in self.chunks.names()? {
+            let len = self
+                .chunks
+                .open(&name)
+                .and_then(|f| Ok(f.metadata()?.len()));
+            need = need.saturating_add(len.unwrap_or(0));
+        }
+        let free = self.session.free_bytes()?;
+        if free < need {
+            bail!(
+                "{free} bytes free in {}, {need} needed: the snapshot could fill the disk and \
+                 stop the recording",
+                self.session.path().display()
+            );
+        }
+        Ok(())
     }
 
     /// Writes the next snapshot, `snapshot-N/`: the chunks in order (the one being written up
@@ -277,9 +363,12 @@ impl Snapshots {
     /// Profiling goes on. Returns the directory, its samples and bytes. Errors name the file;
     /// the recording is not affected.
     pub fn take(&mut self) -> Result<(PathBuf, u64, u64)> {
+        self.check_room()?;
         self.taken = self.taken.saturating_add(1);
-        let path = self.dir.join(format!("snapshot-{}", self.taken));
-        let mut out = SessionDir::prepare(&path, false)?;
+        let mut out = self
+            .session
+            .new_session(&format!("snapshot-{}", self.taken))?;
+        let path = out.path().to_path_buf();
         let (samples, bytes) = self.copy_chunks(&out)?;
         let fs = Fs::new(&self.oprofilefs);
         let c = collect_system(&fs, &out)?;

@@ -1503,6 +1503,21 @@ fn capture(
     })
 }
 
+/// Joins the flight recorder's kept chunks into `samples` ([`flight::assemble`]); `read`'s
+/// bytes become those of `samples`, and chunks that could not be joined count as unwritten.
+/// Returns `kept` and the notes (each also printed as a warning).
+fn join(out: &SessionDir, kept: Kept, read: &mut ReadTotals) -> Result<(Kept, Vec<String>)> {
+    let j = flight::assemble(out, &kept)?;
+    let gone = kept.dropped.bytes.saturating_add(j.left_bytes);
+    read.bytes = read.bytes.saturating_sub(gone);
+    read.unwritten = read.unwritten.saturating_add(j.left_bytes);
+    let notes: Vec<String> = kept.notes.iter().cloned().chain(j.notes).collect();
+    for n in &notes {
+        eprintln!("oprof record: warning: {n}");
+    }
+    Ok((kept, notes))
+}
+
 /// [`capture`] into the flight recorder's ring of `max` bytes, with snapshots on SIGUSR1.
 fn flight_capture(
     run: &Run,
@@ -1511,7 +1526,7 @@ fn flight_capture(
     info: &SessionInfo,
 ) -> Result<Captured> {
     let ring = Ring::new(outdir.subdir(flight::CHUNK_DIR)?, info.pointer_size, max);
-    let mut snaps = Snapshots::new(outdir, info, &run.args.oprofilefs)?;
+    let mut snaps = Snapshots::new(outdir, info, &run.args.oprofilefs, max)?;
     install_snapshot_handler()?;
     capture(run, ring, outdir, Some(&mut snaps))
 }
@@ -1558,13 +1573,16 @@ fn record(
     };
     let _ = outdir.remove(RESERVE);
     let mut cap = cap?;
-    if let Some(kept) = &cap.read.kept {
-        flight::assemble(outdir, kept)?;
-        cap.read.bytes = cap.read.bytes.saturating_sub(kept.dropped.bytes);
+    let mut join_notes = vec![];
+    if let Some(k) = cap.read.kept.take() {
+        let (k, notes) = join(outdir, k, &mut cap.read)?;
+        cap.read.kept = Some(k);
+        join_notes = notes;
     }
 
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, outdir, extras)?;
+    c.notes.extend(join_notes);
     let losses = Losses::of(&c.stats);
     let facts = verify(
         outdir,

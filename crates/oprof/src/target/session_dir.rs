@@ -330,6 +330,51 @@ impl SubDir {
         remove_in(self.dir.as_fd(), &self.path, name)
     }
 
+    /// Makes the new directory `name` (a plain name; 0700) here and opens it as a
+    /// [`SessionDir`] of its own (armed: dropped before [`SessionDir::keep`], it is removed),
+    /// through this directory's descriptor: no path is resolved again. Errors: `name` exists
+    /// (also as a link: not followed), or cannot be made; one line naming it.
+    pub fn new_session(&self, name: &str) -> Result<SessionDir> {
+        let n = plain_name(name)?;
+        let path = self.path.join(n);
+        let shown = path.display();
+        mkdirat(&self.dir, n, Mode::from_bits_truncate(DIR_MODE)).map_err(|e| {
+            anyhow!(
+                "creating {shown}: {}{}",
+                io(e),
+                in_the_way(self.dir.as_fd(), n, e)
+            )
+        })?;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let dir = openat(&self.dir, n, flags, Mode::empty())
+            .map_err(io)
+            .with_context(|| format!("opening {shown}"))?;
+        let parent = self
+            .dir
+            .try_clone()
+            .with_context(|| format!("opening {}", self.path.display()))?;
+        // INVARIANT: made here, 0700, opened without following a link, owned by us.
+        Ok(SessionDir {
+            path,
+            parent,
+            name: n.to_os_string(),
+            dir,
+            existed: None,
+            armed: true,
+        })
+    }
+
+    /// Bytes an unprivileged writer could still write on the directory's filesystem
+    /// (`fstatvfs`: available blocks times the fragment size). Errors name it.
+    // fsblkcnt_t and c_ulong are u64 here, 32-bit on ARM32: the conversions are needed there.
+    #[allow(clippy::useless_conversion)]
+    pub fn free_bytes(&self) -> Result<u64> {
+        let st = nix::sys::statvfs::fstatvfs(&self.dir)
+            .map_err(io)
+            .with_context(|| format!("statvfs {}", self.path.display()))?;
+        Ok(u64::from(st.blocks_available()).saturating_mul(u64::from(st.fragment_size())))
+    }
+
     /// The names in the directory, sorted (names that are not UTF-8 are left out: the
     /// recorder makes none). Errors name it.
     pub fn names(&self) -> Result<Vec<String>> {
@@ -345,6 +390,19 @@ impl SubDir {
 }
 
 impl SessionDir {
+    /// The session directory itself as a [`SubDir`] (its descriptor duplicated). Errors name
+    /// it.
+    pub fn handle(&self) -> Result<SubDir> {
+        let dir = self
+            .dir
+            .try_clone()
+            .with_context(|| format!("opening {}", self.path.display()))?;
+        Ok(SubDir {
+            path: self.path.clone(),
+            dir,
+        })
+    }
+
     /// The directory `name` (a plain name) of the session, made 0700 if absent and opened
     /// without following a link. Errors name it.
     pub fn subdir(&self, name: &str) -> Result<SubDir> {

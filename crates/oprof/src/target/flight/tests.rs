@@ -55,7 +55,7 @@ fn the_ring_keeps_the_last_chunks_whole_and_counts_what_it_drops() {
         );
     }
     let kept = ring.finish();
-    assemble(&out, &kept).unwrap();
+    assert!(assemble(&out, &kept).unwrap().left.is_empty());
     let samples = std::fs::read(out.path().join(session::SAMPLES)).unwrap();
     assert!(
         !out.path().join(CHUNK_DIR).exists(),
@@ -115,7 +115,7 @@ fn a_read_of_many_passes_is_cut_between_them() {
     assert!(n == read.len() && err.is_none());
     let kept = ring.finish();
     assert!(kept.cut && kept.dropped.chunks > 0);
-    assemble(&out, &kept).unwrap();
+    assert!(assemble(&out, &kept).unwrap().left.is_empty());
     let samples = std::fs::read(out.path().join(session::SAMPLES)).unwrap();
     let len = samples.len() as u64;
     assert!(
@@ -155,7 +155,7 @@ fn a_read_without_a_pass_context_does_not_start_a_chunk() {
         "one chunk: no read could start another"
     );
     assert!(!kept.cut && kept.dropped == Dropped::default());
-    assemble(&out, &kept).unwrap();
+    assert!(assemble(&out, &kept).unwrap().left.is_empty());
     let len = std::fs::metadata(out.path().join(session::SAMPLES))
         .unwrap()
         .len();
@@ -166,7 +166,7 @@ fn a_read_without_a_pass_context_does_not_start_a_chunk() {
 fn an_empty_ring_makes_an_empty_samples_file() {
     let (_d, out) = session();
     let kept = Ring::new(out.subdir(CHUNK_DIR).unwrap(), 4, 1 << 20).finish();
-    assemble(&out, &kept).unwrap();
+    assert!(assemble(&out, &kept).unwrap().left.is_empty());
     assert_eq!(
         std::fs::read(out.path().join(session::SAMPLES)).unwrap(),
         b""
@@ -191,7 +191,7 @@ fn snapshots(out: &SessionDir, opfs: &std::path::Path) -> Snapshots {
         pointer_size: 4,
         ..Default::default()
     };
-    Snapshots::new(out, &info, opfs).unwrap()
+    Snapshots::new(out, &info, opfs, 64 * 1024).unwrap()
 }
 
 #[test]
@@ -245,4 +245,55 @@ fn a_snapshot_keeps_no_chunk_older_than_one_dropped_during_its_copy() {
     let got = std::fs::read(to.path().join(session::SAMPLES)).unwrap();
     assert_eq!(got, pass(0, 3, 0x100, 3), "only the tail after the gap");
     assert_eq!(samples, 3);
+}
+
+#[test]
+fn a_chunk_that_cannot_be_joined_stays_with_the_later_ones_and_is_said() {
+    let (_d, out) = session();
+    let dir = out.subdir(CHUNK_DIR).unwrap();
+    for (i, pid) in [(0, 1), (2, 3)] {
+        let mut f = dir.create(&format!("{i:010}")).unwrap();
+        f.write_all(&pass(0, pid, 0x100, 3)).unwrap();
+    }
+    // The second is gone (its append fails): it and the third are left, samples is the first.
+    let kept = Kept {
+        names: ["0000000000", "0000000001", "0000000002"]
+            .map(String::from)
+            .to_vec(),
+        ..Kept::default()
+    };
+    let j = assemble(&out, &kept).unwrap();
+    assert_eq!(j.left, ["0000000001", "0000000002"]);
+    assert_eq!(j.left_bytes, pass(0, 3, 0x100, 3).len() as u64);
+    assert!(j
+        .notes
+        .iter()
+        .any(|n| n.contains("2 chunks") && n.contains("not joined")));
+    let samples = std::fs::read(out.path().join(session::SAMPLES)).unwrap();
+    assert_eq!(samples, pass(0, 1, 0x100, 3));
+    assert!(out.path().join(CHUNK_DIR).join("0000000002").exists());
+}
+
+#[test]
+fn a_snapshot_is_refused_without_room_and_never_made_through_a_link() {
+    let (d, out) = session();
+    let info = SessionInfo {
+        pointer_size: 4,
+        ..Default::default()
+    };
+    // A ring so large that no disk has room for a snapshot of it beside it.
+    let mut big = Snapshots::new(&out, &info, d.path(), u64::MAX).unwrap();
+    let e = format!("{:#}", big.take().unwrap_err());
+    assert!(
+        e.contains("needed: the snapshot could fill the disk"),
+        "{e}"
+    );
+    assert!(!out.path().join("snapshot-1").exists());
+    // A link planted where the snapshot goes is not followed.
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.path().join("snapshot-1")).unwrap();
+    let e = format!("{:#}", snapshots(&out, d.path()).take().unwrap_err());
+    assert!(e.contains("symbolic link"), "{e}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
