@@ -310,8 +310,8 @@ fn drain(
     Ok(t)
 }
 
-/// Runs `f` with SIGINT, SIGTERM, SIGCHLD and SIGUSR1 blocked, so that a thread it spawns inherits the
-/// mask and the signals go to the main thread.
+/// Runs `f` with SIGINT, SIGTERM, SIGCHLD and SIGUSR1 blocked, so that a thread it spawns
+/// inherits the mask and the signals go to the main thread.
 fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     let mut set = SigSet::empty();
     for s in [
@@ -907,7 +907,7 @@ struct Configured {
 
 /// `--max-size` without `--watershed`: the reader is woken once half a chunk
 /// (`max / flight::CHUNKS / 2` bytes) is in the event buffer, not three quarters of it, so that
-/// the ring can close its chunks near their size (a chunk ends at a read's end).
+/// the ring can close its chunks near their size (a chunk ends between two passes).
 fn flight_watershed(fs: &mut Fs, max: u64, pointer_size: usize) -> Result<()> {
     let wake = (max / flight::CHUNKS / 2 / pointer_size as u64).max(1);
     let at_least = fs.read_u64("buffer_size")?.saturating_sub(wake);
@@ -1503,19 +1503,22 @@ fn capture(
     })
 }
 
-/// Joins the flight recorder's kept chunks into `samples` ([`flight::assemble`]); `read`'s
-/// bytes become those of `samples`, and chunks that could not be joined count as unwritten.
-/// Returns `kept` and the notes (each also printed as a warning).
-fn join(out: &SessionDir, kept: Kept, read: &mut ReadTotals) -> Result<(Kept, Vec<String>)> {
-    let j = flight::assemble(out, &kept)?;
+/// With `--max-size` (`read.kept`), joins the kept chunks into `samples` ([`flight::assemble`]);
+/// `read`'s bytes become those of `samples`, and chunks that could not be joined count as
+/// unwritten. Returns the notes (each also printed as a warning); none without `--max-size`.
+fn join(out: &SessionDir, read: &mut ReadTotals) -> Result<Vec<String>> {
+    let Some(kept) = &read.kept else {
+        return Ok(vec![]);
+    };
+    let j = flight::assemble(out, kept)?;
     let gone = kept.dropped.bytes.saturating_add(j.left_bytes);
+    let notes: Vec<String> = kept.notes.iter().cloned().chain(j.notes).collect();
     read.bytes = read.bytes.saturating_sub(gone);
     read.unwritten = read.unwritten.saturating_add(j.left_bytes);
-    let notes: Vec<String> = kept.notes.iter().cloned().chain(j.notes).collect();
     for n in &notes {
         eprintln!("oprof record: warning: {n}");
     }
-    Ok((kept, notes))
+    Ok(notes)
 }
 
 /// [`capture`] into the flight recorder's ring of `max` bytes, with snapshots on SIGUSR1.
@@ -1573,12 +1576,7 @@ fn record(
     };
     let _ = outdir.remove(RESERVE);
     let mut cap = cap?;
-    let mut join_notes = vec![];
-    if let Some(k) = cap.read.kept.take() {
-        let (k, notes) = join(outdir, k, &mut cap.read)?;
-        cap.read.kept = Some(k);
-        join_notes = notes;
-    }
+    let join_notes = join(outdir, &mut cap.read)?;
 
     // The session files, checked, archived, described.
     let mut c = collect(args, fs, outdir, extras)?;
