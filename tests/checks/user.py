@@ -180,7 +180,13 @@ def check_case(s, c, rep, allstats):
                 f"{c}: backtraces recorded ({rep.get('traced')} of {rep['total']} samples)")
         with open(f"{pre}.txt") as f:
             text = f.read()
-        s.check(re.search(r"work", text) is not None and "hot_a" in text, f"{c}: call graph text names work and hot_a")
+        text_callers = callers_in_text(text, "/bin/hot", "hot_a")
+        if s.board in ARM64:   # hot_a's edge to work is cut there (below)
+            ok = text_callers is not None and text_callers <= {("/bin/hot", "work")}
+        else:
+            ok = text_callers is not None and ("/bin/hot", "work") in text_callers
+        s.check(ok, f"{c}: call graph text: hot_a's callers {sorted(text_callers or [])} "
+                    f"(want /bin/hot work{', or none' if s.board in ARM64 else ''})")
         if s.board in ARM64:
             # AArch64: hot_a and hot_b are leaves without a frame record, so their edge to work is
             # cut as unproven (the report's note counts it) and work shows only when sampled
@@ -316,6 +322,22 @@ def check_case(s, c, rep, allstats):
         s.check(spin >= 30 and share >= 0.4,
                 f"{c}: optest.ko's optest_spin attributed through its sections ({spin} samples, {share:.0%} of the "
                 f"{runner} samples of insmod, pid {pid}, {in_module} of them in optest.ko's sections; want >= 30 and >= 40%)")
+
+
+CALLER = re.compile(r"^\s+\d+\s+[\d.]+\s+(\S.*?)\s{2,}(\S.*?)\s*$")
+
+
+def callers_in_text(text, image, symbol):
+    """The callers in the call graph text (`oprof report -c`) of IMAGE's SYMBOL, as (image,
+    symbol) pairs: the indented lines above its symbol line ("N  %  IMAGE  SYMBOL  [self; ...]")
+    in its block between dashed lines; None when it has no block."""
+    for block in re.split(r"(?m)^-{20,}$", text):
+        lines = block.strip("\n").split("\n")
+        at = next((i for i, l in enumerate(lines) if not l.startswith(" ") and "[self;" in l
+                   and re.search(rf"\s{re.escape(image)}\s+{re.escape(symbol)}\s+\[self;", l)), None)
+        if at is not None:
+            return {m.groups() for m in map(CALLER.match, lines[:at]) if m}
+    return None
 
 
 def callgraph(rep):

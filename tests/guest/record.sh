@@ -5,7 +5,8 @@
 # a SIGKILLed recorder's session reportable and its leftovers taken over (pid file, --cleanup); a
 # full disk (a 512 KiB tmpfs) stops profiling, not the command, and undoes the load and mount;
 # a private session (0700/0600) never written through a foreign directory or a planted link;
-# the --max-size flight recorder (its bound, its last phase, a SIGUSR1 snapshot of the first).
+# the --max-size flight recorder (its bound, its last phase, a SIGUSR1 snapshot of the first and
+# a file-triggered one of the second).
 # Sessions go to the host as tar.gz base64 blocks (long.tgz, sigint.tgz, agree.tgz, full.tgz) with the
 # guest's own report (agree_report); tests/checks/record.py checks them there.
 . /tests/lib.sh
@@ -17,7 +18,7 @@
 # kernel a fork costs 0.3 s: they took 430 of the script's 900 s there (make check's time
 # budget, Documentation/testing.rst).
 PARTS="errors:13 command:3 force:2 snapshots:2 long:3 duration:1 settings:4 sigint:3 sigkill:6
-       full:5 sigterm:2 archive:5 hwevent:3 privacy:6 flight:4"
+       full:5 sigterm:2 archive:5 hwevent:3 privacy:6 flight:5"
 ! debug_kernel || PARTS="command:3 snapshots:2 long:3 sigint:3 sigkill:6 full:5"
 n=1; for p in $PARTS; do n=$((n + ${p#*:})); done   # and "nothing left behind at the end"
 plan $n
@@ -268,11 +269,12 @@ part_full() {
 # host). What is kept must be the end of the second phase: no sample of dd's pid, and hot_a
 # among the report's first rows (the idle CPU's samples in the idle loop may come first).
 # SIGUSR1 a second into the first phase (sent by the command itself, to its parent: oprof)
-# writes snapshot-1: dd's samples, and /bin/hot not yet among the images the module named. ---
+# writes snapshot-1: dd's samples, and /bin/hot not yet among the images the module named.
+# `touch DIR/snapshot` 2 s into the second phase writes snapshot-2: its last 64K are /bin/hot's. ---
 part_flight() {
     insmod /oprofile.ko timer=1 timer_hz=2500
     oprof record --max-size 64K -g 16 --user-stack 0 -o /tmp/flight -- sh -c \
-        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 1; kill -USR1 $PPID; sleep 3; kill $!; /bin/hot 8 > /dev/null' \
+        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 1; kill -USR1 $PPID; sleep 3; kill $!; /bin/hot 8 > /dev/null & sleep 2; touch /tmp/flight/snapshot; wait $!' \
         > /tmp/flight.out 2>&1; rc=$?
     sed 's/^/  | /' /tmp/flight.out
     chunks=$(field /tmp/flight/session.json chunks)
@@ -292,12 +294,17 @@ part_flight() {
     oprof decode --word-size "$(word_bytes)" $snap/samples > /tmp/flight-snap.dec 2>&1; sdrc=$?
     check "flight recorder: SIGUSR1 wrote $snap, a complete session that decodes, with samples of dd (pid $ddpid, hex) and no /bin/hot among its images" \
         eval '[ $sdrc = 0 ] && grep -q "^oprof record: snapshot: [1-9][0-9]* samples, [0-9]* bytes in $snap\$" /tmp/flight.out && [ "$(field $snap/session.json ended_by)" = snapshot ] && session_complete $snap && grep -q "CtxSwitch { pid: $ddpid," /tmp/flight-snap.dec && ! grep -q " /bin/hot\$" $snap/images'
+    snap=/tmp/flight/snapshot-2
+    oprof report $snap -l -n 5 > /tmp/flight-snap.rep 2>&1
+    sed 's/^/  | /' /tmp/flight-snap.rep
+    check "flight recorder: touching DIR/snapshot 2 s into /bin/hot wrote $snap (the file taken away), whose report names hot_a in its first 5 rows" \
+        eval 'grep -q "^oprof record: snapshot: [1-9][0-9]* samples, [0-9]* bytes in $snap\$" /tmp/flight.out && [ ! -e /tmp/flight/snapshot ] && [ "$(field $snap/session.json ended_by)" = snapshot ] && grep -q " /bin/hot  *hot_a\$" /tmp/flight-snap.rep'
     oprof report /tmp/flight -l -n 5 > /tmp/flight.rep 2>&1
     sed 's/^/  | /' /tmp/flight.rep
     check "flight recorder: the kept stream decodes, has no sample of dd (pid $ddpid, hex) and names /bin/hot's hot_a in its first 5 rows" \
         eval '[ $drc = 0 ] && grep -q "CtxSwitch { pid: " /tmp/flight.dec && ! grep -q "CtxSwitch { pid: $ddpid," /tmp/flight.dec && grep -q " /bin/hot  *hot_a\$" /tmp/flight.rep'
     rmmod oprofile
-    rm -rf /tmp/flight /tmp/flight.out /tmp/flight.dd /tmp/flight.dec /tmp/flight-snap.dec /tmp/flight.rep
+    rm -rf /tmp/flight /tmp/flight.out /tmp/flight.dd /tmp/flight.dec /tmp/flight-snap.dec /tmp/flight.rep /tmp/flight-snap.rep
 }
 
 # --- SIGTERM while a command runs: the command gets SIGTERM, oprof returns its status ---

@@ -15,8 +15,9 @@
 //!
 //! Files: `samples.d/NNNNNNNNNN` while recording (0600, [`SubDir`]); when the recording ends,
 //! [`assemble`] joins the kept chunks, in order, into `samples`, so the session is read like
-//! any other. SIGUSR1 while recording writes the chunks as they are into a session of their own,
-//! `snapshot-N/` ([`Snapshots`]), and recording goes on: what happened just before a glitch.
+//! any other. SIGUSR1 (or a file `DIR/snapshot`) while recording writes the chunks as they are
+//! into a session of their own, `snapshot-N/` ([`Snapshots`]), and recording goes on: what
+//! happened just before a glitch.
 
 use super::record::{collect_system, count_samples, whole_records, write_info};
 use super::session_dir::{SessionDir, SubDir};
@@ -33,6 +34,10 @@ use std::path::{Path, PathBuf};
 /// Bytes a snapshot's system files take at most, for [`Snapshots`]' free-space check (kallsyms
 /// of a distribution kernel is a few MiB).
 const SNAPSHOT_FILES: u64 = 16 << 20;
+
+/// The file whose appearance in the session directory asks for a snapshot, as SIGUSR1 does
+/// (`touch DIR/snapshot`): [`Snapshots::trigger_asked`] removes it.
+pub const TRIGGER: &str = "snapshot";
 
 /// The chunk directory of a session, while recording.
 pub const CHUNK_DIR: &str = session::CHUNKS;
@@ -297,8 +302,8 @@ fn append(samples: &mut File, dir: &SubDir, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The snapshots of a flight recording (SIGUSR1): `DIR/snapshot-N/`, each a complete session
-/// of the chunks on disk at the signal, while the recording goes on.
+/// The snapshots of a flight recording (SIGUSR1 or the file [`TRIGGER`]): `DIR/snapshot-N/`,
+/// each a complete session of the chunks on disk when asked, while the recording goes on.
 ///
 /// # Invariants
 ///
@@ -311,19 +316,24 @@ pub struct Snapshots {
     /// Bytes a snapshot needs free beyond what it writes, so that the ring can go on.
     room: u64,
     taken: u32,
+    /// [`TRIGGER`] could not be removed (said once; it then asks for nothing).
+    trigger_stuck: bool,
 }
 
 impl Snapshots {
     /// Snapshots of the recording into `out` (its chunk directory opened here) of a ring of
     /// `max` bytes, described by `info`; `oprofilefs` is where the module's files are mounted.
+    /// A [`TRIGGER`] left in the directory (a session replaced with `--force`) is removed.
     pub fn new(
         out: &SessionDir,
         info: &SessionInfo,
         oprofilefs: &Path,
         max: u64,
     ) -> Result<Snapshots> {
+        let session = out.handle()?;
+        session.remove_if_present(TRIGGER)?;
         Ok(Snapshots {
-            session: out.handle()?,
+            session,
             oprofilefs: oprofilefs.to_path_buf(),
             chunks: out.subdir(CHUNK_DIR)?,
             info: info.clone(),
@@ -331,7 +341,26 @@ impl Snapshots {
                 .saturating_mul(2)
                 .saturating_add(SNAPSHOT_FILES),
             taken: 0,
+            trigger_stuck: false,
         })
+    }
+
+    /// Whether the file [`TRIGGER`] asked for a snapshot since the last call: it is removed
+    /// through the session directory's descriptor (a link itself, never what it points to).
+    /// Only who can write into the session directory (0700: its owner) can ask. One that
+    /// cannot be removed (a directory) is a warning, once, and asks for nothing.
+    pub fn trigger_asked(&mut self) -> bool {
+        if self.trigger_stuck {
+            return false;
+        }
+        match self.session.remove_if_present(TRIGGER) {
+            Ok(asked) => asked,
+            Err(e) => {
+                eprintln!("oprof record: warning: snapshot trigger ignored: {e:#}");
+                self.trigger_stuck = true;
+                false
+            }
+        }
     }
 
     /// Refuses a snapshot that could fill the disk (and so stop the recording): the free
@@ -388,8 +417,8 @@ impl Snapshots {
         };
         info.notes = c.notes;
         info.notes.push(
-            "a snapshot of a flight recording (SIGUSR1): samples holds the stream's last chunks \
-             at the signal; stats.json and the totals' sample_received and lost count the whole \
+            "a snapshot of a flight recording (SIGUSR1 or DIR/snapshot): samples holds the \
+             stream's last chunks when asked; stats.json and the totals' sample_received and lost count the whole \
              recording up to it"
                 .to_string(),
         );

@@ -95,8 +95,8 @@ pub struct RecordArgs {
     /// Flight recorder: keep only the last SIZE bytes of the stream (suffix K, M or G: KiB,
     /// MiB, GiB; at least 64K), in chunks of SIZE/8 of which the oldest is dropped whole; the
     /// session then holds the recording's last minutes, its samples plus the dropped ones'
-    /// count in session.json. SIGUSR1 writes what is kept at that moment into DIR/snapshot-N/
-    /// (a session of its own) while recording goes on.
+    /// count in session.json. SIGUSR1, or a file DIR/snapshot (removed then), writes what is
+    /// kept at that moment into DIR/snapshot-N/ (a session of its own) while recording goes on.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_size: Option<u64>,
     /// Copy every sampled user image and the sampled modules' .ko files into DIR/root/ (like
@@ -1051,7 +1051,8 @@ fn spawn(cmd: &Option<Cmd>, limit: Option<Duration>) -> Result<Option<std::proce
 /// or the reader ends; CMD still running then is sent SIGTERM and waited for. A full disk
 /// stops profiling (`enable` 0) at once and ends the wait without CMD; CMD is left to run to
 /// its end (or to a signal or `limit`). Returns why it ended ([`End::DiskFull`] once the disk
-/// was full) and CMD's exit status ([`exit_code`]).
+/// was full) and CMD's exit status ([`exit_code`]). With `snaps`, a snapshot is taken when
+/// SIGUSR1 or the file `DIR/snapshot` asks for one.
 fn supervise(
     child: Option<&mut std::process::Child>,
     cap: &Capture,
@@ -1062,8 +1063,11 @@ fn supervise(
     let mut child = child;
     let mut full = false;
     loop {
-        if let Some(s) = snaps.as_deref_mut().filter(|_| snapshot_asked()) {
-            snapshot(s);
+        if let Some(s) = snaps.as_deref_mut() {
+            // Both asks are taken: one snapshot answers a signal and a file at once.
+            if snapshot_asked() | s.trigger_asked() {
+                snapshot(s);
+            }
         }
         if !full && cap.disk_full() {
             full = true;
@@ -1521,7 +1525,8 @@ fn join(out: &SessionDir, read: &mut ReadTotals) -> Result<Vec<String>> {
     Ok(notes)
 }
 
-/// [`capture`] into the flight recorder's ring of `max` bytes, with snapshots on SIGUSR1.
+/// [`capture`] into the flight recorder's ring of `max` bytes, with snapshots on SIGUSR1 or
+/// the file `DIR/snapshot`.
 fn flight_capture(
     run: &Run,
     max: u64,

@@ -330,6 +330,20 @@ impl SubDir {
         remove_in(self.dir.as_fd(), &self.path, name)
     }
 
+    /// Removes the entry `name` (a plain name) if it is there, a link itself and never what it
+    /// points to: whether it was. Errors: it cannot be removed (a directory: EISDIR; EPERM,
+    /// EROFS...), one line naming it.
+    pub fn remove_if_present(&self, name: &str) -> Result<bool> {
+        let n = plain_name(name)?;
+        match unlinkat(&self.dir, n, UnlinkatFlags::NoRemoveDir) {
+            Ok(()) => Ok(true),
+            Err(Errno::ENOENT) => Ok(false),
+            Err(e) => {
+                Err(io(e)).with_context(|| format!("removing {}", self.path.join(n).display()))
+            }
+        }
+    }
+
     /// Makes the new directory `name` (a plain name; 0700) here and opens it as a
     /// [`SessionDir`] of its own (armed: dropped before [`SessionDir::keep`], it is removed),
     /// through this directory's descriptor: no path is resolved again. Errors: `name` exists

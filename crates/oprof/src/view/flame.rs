@@ -13,7 +13,11 @@ pub struct Folded {
     stacks: HashMap<String, u64>,
 }
 
-/// Makes a frame label safe for the folded format (`;` separates frames, a line is one stack).
+/// Makes a frame label safe for the folded format (`;` separates frames, a line is one stack)
+/// and for SVG (XML 1.0 allows no C0 control but tab and newline) and the terminal a folded
+/// file is printed on: `;` becomes `,`, newline, CR and tab a space, and every other control
+/// character is escaped as the text views escape it ([`super::printable::escape`]: an ESC
+/// sequence in a symbol name stays inert text).
 pub fn sanitize(label: &str) -> String {
     let s: String = label
         .chars()
@@ -27,7 +31,7 @@ pub fn sanitize(label: &str) -> String {
     if s.is_empty() {
         "?".to_string()
     } else {
-        s.to_string()
+        super::printable::escape(s).into_owned()
     }
 }
 
@@ -207,5 +211,23 @@ mod tests {
         assert!(Folded::default().write_svg("t", Vec::new()).is_err());
         assert_eq!(sanitize(" a\nb "), "a b");
         assert_eq!(sanitize(""), "?");
+    }
+
+    #[test]
+    fn control_characters_in_a_name_reach_neither_the_folded_text_nor_the_svg() {
+        // An OSC sequence (retitles a terminal) and a C1 CSI in symbol names of a profiled program.
+        let osc = "evil\x1b]0;owned\x07";
+        let csi = "f\u{9b}2J";
+        assert_eq!(sanitize(osc), "evil\\x1b]0,owned\\x07");
+        assert_eq!(sanitize(csi), "f\\u{9b}2J");
+        let mut f = Folded::default();
+        f.add(&["app", osc, csi]);
+        let control = |c: char| c.is_control() && c != '\n';
+        assert!(f.lines().iter().all(|l| !l.contains(control)));
+        let mut svg = Vec::new();
+        f.write_svg("test", &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(!svg.contains(control), "a control character in the SVG");
+        assert!(svg.contains("evil\\x1b]0,owned\\x07"));
     }
 }

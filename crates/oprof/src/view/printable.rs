@@ -5,8 +5,9 @@
 //! newline and tab included) and DEL as `\xNN` and every C1 control (U+0080–U+009F) as
 //! `\u{NN}`; an OSC or CSI sequence is then inert text (its ESC or U+009B/U+009D escaped).
 //! A backslash is not escaped (a name with `\x1b` in it reads the same as an escaped ESC; no
-//! terminal acts on either). JSON and pprof output keep names as they are; folded stacks
-//! replace only what breaks their format ([`super::flame::sanitize`]).
+//! terminal acts on either). JSON and pprof output keep names as they are; folded stacks and
+//! flame graphs escape them the same way, after replacing what breaks their format
+//! ([`super::flame::sanitize`]).
 
 use std::borrow::Cow;
 use std::fmt;

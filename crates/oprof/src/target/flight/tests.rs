@@ -297,3 +297,30 @@ fn a_snapshot_is_refused_without_room_and_never_made_through_a_link() {
     assert!(e.contains("symbolic link"), "{e}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
+
+#[test]
+fn the_trigger_file_asks_once_and_a_link_named_so_is_removed_not_followed() {
+    let (d, out) = session();
+    let trigger = out.path().join(TRIGGER);
+    // One left by a replaced session is removed at the start: it asks for nothing.
+    std::fs::write(&trigger, "").unwrap();
+    let mut snaps = snapshots(&out, d.path());
+    assert!(!trigger.exists());
+    assert!(!snaps.trigger_asked());
+    std::fs::write(&trigger, "").unwrap();
+    assert!(snaps.trigger_asked());
+    assert!(!trigger.exists(), "taken away with the ask");
+    assert!(!snaps.trigger_asked(), "one file, one snapshot");
+    // A link in its place asks too; what it points to is untouched.
+    let target = d.path().join("precious");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, &trigger).unwrap();
+    assert!(snaps.trigger_asked());
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    // A directory cannot be taken away: it asks for nothing, now or later.
+    std::fs::create_dir(&trigger).unwrap();
+    assert!(!snaps.trigger_asked());
+    std::fs::remove_dir(&trigger).unwrap();
+    std::fs::write(&trigger, "").unwrap();
+    assert!(!snaps.trigger_asked(), "said once, then ignored");
+}
