@@ -206,8 +206,7 @@ impl Inputs {
                 }
                 let archived = s
                     .archive_root()
-                    .and_then(|r| resolve::confine::join(&r, ko).ok())
-                    .filter(|p| p.is_file());
+                    .and_then(|r| resolve::confine::file_in(&r, ko));
                 let local = here.then(|| PathBuf::from(ko)).filter(|p| p.is_file());
                 if let Some(p) = archived.or(local) {
                     ropts.module_files.insert(name.clone(), p);

@@ -3,9 +3,15 @@
 //! `--image-path` directory) without leaving it. A target path is read as relative to the
 //! root (its leading `/`s dropped); a `..` component would climb out of the root, so such a
 //! path is not opened at all: the image stays unresolved with the reason, and no other file
-//! is guessed in its place. The check is on the path's text: a symbolic link inside a root
-//! is followed as the file system resolves it.
+//! is guessed in its place. A file is then found by [`file_in`], which resolves the path as
+//! if the root were `/` (`openat2` `RESOLVE_IN_ROOT`): an absolute symbolic link in a sysroot
+//! (`lib/libfoo.so -> /usr/lib/...`) names the sysroot's file, not the host's of another
+//! architecture, and a link planted in an archive cannot reach a host file.
 
+use nix::errno::Errno;
+use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
 /// Why a session path is not joined to a root.
@@ -27,6 +33,44 @@ pub fn relative(target: &str) -> Result<&Path, &'static str> {
 /// `root/target` with `target` read by [`relative`]. Errors: [`CLIMBS_OUT`].
 pub fn join(root: &Path, target: &str) -> Result<PathBuf, &'static str> {
     relative(target).map(|rel| root.join(rel))
+}
+
+/// The regular file `target` (read by [`relative`]) names inside `root`, resolved as if `root`
+/// were `/`: symbolic links are followed, an absolute one from `root` and `..` stopping at it
+/// (`openat2(2)` with `RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS`); its host path, with the links
+/// resolved (`/proc/self/fd`). `None`: no such file (or not a regular one), a `..` in
+/// `target`, or `root` cannot be opened. Where the kernel has no `openat2` (before Linux 5.6,
+/// or a seccomp filter refusing it), the path is resolved by the host as it is, and the file
+/// is taken only if it lies under `root`: an absolute link in a sysroot then finds nothing.
+pub fn file_in(root: &Path, target: &str) -> Option<PathBuf> {
+    let rel = relative(target).ok()?;
+    let dir = File::open(root).ok()?;
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    match openat2(&dir, rel, how) {
+        Ok(fd) => {
+            let f = File::from(fd);
+            if !f.metadata().ok()?.is_file() {
+                return None;
+            }
+            std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).ok()
+        }
+        Err(Errno::ENOSYS | Errno::EPERM) => file_under(root, rel),
+        Err(_) => None,
+    }
+}
+
+/// [`file_in`] without `openat2`: `root/rel` resolved by the host, taken only when the file it
+/// reaches is a regular file under `root`.
+fn file_under(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let p = root.join(rel).canonicalize().ok()?;
+    (p.starts_with(root.canonicalize().ok()?) && p.is_file()).then_some(p)
 }
 
 /// Whether `name` is one file name (no `/`, not `.`, `..` or empty), safe to join to a
@@ -67,5 +111,46 @@ mod tests {
         );
         assert!(is_file_name("optest") && is_file_name("a..b"));
         assert!(!is_file_name("..") && !is_file_name("../x") && !is_file_name(""));
+    }
+
+    #[test]
+    fn links_in_a_root_resolve_inside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().canonicalize().unwrap();
+        let root = top.join("sysroot");
+        std::fs::create_dir_all(root.join("usr/lib")).unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("usr/lib/libfoo.so.1"), "target's").unwrap();
+        std::fs::write(top.join("host.so"), "host's").unwrap();
+        let link = |to: &Path, at: &str| std::os::unix::fs::symlink(to, root.join(at)).unwrap();
+        // A distribution's absolute link names the sysroot's file.
+        link(Path::new("/usr/lib/libfoo.so.1"), "lib/libfoo.so");
+        assert_eq!(
+            file_in(&root, "/lib/libfoo.so"),
+            Some(root.join("usr/lib/libfoo.so.1"))
+        );
+        assert_eq!(
+            file_in(&root, "/usr/lib/libfoo.so.1"),
+            Some(root.join("usr/lib/libfoo.so.1"))
+        );
+        // Links that would reach the host's file: absolute, and climbing out.
+        link(&top.join("host.so"), "lib/abs.so");
+        link(Path::new("../../host.so"), "lib/up.so");
+        assert_eq!(file_in(&root, "/lib/abs.so"), None);
+        assert_eq!(file_in(&root, "/lib/up.so"), None);
+        // Not regular files, a `..` in the path, nothing there.
+        for t in ["/lib", "/", "", "/../host.so", "/lib/none.so"] {
+            assert_eq!(file_in(&root, t), None, "{t}");
+        }
+        // Without openat2: what the host resolves, if it stays under the root.
+        let rel = |t: &'static str| relative(t).unwrap();
+        assert_eq!(file_under(&root, rel("/lib/abs.so")), None);
+        assert_eq!(file_under(&root, rel("/lib/up.so")), None);
+        assert_eq!(file_under(&root, rel("/lib")), None);
+        link(Path::new("../usr/lib/libfoo.so.1"), "lib/rel.so");
+        assert_eq!(
+            file_under(&root, rel("/lib/rel.so")),
+            Some(root.join("usr/lib/libfoo.so.1"))
+        );
     }
 }

@@ -461,17 +461,20 @@ impl Resolver {
         Some(tables)
     }
 
-    /// The host file of target path `target`: `SYSROOT/target` for each sysroot, else
-    /// `DIR/basename` for each `--image-path` DIR. `None` also for a target with a `..`
-    /// component ([`confine::relative`]: it would leave the sysroot).
+    /// The host file of target path `target`: `SYSROOT/target` for each sysroot (its links
+    /// resolved inside the sysroot: [`confine::file_in`]), else `DIR/basename` for each
+    /// `--image-path` DIR. `None` also for a target with a `..` component
+    /// ([`confine::relative`]: it would leave the sysroot).
     pub fn find_host_file(&self, target: &str) -> Option<PathBuf> {
         let target = live_path(target);
         let rel = confine::relative(target).ok()?;
-        for root in &self.opts.sysroots {
-            let p = root.join(rel);
-            if p.is_file() {
-                return Some(p);
-            }
+        if let Some(p) = self
+            .opts
+            .sysroots
+            .iter()
+            .find_map(|root| confine::file_in(root, target))
+        {
+            return Some(p);
         }
         let base = rel.file_name()?;
         self.opts
