@@ -36,7 +36,7 @@ use crate::image_ids::ImageIds;
 use crate::model::Poll;
 use crate::profile_point::{define_profile_point, profile_point_time};
 use crate::session::Session;
-use crate::stats;
+use crate::stats::{self, Stats};
 use crate::user_stack::MapsWritten;
 use kernel::fs::File;
 use kernel::prelude::*;
@@ -51,26 +51,38 @@ define_profile_point!(SYNC_PASS, "sync_pass");
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 
-/// The user location of `file` at `offset`: its image id.
-fn file_location(images: &mut ImageIds, file: &File, offset: usize) -> Location {
+/// The image id of `file` ([`ImageIds::id_of`]), `None` when it cannot be given: a full table
+/// (counted in `image_ids_refused`), or `ENOMEM` or an absurd path (warned once).
+pub(crate) fn image_id(images: &mut ImageIds, file: &File, stats: &Stats) -> Option<u32> {
     match images.id_of(file) {
-        Ok(id) => Location::User {
-            cookie: id.into(),
-            offset: offset as u64,
-        },
+        Ok(id) => Some(id),
+        Err(e) if e == ENOSPC => {
+            stats::inc(&stats.image_ids_refused);
+            None
+        }
         Err(e) => {
-            // Only on ENOMEM or an absurd path: counted as unattributable.
             kernel::pr_warn_once!(
                 "cannot name a sampled image (error {}); its samples count as no mapping\n",
                 e.to_errno()
             );
-            Location::NoMapping
+            None
         }
     }
 }
 
+/// The user location of `file` at `offset`: its image id (no mapping when it has none).
+fn file_location(images: &mut ImageIds, file: &File, offset: usize, stats: &Stats) -> Location {
+    match image_id(images, file, stats) {
+        Some(id) => Location::User {
+            cookie: id.into(),
+            offset: offset as u64,
+        },
+        None => Location::NoMapping,
+    }
+}
+
 /// Where `s` points, given what the interrupt found (see the module docs). Process context.
-fn locate(s: &Sample, images: &mut ImageIds) -> Location {
+fn locate(s: &Sample, images: &mut ImageIds, stats: &Stats) -> Location {
     let anon = Location::User {
         cookie: NO_COOKIE,
         offset: s.pc as u64,
@@ -78,13 +90,13 @@ fn locate(s: &Sample, images: &mut ImageIds) -> Location {
     match &s.loc {
         SampleLoc::Kernel => Location::Kernel,
         SampleLoc::Anon => anon,
-        SampleLoc::File { file, offset } => file_location(images, file, *offset),
+        SampleLoc::File { file, offset } => file_location(images, file, *offset, stats),
         SampleLoc::Deferred { mm } => match user::lookup_mm(mm, s.pc) {
             // A backtrace entry must be a return address: in executable memory.
             Lookup::File { exec: false, .. } | Lookup::Anon { exec: false } if s.is_frame() => {
                 Location::NotCode
             }
-            Lookup::File { file, offset, .. } => file_location(images, &file, offset),
+            Lookup::File { file, offset, .. } => file_location(images, &file, offset, stats),
             Lookup::Anon { .. } => anon,
             Lookup::NoMapping => Location::NoMapping,
             Lookup::NoMm | Lookup::Retry => Location::NoMm,
@@ -92,12 +104,12 @@ fn locate(s: &Sample, images: &mut ImageIds) -> Location {
     }
 }
 
-/// The image id of a sample's executable (0: none).
-fn app_cookie(s: &Sample, images: &mut ImageIds) -> u64 {
-    match &s.app {
-        Some(app) => images.id_of(app).map_or(NO_COOKIE, u64::from),
-        None => NO_COOKIE,
-    }
+/// The image id of a sample's executable (0: none, or none could be given).
+fn app_cookie(s: &Sample, images: &mut ImageIds, stats: &Stats) -> u64 {
+    s.app
+        .as_ref()
+        .and_then(|app| image_id(images, app, stats))
+        .map_or(NO_COOKIE, u64::from)
 }
 
 /// Drains all CPU buffers of `session` into its event buffer and wakes the reader if the buffer
@@ -111,7 +123,7 @@ pub(crate) fn sync_all(session: &Session) {
         let mut pass = SyncPass::new(cpu as u32);
         let mut maps = MapsWritten::new();
         buf.drain(|s| {
-            let loc = locate(s, &mut images);
+            let loc = locate(s, &mut images, stats);
             if s.is_frame() {
                 match pass.add_frame(s, loc, &mut *eb) {
                     FrameOutcome::Delivered | FrameOutcome::Orphan => {}
@@ -124,7 +136,7 @@ pub(crate) fn sync_all(session: &Session) {
                 }
                 return;
             }
-            let outcome = pass.add_sample(s, loc, app_cookie(s, &mut images), &mut *eb);
+            let outcome = pass.add_sample(s, loc, app_cookie(s, &mut images, stats), &mut *eb);
             if let Some(stack) = s.stack.take() {
                 if outcome == Outcome::Delivered {
                     maps.write(&stack, &mut images, &mut *eb, stats);

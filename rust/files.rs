@@ -14,6 +14,7 @@
 //! | `buffer` | 0644 | event words, see `event_buffer` | – (opened read-only only) |
 //! | `buffer_size`, `buffer_watershed`, `cpu_buffer_size`, `backtrace_depth` | 0644 | `"%lu\n"` | number, `EBUSY` while running |
 //! | `user_stack_size` (ours) | 0644 | `"%lu\n"`: bytes of user stack per traced sample (`user_stack`) | number, `EBUSY` while running |
+//! | `image_ids_max` (ours) | 0644 | `"%lu\n"`: image ids a session may give (`image_ids`) | number, `EBUSY` while running |
 //! | `cpu_type` | 0644 | model name, no newline | – |
 //! | `pointer_size` | 0644 | `"4\n"` on 32-bit, `"8\n"` on 64-bit | – |
 //! | `images` | 0400 | `ID PATH` lines: the images COOKIE_SWITCH/CTX_SWITCH ids name (`common::image`) | – |
@@ -65,12 +66,13 @@ use kernel::prelude::*;
 use kernel::uaccess::UserSliceWriter;
 
 /// The settings of the root directory, by file name, in legacy order.
-const SETTINGS: [(&CStr, Setting); 5] = [
+const SETTINGS: [(&CStr, Setting); 6] = [
     (c"buffer_size", Setting::BufferSize),
     (c"buffer_watershed", Setting::BufferWatershed),
     (c"cpu_buffer_size", Setting::CpuBufferSize),
     (c"backtrace_depth", Setting::BacktraceDepth),
     (c"user_stack_size", Setting::UserStackSize),
+    (c"image_ids_max", Setting::ImageIdsMax),
 ];
 
 impl Tree for Oprofile {
@@ -294,6 +296,7 @@ impl FileId for Setting {
             Setting::CpuBufferSize => 2,
             Setting::BacktraceDepth => 3,
             Setting::UserStackSize => 4,
+            Setting::ImageIdsMax => 5,
         }
     }
 
@@ -304,6 +307,7 @@ impl FileId for Setting {
             2 => Ok(Setting::CpuBufferSize),
             3 => Ok(Setting::BacktraceDepth),
             4 => Ok(Setting::UserStackSize),
+            5 => Ok(Setting::ImageIdsMax),
             _ => Err(EIO),
         }
     }

@@ -10,20 +10,25 @@
 //! vfsmount like a dcookie did, so the key stays unique until the table is dropped at `buffer`
 //! close. Ids are therefore stable for the lifetime of the open buffer, and a path is taken
 //! exactly once, when its id is created.
+//!
+//! A session gives at most `image_ids_max` ids (a setting; each pins a file and holds up to
+//! [`PATH_MAX`] bytes of path until `buffer` closes): a task mapping and unlinking files in a
+//! loop cannot grow kernel memory without bound. Past it, [`ImageIds::id_of`] refuses with
+//! `ENOSPC` and its callers count the refusal in `stats/image_ids_refused`. Lookups and
+//! inserts are O(log n) (an rbtree keyed by the path identity).
 
 use crate::bridge::user;
 use crate::common::image;
 use kernel::fs::File;
 use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 use kernel::sync::aref::ARef;
 
 /// `PATH_MAX`: the longest path `d_path` returns, in bytes with the NUL.
 const PATH_MAX: usize = 4096;
 
-/// One image: its path identity (dentry, vfsmount addresses), id and the file reference that
-/// pins them.
+/// One image: its id and the file reference that pins its path identity (the tree's key).
 struct Entry {
-    key: (usize, usize),
     id: u32,
     _file: ARef<File>,
 }
@@ -32,26 +37,30 @@ struct Entry {
 ///
 /// # Invariants
 ///
-/// `entries` is sorted by `key` without duplicates; each entry owns a reference to its file, so
-/// its `key` cannot be reused by another path while the table lives. `text`
-/// holds one [`image::write_line`] line per entry, in id order; ids are `1..next_id`.
+/// `entries` maps each image's path identity (dentry, vfsmount addresses) to its entry, which
+/// owns a reference to the file, so the key cannot be reused by another path while the table
+/// lives. `text` holds one [`image::write_line`] line per entry, in id order; ids are
+/// `1..next_id`, and `next_id - 1 <= max`.
 pub(crate) struct ImageIds {
-    entries: KVec<Entry>,
+    entries: RBTree<(usize, usize), Entry>,
     text: KVVec<u8>,
     next_id: u32,
+    /// `image_ids_max`: ids this table may give.
+    max: u32,
     /// `d_path` scratch, [`PATH_MAX`] bytes.
     path: KVVec<u8>,
 }
 
 impl ImageIds {
-    /// An empty table. Errors: `ENOMEM`.
-    pub(crate) fn new() -> Result<Self> {
+    /// An empty table giving at most `max` ids. Errors: `ENOMEM`.
+    pub(crate) fn new(max: u32) -> Result<Self> {
         let mut path = KVVec::new();
         path.resize(PATH_MAX, 0, GFP_KERNEL)?;
         Ok(ImageIds {
-            entries: KVec::new(),
+            entries: RBTree::new(),
             text: KVVec::new(),
             next_id: 1,
+            max,
             path,
         })
     }
@@ -59,40 +68,44 @@ impl ImageIds {
     /// The id of the path of `file`, creating it and its `images` line on first sight (the
     /// table then takes a reference to `file`). Process context.
     ///
-    /// Errors: `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after `u32::MAX - 1` ids.
+    /// Errors: `ENOSPC` when the table already gives `image_ids_max` ids (the caller counts
+    /// it: `image_ids_refused`); `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after
+    /// `u32::MAX - 1` ids.
     pub(crate) fn id_of(&mut self, file: &File) -> Result<u32> {
         let key = user::file_key(file);
-        let at = match self.entries.binary_search_by_key(&key, |e| e.key) {
-            Ok(i) => return self.entries.get(i).map(|e| e.id).ok_or(EINVAL),
-            Err(at) => at,
-        };
-        let id = self.next_id;
-        if id == u32::MAX {
-            return Err(EOVERFLOW);
+        if let Some(e) = self.entries.get(&key) {
+            return Ok(e.id);
         }
+        let id = self.next_id;
+        if id > self.max {
+            return Err(ENOSPC);
+        }
+        let next = id.checked_add(1).ok_or(EOVERFLOW)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let path = user::file_path(file, &mut self.path)?;
         let at_text = self.text.len();
         let end = at_text
             .checked_add(image::line_len(id, path))
             .ok_or(ENOMEM)?;
-        self.entries.reserve(1, GFP_KERNEL)?;
         self.text.resize(end, 0, GFP_KERNEL)?;
-        // Neither can fail (exact length, capacity reserved); never leave a line without entry.
-        let written = self
+        // Cannot fail (exact length); never leave a line without its entry.
+        if self
             .text
             .get_mut(at_text..)
-            .and_then(|t| image::write_line(id, path, t));
-        // INVARIANT: inserted at its sorted position with its line, owning a new reference.
-        let entry = Entry {
-            key,
-            id,
-            _file: ARef::from(file),
-        };
-        if written.is_none() || self.entries.insert_within_capacity(at, entry).is_err() {
+            .and_then(|t| image::write_line(id, path, t))
+            .is_none()
+        {
             self.text.truncate(at_text);
             return Err(ENOMEM);
         }
-        self.next_id = id + 1;
+        // INVARIANT: a key not in the tree, with its line, owning a new reference; the node
+        // was allocated above, so the insert cannot fail.
+        let entry = Entry {
+            id,
+            _file: ARef::from(file),
+        };
+        self.entries.insert(node.into_node(key, entry));
+        self.next_id = next;
         Ok(id)
     }
 

@@ -35,6 +35,12 @@ pub(crate) const DEFAULT_CPU_BUFFER_SIZE: u64 = 8192;
 pub(crate) const BUFFER_SIZE_RANGE: (u64, u64) = (1024, 1 << 24);
 pub(crate) const BUFFER_WATERSHED_RANGE: (u64, u64) = (0, 1 << 24);
 pub(crate) const CPU_BUFFER_SIZE_RANGE: (u64, u64) = (16, 1 << 20);
+/// Image ids a session may give (`image_ids_max`, ours): each pins a file and holds its path
+/// (up to 4 KiB) until `buffer` closes.
+pub(crate) const IMAGE_IDS_MAX_RANGE: (u64, u64) = (1, 1 << 20);
+/// Default `image_ids_max`: far above a system's executables and libraries, and at most 64 MiB
+/// of paths.
+pub(crate) const DEFAULT_IMAGE_IDS_MAX: u64 = 16384;
 /// Backtrace depth limit (frames; `common::sync`).
 pub(crate) use crate::common::sync::BACKTRACE_DEPTH_MAX;
 
@@ -46,6 +52,7 @@ pub(crate) enum Setting {
     CpuBufferSize,
     BacktraceDepth,
     UserStackSize,
+    ImageIdsMax,
 }
 
 /// The legacy default settings.
@@ -55,6 +62,7 @@ const DEFAULT_SETTINGS: Settings = Settings {
     cpu_buffer_size: DEFAULT_CPU_BUFFER_SIZE,
     backtrace_depth: 0,
     user_stack_size: 0,
+    image_ids_max: DEFAULT_IMAGE_IDS_MAX,
 };
 
 struct Control {
@@ -226,6 +234,7 @@ impl Oprofile {
             Setting::CpuBufferSize => s.cpu_buffer_size,
             Setting::BacktraceDepth => s.backtrace_depth,
             Setting::UserStackSize => s.user_stack_size,
+            Setting::ImageIdsMax => s.image_ids_max,
         }
     }
 
@@ -252,6 +261,7 @@ impl Oprofile {
                     0
                 },
             ),
+            Setting::ImageIdsMax => IMAGE_IDS_MAX_RANGE,
         }
     }
 
@@ -269,6 +279,7 @@ impl Oprofile {
             Setting::CpuBufferSize => s.cpu_buffer_size = value,
             Setting::BacktraceDepth => s.backtrace_depth = value,
             Setting::UserStackSize => s.user_stack_size = value,
+            Setting::ImageIdsMax => s.image_ids_max = value,
         }
         Ok(())
     }

@@ -28,6 +28,8 @@ pub(crate) struct Settings {
     /// Bytes of user stack copied per sample with a backtrace (0: no snapshots;
     /// `user_stack`).
     pub(crate) user_stack_size: u64,
+    /// Image ids the session may give (`image_ids_max`; [`ImageIds`]).
+    pub(crate) image_ids_max: u64,
 }
 
 /// What exists while `buffer` is open: the buffers samples travel through.
@@ -63,7 +65,7 @@ impl Session {
             stack_words,
             kernel_code,
         )?;
-        let images = ImageIds::new()?;
+        let images = ImageIds::new(s.image_ids_max as u32)?;
         Arc::pin_init(
             pin_init!(Session {
                 stats,

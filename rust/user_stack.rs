@@ -228,7 +228,7 @@ impl MapsWritten {
         };
         let key = (stack.tgid, mm.as_raw() as usize);
         if !self.written.contains(&key) {
-            match maps_record(mm, stack.tgid, images) {
+            match maps_record(mm, stack.tgid, images, stats) {
                 Ok(words) if sink.write_group(&words) => {
                     // Not remembered (ENOMEM): the record is written again next time.
                     let _ = self.written.push(key, GFP_KERNEL);
@@ -246,9 +246,16 @@ impl MapsWritten {
     }
 }
 
-/// The USER_MAPS record of `mm` (task `tgid`): its executable file mappings with image ids.
-/// Errors: `EINTR`, `ENOMEM`, or an image that cannot be named.
-fn maps_record(mm: &MmWithUserAsync, tgid: i32, images: &mut ImageIds) -> Result<KVec<usize>> {
+/// The USER_MAPS record of `mm` (task `tgid`): its executable file mappings with image ids. A
+/// mapping whose image gets no id (`image_ids_max` reached: counted in `image_ids_refused`) is
+/// left out: the host unwinds no frame through it. Errors: `EINTR`, `ENOMEM`, or an image
+/// that cannot be named.
+fn maps_record(
+    mm: &MmWithUserAsync,
+    tgid: i32,
+    images: &mut ImageIds,
+    stats: &Stats,
+) -> Result<KVec<usize>> {
     let mut maps = KVec::new();
     let mut err = Ok(());
     user::exec_maps(mm, |m| {
@@ -256,15 +263,21 @@ fn maps_record(mm: &MmWithUserAsync, tgid: i32, images: &mut ImageIds) -> Result
         err.is_ok() && maps.len() < MAX_MAPS
     })?;
     err?;
-    let mut words =
-        KVec::with_capacity(USER_MAPS_HEADER + USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
-    words.extend_from_slice(
-        &event::user_maps_header(tgid as usize, maps.len()),
-        GFP_KERNEL,
-    )?;
+    let mut entries = KVec::with_capacity(USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
     for m in &maps {
-        let id = images.id_of(&m.file)?;
-        words.extend_from_slice(&[m.start, m.end, m.offset, id as usize], GFP_KERNEL)?;
+        let id = match images.id_of(&m.file) {
+            Ok(id) => id,
+            Err(e) if e == ENOSPC => {
+                stats::inc(&stats.image_ids_refused);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        entries.extend_from_slice(&[m.start, m.end, m.offset, id as usize], GFP_KERNEL)?;
     }
+    let n = entries.len() / USER_MAPS_ENTRY;
+    let mut words = KVec::with_capacity(USER_MAPS_HEADER + entries.len(), GFP_KERNEL)?;
+    words.extend_from_slice(&event::user_maps_header(tgid as usize, n), GFP_KERNEL)?;
+    words.extend_from_slice(&entries, GFP_KERNEL)?;
     Ok(words)
 }

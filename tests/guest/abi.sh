@@ -3,7 +3,7 @@
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
 # 98 checks + 8 per possible CPU (its stats/cpuN/ files).
-plan $((99 + 8 * (last + 1)))
+plan $((104 + 8 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1
 check "oprofilefs registered" grep -qw oprofilefs /proc/filesystems
@@ -12,12 +12,12 @@ check "mount -t oprofilefs nodev $OP" mount -t oprofilefs nodev $OP
 expect "filesystem magic" "6f70726f" stat -f -c %t $OP
 
 mode() { stat -c %a "$OP/$1"; }
-for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth user_stack_size pointer_size; do
+for f in enable buffer buffer_size buffer_watershed cpu_buffer_size cpu_type backtrace_depth user_stack_size image_ids_max pointer_size; do
     expect "mode of $f" 644 mode $f
 done
 expect "mode of dump (root only, write only)" 200 mode dump
 expect "mode of stats/" 755 mode stats
-for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled bt_user_thumb bt_user_bad_frame bt_user_not_call event_read_rejected event_read_rejected_overflows period_ns user_stack_no_buffer user_stack_fault user_stack_refused user_stack_lost user_stack_sync_wake; do
+for s in sample_lost_no_mm sample_lost_no_mapping event_lost_overflow bt_lost_no_mapping sample_lost_no_irq sample_lost_overrun event_throttled bt_user_thumb bt_user_bad_frame bt_user_not_call event_read_rejected event_read_rejected_overflows period_ns user_stack_no_buffer user_stack_fault user_stack_refused user_stack_lost image_ids_refused user_stack_sync_wake; do
     expect "mode of stats/$s" 444 mode stats/$s
 done
 for cpu in $(seq 0 "$last"); do
@@ -34,6 +34,7 @@ expect "buffer_size default" 131072 cat $OP/buffer_size
 expect "buffer_watershed default" 32768 cat $OP/buffer_watershed
 expect "cpu_buffer_size default" 8192 cat $OP/cpu_buffer_size
 expect "backtrace_depth default" 0 cat $OP/backtrace_depth
+expect "image_ids_max default" 16384 cat $OP/image_ids_max
 expect "enable reads 0" 0 cat $OP/enable
 expect "ulong read format" '131072\n' sh -c "cat $OP/buffer_size | od -c | head -1 | tr -s ' ' | cut -d' ' -f2-8 | tr -d ' '"
 expect "partial read at offset" "072" sh -c "dd if=$OP/buffer_size bs=1 skip=3 count=3 2>/dev/null"
@@ -59,6 +60,8 @@ expect "backtrace_depth=128 accepted" ok optool write $OP/backtrace_depth 128
 expect "backtrace_depth reads back" 128 cat $OP/backtrace_depth
 expect "backtrace_depth=0 accepted (opcontrol writes it)" ok optool write $OP/backtrace_depth 0
 expect "user_stack_size above 16384 -> EINVAL" "ERR EINVAL" optool write $OP/user_stack_size 16385
+expect "image_ids_max 0 -> EINVAL" "ERR EINVAL" optool write $OP/image_ids_max 0
+expect "image_ids_max above 1048576 -> EINVAL" "ERR EINVAL" optool write $OP/image_ids_max 1048577
 expect "write cpu_type -> EINVAL" "ERR EINVAL" optool write $OP/cpu_type arm/armv7
 expect "write pointer_size -> EINVAL" "ERR EINVAL" optool write $OP/pointer_size 8
 expect "write stats file -> EINVAL" "ERR EINVAL" optool write $OP/stats/event_lost_overflow 0

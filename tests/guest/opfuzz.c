@@ -308,6 +308,7 @@ static const struct { const char *name; uint64_t min, max; } setting_rules[] = {
 	{ "cpu_buffer_size", 16, 1 << 20 },
 	{ "backtrace_depth", 0, 128 },        /* ARM models record backtraces */
 	{ "user_stack_size", 0, 16384 },      /* rust/user_stack.rs USER_STACK_SIZE_MAX */
+	{ "image_ids_max", 1, 1 << 20 },      /* rust/oprof.rs IMAGE_IDS_MAX_RANGE */
 };
 static const struct { const char *name; uint64_t min, max; } counter_rules[] = {
 	{ "enabled", 0, 1 }, { "event", 0, 0xffff }, { "count", 0, 0xffffffffULL },

@@ -4,9 +4,9 @@
 # tests/checks/user.py, prefixed by the case name.
 . /tests/lib.sh
 irq=$(pmu_irq)
-# 26 checks, + 8 where the PMU raises its interrupt (the hot_cycles and split_cycles cases with
+# 32 checks, + 8 where the PMU raises its interrupt (the hot_cycles and split_cycles cases with
 # hardware events: the A15, the arm64 boards' A53s).
-plan $((26 + 8 * irq))
+plan $((32 + 8 * irq))
 echo 1 > /proc/sys/kernel/printk
 echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent   # emulated PMU interrupts are slow
 
@@ -49,6 +49,21 @@ case_run corrupt /bin/callers corrupt 2
 # refused, counted in stats/user_stack_refused, nothing read.
 case_run noread /bin/callers refused 2 none
 case_run vvar /bin/callers refused 2 vvar
+# A flood of images: ten copies of busybox (ten files) run in turn, sampled with snapshots,
+# under image_ids_max 4. The table stops at 4 ids (more than 4 files ran long enough to be
+# sampled), the rest are refused and counted, and the stream (read by oprof decode) names no
+# id above 4, in samples or executables.
+expect "image_ids_max=4" ok optool write $OP/image_ids_max 4
+for i in 1 2 3 4 5 6 7 8 9 10; do mkdir -p /tmp/flood/$i && cp /bin/busybox /tmp/flood/$i/; done
+check "flood: capture" capture /tmp/flood.buf sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do /tmp/flood/$i/busybox sh -c "i=0; while [ \$i -lt 3000 ]; do i=\$((i + 1)); done"; done'
+expect "flood: images stops at image_ids_max (4 lines)" 4 sh -c "wc -l < $OP/images"
+refused=$(cat $OP/stats/image_ids_refused)
+check "flood: refusals counted in stats/image_ids_refused ($refused)" [ "$refused" -gt 0 ]
+oprof decode --word-size "$(word_bytes)" /tmp/flood.buf > /tmp/flood.dec 2>&1; drc=$?
+ids=$(grep -o "cookie: [0-9a-f]*" /tmp/flood.dec | sort -u | tr '\n' ' ')
+check "flood: the stream decodes and names ids 0-4 only (${ids% })" eval '[ $drc = 0 ] && [ -n "$ids" ] && ! grep -q "cookie: \([5-9a-f]\|[0-9a-f][0-9a-f]\)" /tmp/flood.dec'
+expect "image_ids_max=16384" ok optool write $OP/image_ids_max 16384
+rm -rf /tmp/flood /tmp/flood.buf /tmp/flood.buf.out /tmp/flood.dec
 expect "user_stack_size=0" ok optool write $OP/user_stack_size 0
 expect "backtrace_depth=8" ok optool write $OP/backtrace_depth 8
 case_run churn /bin/churn 8 40
