@@ -12,9 +12,10 @@
 //! exactly once, when its id is created.
 //!
 //! A session gives at most `image_ids_max` ids (a setting; each pins a file and holds up to
-//! [`PATH_MAX`] bytes of path until `buffer` closes): a task mapping and unlinking files in a
-//! loop cannot grow kernel memory without bound. Past it, [`ImageIds::id_of`] refuses with
-//! `ENOSPC` and its callers count the refusal in `stats/image_ids_refused`. Lookups and
+//! [`PATH_MAX`] bytes of path until `buffer` closes) and [`TEXT_MAX`] bytes of `images` text:
+//! a task mapping and unlinking files in a loop cannot grow kernel memory without bound. Past
+//! either, [`ImageIds::id_of`] refuses with `ENOSPC` and its callers count the refusal in
+//! `stats/image_ids_refused`. Lookups and
 //! inserts are O(log n) (an rbtree keyed by the path identity).
 
 use crate::bridge::user;
@@ -26,6 +27,11 @@ use kernel::sync::aref::ARef;
 
 /// `PATH_MAX`: the longest path `d_path` returns, in bytes with the NUL.
 const PATH_MAX: usize = 4096;
+
+/// Bytes of `images` text a session may hold: 16 MiB (some 160000 lines of typical paths, 4096
+/// of the longest), so that the text's buffer (grown by doubling) stays far below what
+/// `kvrealloc` takes on a 32-bit board.
+const TEXT_MAX: usize = 16 << 20;
 
 /// One image: its id and the file reference that pins its path identity (the tree's key).
 struct Entry {
@@ -39,8 +45,8 @@ struct Entry {
 ///
 /// `entries` maps each image's path identity (dentry, vfsmount addresses) to its entry, which
 /// owns a reference to the file, so the key cannot be reused by another path while the table
-/// lives. `text` holds one [`image::write_line`] line per entry, in id order; ids are
-/// `1..next_id`, and `next_id - 1 <= max`.
+/// lives. `text` holds one [`image::write_line`] line per entry, in id order, at most
+/// [`TEXT_MAX`] bytes; ids are `1..next_id`, and `next_id - 1 <= max`.
 pub(crate) struct ImageIds {
     entries: RBTree<(usize, usize), Entry>,
     text: KVVec<u8>,
@@ -68,8 +74,8 @@ impl ImageIds {
     /// The id of the path of `file`, creating it and its `images` line on first sight (the
     /// table then takes a reference to `file`). Process context.
     ///
-    /// Errors: `ENOSPC` when the table already gives `image_ids_max` ids (the caller counts
-    /// it: `image_ids_refused`); `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after
+    /// Errors: `ENOSPC` when the table already gives `image_ids_max` ids or its line would pass
+    /// [`TEXT_MAX`] (the caller counts it: `image_ids_refused`); `ENOMEM`; `ENAMETOOLONG` from `d_path`; `EOVERFLOW` after
     /// `u32::MAX - 1` ids.
     pub(crate) fn id_of(&mut self, file: &File) -> Result<u32> {
         let key = user::file_key(file);
@@ -87,6 +93,9 @@ impl ImageIds {
         let end = at_text
             .checked_add(image::line_len(id, path))
             .ok_or(ENOMEM)?;
+        if end > TEXT_MAX {
+            return Err(ENOSPC);
+        }
         self.text.resize(end, 0, GFP_KERNEL)?;
         // Cannot fail (exact length); never leave a line without its entry.
         if self

@@ -181,9 +181,11 @@ stat_counters! {
         /// User-stack snapshots taken but not written: no room in the event buffer, or the
         /// task's mappings could not be listed.
         user_stack_lost,
-        /// Image ids refused because the session holds `image_ids_max` of them (`image_ids`):
-        /// each refused sample also counts in `sample_lost_no_mapping`, each refused mapping
-        /// is left out of its USER_MAPS record, a refused executable is id 0 in CTX_SWITCH.
+        /// Image id lookups refused because the session holds `image_ids_max` ids or 16 MiB
+        /// of `images` text (`image_ids`), one per sample, frame, executable or mapping that
+        /// needed a new id: a refused sample also counts in `sample_lost_no_mapping`, a frame
+        /// in `bt_lost_no_mapping`; a refused mapping is left out of its USER_MAPS record, a
+        /// refused executable is app cookie 0 in CTX_SWITCH.
         image_ids_refused,
         /// Sync passes queued early by a sampling interrupt whose CPU's snapshot pool fell to
         /// its low watermark (`user_stack`); a request while a pass was already queued is not

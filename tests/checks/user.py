@@ -324,7 +324,9 @@ def check_case(s, c, rep, allstats):
                 f"{runner} samples of insmod, pid {pid}, {in_module} of them in optest.ko's sections; want >= 30 and >= 40%)")
 
 
-CALLER = re.compile(r"^\s+\d+\s+[\d.]+\s+(\S.*?)\s{2,}(\S.*?)\s*$")
+# A caller line: "  N  PERCENT  IMAGE  SYMBOL"; an image name has no space but "[anon] (PATH)", and
+# one of 28 characters or more is followed by a single space.
+CALLER = re.compile(r"^\s+\d+\s+[\d.]+\s+(\[anon\] \(\S+\)|\S+)\s+(\S.*?)\s*$")
 
 
 def callers_in_text(text, image, symbol):

@@ -2,7 +2,7 @@
 . /tests/lib.sh
 possible=$(cat /sys/devices/system/cpu/possible)
 last=${possible##*-}
-# 98 checks + 8 per possible CPU (its stats/cpuN/ files).
+# 104 checks + 8 per possible CPU (its stats/cpuN/ files).
 plan $((104 + 8 * (last + 1)))
 echo 1 > /proc/sys/kernel/printk
 check "insmod timer=1" insmod /oprofile.ko timer=1

@@ -601,14 +601,17 @@ static const char *cpu_type_s;
 /* Sane settings and one valid counter before each buffer open. */
 static void restore(void)
 {
-	static const char *vals[] = { "131072", "32768", "8192", "0" };
+	/* In setting_rules' order. */
+	static const char *vals[] = { "131072", "32768", "8192", "0", "0", "16384" };
+	_Static_assert(sizeof(vals) / sizeof(vals[0]) == sizeof(setting_rules) / sizeof(setting_rules[0]),
+		       "a sane value for every setting");
 
 	for (int i = 0; i < nfiles; i++) {
 		struct ofile *f = &files[i];
 		char v[32];
 
 		if (f->kind == K_SETTING) {
-			for (size_t k = 0; k < 4; k++)
+			for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++)
 				if (!strcmp(f->rel, setting_rules[k].name))
 					snprintf(v, sizeof(v), "%s", vals[k]);
 		} else if (f->kind == K_COUNTER) {
@@ -1363,6 +1366,7 @@ static int settings(double secs)
 		{ OP "/buffer_watershed", "32768" }, { OP "/cpu_buffer_size", "4096" }, { OP "/cpu_buffer_size", "8192" },
 		{ OP "/backtrace_depth", "0" }, { OP "/buffer_size", "131072" }, { OP "/dump", "1" },
 		{ OP "/backtrace_depth", "16" }, { OP "/user_stack_size", "2048" }, { OP "/user_stack_size", "0" },
+		{ OP "/image_ids_max", "4" }, { OP "/image_ids_max", "16384" },
 		{ OP "/profile_points", "enable all" }, { OP "/profile_points", "disable all" },
 		{ OP "/profile_points", "reset all" }, { OP "/kprof/kpctl", "startclr" }, { OP "/kprof/kpctl", "stop" },
 		{ OP "/0/count", "1000000" }, { OP "/0/user", "1" }, { OP "/1/enabled", "0" },

@@ -7,7 +7,7 @@ plan 36
 echo 1 > /proc/sys/kernel/printk
 KC=$OP/kprof/kpctl
 check "load" load   # hardware model where there is one: counter files too
-controls="enable dump buffer_size buffer_watershed cpu_buffer_size backtrace_depth profile_points kprof/kpctl"
+controls="enable dump buffer_size buffer_watershed cpu_buffer_size backtrace_depth user_stack_size image_ids_max profile_points kprof/kpctl"
 [ -d $OP/0 ] && controls="$controls 0/enabled 0/event 0/count 0/unit_mask 0/kernel 0/user"
 bad=
 for f in $controls; do
@@ -79,8 +79,8 @@ expect "root without CAP_SYS_ADMIN (with CAP_SYSLOG) sees the text range" "$root
     sh -c "opfuzz nocap sys_admin cat $KC | awk '\$1 == \"text\" { print \$2, \$3 }'"
 expect "root without either: writes EPERM" "ERR EPERM" opfuzz nocap sys_admin,syslog optool write $KC start
 # Nothing above changed anything.
-expect "settings untouched" "131072 32768 8192 0" \
-    sh -c "echo \$(cat $OP/buffer_size $OP/buffer_watershed $OP/cpu_buffer_size $OP/backtrace_depth)"
+expect "settings untouched" "131072 32768 8192 0 0 16384" \
+    sh -c "echo \$(cat $OP/buffer_size $OP/buffer_watershed $OP/cpu_buffer_size $OP/backtrace_depth $OP/user_stack_size $OP/image_ids_max)"
 expect "kprof never started" "stopped" sh -c "awk '\$1 == \"state\" { print \$2 }' $KC"
 expect "profile points all off" 0 sh -c "grep -c '^ *on ' $OP/profile_points"
 expect "root: control writes work" ok optool write $OP/buffer_size 65536

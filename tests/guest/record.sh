@@ -270,11 +270,11 @@ part_full() {
 # among the report's first rows (the idle CPU's samples in the idle loop may come first).
 # SIGUSR1 a second into the first phase (sent by the command itself, to its parent: oprof)
 # writes snapshot-1: dd's samples, and /bin/hot not yet among the images the module named.
-# `touch DIR/snapshot` 2 s into the second phase writes snapshot-2: its last 64K are /bin/hot's. ---
+# `touch DIR/snapshot` 4 s into the second phase writes snapshot-2: its last 64K are /bin/hot's. ---
 part_flight() {
     insmod /oprofile.ko timer=1 timer_hz=2500
     oprof record --max-size 64K -g 16 --user-stack 0 -o /tmp/flight -- sh -c \
-        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 1; kill -USR1 $PPID; sleep 3; kill $!; /bin/hot 8 > /dev/null & sleep 2; touch /tmp/flight/snapshot; wait $!' \
+        'dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & echo $! > /tmp/flight.dd; sleep 1; kill -USR1 $PPID; sleep 3; kill $!; /bin/hot 8 > /dev/null & sleep 4; touch /tmp/flight/snapshot; wait $!' \
         > /tmp/flight.out 2>&1; rc=$?
     sed 's/^/  | /' /tmp/flight.out
     chunks=$(field /tmp/flight/session.json chunks)
@@ -297,7 +297,7 @@ part_flight() {
     snap=/tmp/flight/snapshot-2
     oprof report $snap -l -n 5 > /tmp/flight-snap.rep 2>&1
     sed 's/^/  | /' /tmp/flight-snap.rep
-    check "flight recorder: touching DIR/snapshot 2 s into /bin/hot wrote $snap (the file taken away), whose report names hot_a in its first 5 rows" \
+    check "flight recorder: touching DIR/snapshot 4 s into /bin/hot wrote $snap (the file taken away), whose report names hot_a in its first 5 rows" \
         eval 'grep -q "^oprof record: snapshot: [1-9][0-9]* samples, [0-9]* bytes in $snap\$" /tmp/flight.out && [ ! -e /tmp/flight/snapshot ] && [ "$(field $snap/session.json ended_by)" = snapshot ] && grep -q " /bin/hot  *hot_a\$" /tmp/flight-snap.rep'
     oprof report /tmp/flight -l -n 5 > /tmp/flight.rep 2>&1
     sed 's/^/  | /' /tmp/flight.rep

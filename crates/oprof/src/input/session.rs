@@ -206,6 +206,9 @@ pub struct Settings {
     /// [`USER_STACK_SIZE_MAX`] ([`Session::open`] refuses more).
     #[serde(default)]
     pub user_stack_size: u64,
+    /// Image ids the module could give (`image_ids_max`; 0: a module or session before it).
+    #[serde(default)]
+    pub image_ids_max: u64,
 }
 
 impl Settings {

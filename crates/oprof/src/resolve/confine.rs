@@ -3,10 +3,13 @@
 //! `--image-path` directory) without leaving it. A target path is read as relative to the
 //! root (its leading `/`s dropped); a `..` component would climb out of the root, so such a
 //! path is not opened at all: the image stays unresolved with the reason, and no other file
-//! is guessed in its place. A file is then found by [`file_in`], which resolves the path as
+//! is guessed in its place. An image is then found by [`file_in`], which resolves the path as
 //! if the root were `/` (`openat2` `RESOLVE_IN_ROOT`): an absolute symbolic link in a sysroot
 //! (`lib/libfoo.so -> /usr/lib/...`) names the sysroot's file, not the host's of another
-//! architecture, and a link planted in an archive cannot reach a host file.
+//! architecture, and a link planted in an archive does not make an image of a host file. The
+//! file is opened again by the path found (a link swapped in between is followed then: the
+//! report is no guard against someone changing a session while it is read), and debug files
+//! are searched with the host's resolution, taken only when their build-id or CRC matches.
 
 use nix::errno::Errno;
 use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
@@ -37,11 +40,12 @@ pub fn join(root: &Path, target: &str) -> Result<PathBuf, &'static str> {
 
 /// The regular file `target` (read by [`relative`]) names inside `root`, resolved as if `root`
 /// were `/`: symbolic links are followed, an absolute one from `root` and `..` stopping at it
-/// (`openat2(2)` with `RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS`); its host path, with the links
-/// resolved (`/proc/self/fd`). `None`: no such file (or not a regular one), a `..` in
-/// `target`, or `root` cannot be opened. Where the kernel has no `openat2` (before Linux 5.6,
-/// or a seccomp filter refusing it), the path is resolved by the host as it is, and the file
-/// is taken only if it lies under `root`: an absolute link in a sysroot then finds nothing.
+/// (`openat2(2)` with `RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS`); its path `root/RESOLVED`,
+/// RESOLVED being the path within the root with the links resolved (`/proc/self/fd`). `None`:
+/// no such file (or not a regular one), a `..` in `target`, or `root` cannot be opened. Where
+/// the kernel has no `openat2` (before Linux 5.6, or a seccomp filter refusing it) or `/proc`
+/// is not mounted, the path is resolved by the host as it is, and the file is taken only if it
+/// lies under `root`: an absolute link in a sysroot then finds nothing.
 pub fn file_in(root: &Path, target: &str) -> Option<PathBuf> {
     let rel = relative(target).ok()?;
     let dir = File::open(root).ok()?;
@@ -59,7 +63,15 @@ pub fn file_in(root: &Path, target: &str) -> Option<PathBuf> {
             if !f.metadata().ok()?.is_file() {
                 return None;
             }
-            std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).ok()
+            let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())) else {
+                return file_under(root, rel);
+            };
+            // In the root's own terms (a root given through a link stays so named).
+            let inside = root
+                .canonicalize()
+                .ok()
+                .and_then(|c| real.strip_prefix(c).ok().map(|r| root.join(r)));
+            Some(inside.unwrap_or(real))
         }
         Err(Errno::ENOSYS | Errno::EPERM) => file_under(root, rel),
         Err(_) => None,
@@ -67,10 +79,11 @@ pub fn file_in(root: &Path, target: &str) -> Option<PathBuf> {
 }
 
 /// [`file_in`] without `openat2`: `root/rel` resolved by the host, taken only when the file it
-/// reaches is a regular file under `root`.
+/// reaches is a regular file under `root` (its path in the root's terms).
 fn file_under(root: &Path, rel: &Path) -> Option<PathBuf> {
     let p = root.join(rel).canonicalize().ok()?;
-    (p.starts_with(root.canonicalize().ok()?) && p.is_file()).then_some(p)
+    let inside = p.strip_prefix(root.canonicalize().ok()?).ok()?;
+    p.is_file().then(|| root.join(inside))
 }
 
 /// Whether `name` is one file name (no `/`, not `.`, `..` or empty), safe to join to a
@@ -116,7 +129,9 @@ mod tests {
     #[test]
     fn links_in_a_root_resolve_inside_it() {
         let d = tempfile::tempdir().unwrap();
-        let top = d.path().canonicalize().unwrap();
+        // The root is named through a link: the paths found keep that name.
+        std::os::unix::fs::symlink(d.path().canonicalize().unwrap(), d.path().join("top")).unwrap();
+        let top = d.path().join("top");
         let root = top.join("sysroot");
         std::fs::create_dir_all(root.join("usr/lib")).unwrap();
         std::fs::create_dir_all(root.join("lib")).unwrap();

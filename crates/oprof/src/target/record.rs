@@ -41,6 +41,10 @@ use std::time::{Duration, Instant};
 /// `--user-stack` default, bytes: perf's `--call-graph dwarf` takes 8192; 2048 holds the chains
 /// of C programs (a qsort comparison back to main) at a quarter of the words per sample.
 const DEFAULT_USER_STACK: u64 = 2048;
+
+/// `image_ids_max` without `--image-ids-max`: the module's default (rust/oprof.rs), written so
+/// that a value left on the mount by someone else does not apply.
+const DEFAULT_IMAGE_IDS_MAX: u64 = 16384;
 /// `buffer_size` (words) with snapshots unless `--buffer-size` is given: a sample takes about
 /// 540 words, so the legacy 131072 would hold 100 ms of 2 CPUs at 1,000 samples/s, no more.
 const SNAPSHOT_BUFFER_SIZE: u64 = 1 << 20;
@@ -75,6 +79,10 @@ pub struct RecordArgs {
     /// buffer with snapshots unless --buffer-size is given).
     #[arg(long, value_name = "WORDS")]
     pub watershed: Option<u64>,
+    /// Image ids the session may give (`image_ids_max`, 1..=1048576; default 16384): files
+    /// sampled past it are counted in stats/image_ids_refused and their samples lost.
+    #[arg(long, value_name = "N")]
+    pub image_ids_max: Option<u64>,
     /// Also run Plan 9 kprof (`kprof/kpctl` startclr .. stop) and save `kpdata`.
     #[arg(long)]
     pub kprof: bool,
@@ -960,6 +968,15 @@ fn configure(args: &RecordArgs, fs: &mut Fs) -> Result<Configured> {
     if fs.exists("user_stack_size") {
         fs.set("user_stack_size", stack)?;
     }
+    let image_ids_max = if fs.exists("image_ids_max") {
+        let m = args.image_ids_max.unwrap_or(DEFAULT_IMAGE_IDS_MAX);
+        fs.set("image_ids_max", m)?;
+        fs.read_u64("image_ids_max")?
+    } else if args.image_ids_max.is_some() {
+        bail!("--image-ids-max: this oprofile.ko has no image_ids_max");
+    } else {
+        0
+    };
     if let Some(m) = events::model(Some(&cpu_type))? {
         for (file, v) in events::counter_writes(m, &placed) {
             fs.set(&file, v)?;
@@ -974,6 +991,7 @@ fn configure(args: &RecordArgs, fs: &mut Fs) -> Result<Configured> {
         cpu_buffer_size: fs.read_u64("cpu_buffer_size")?,
         backtrace_depth: fs.read_u64("backtrace_depth")?,
         user_stack_size: stack,
+        image_ids_max,
     };
     if settings.buffer_watershed >= settings.buffer_size {
         bail!(
@@ -1536,7 +1554,25 @@ fn flight_capture(
     let ring = Ring::new(outdir.subdir(flight::CHUNK_DIR)?, info.pointer_size, max);
     let mut snaps = Snapshots::new(outdir, info, &run.args.oprofilefs, max)?;
     install_snapshot_handler()?;
-    capture(run, ring, outdir, Some(&mut snaps))
+    let cap = capture(run, ring, outdir, Some(&mut snaps));
+    // A trigger that came after the last look asks for nothing now: not left in the session.
+    let _ = outdir.remove(flight::TRIGGER);
+    cap
+}
+
+/// Notes the image id lookups the module refused (`stats/image_ids_refused`), if any: the
+/// session reached `image_ids_max` ids (or the module's 16 MiB of `images` text).
+fn note_refused_ids(stats: &BTreeMap<String, u64>, max: u64, notes: &mut Vec<String>) {
+    let refused = stats.get("image_ids_refused").copied().unwrap_or(0);
+    if refused > 0 {
+        let n = format!(
+            "stats/image_ids_refused: {refused} image id lookups refused (image_ids_max {max} \
+             reached, or 16 MiB of images text): their samples are lost as no mapping and no \
+             chain is unwound through their mappings; see --image-ids-max"
+        );
+        eprintln!("oprof record: warning: {n}");
+        notes.push(n);
+    }
 }
 
 /// One session: settings, session.json (state `recording`), capture while CMD runs,
@@ -1587,6 +1623,7 @@ fn record(
     let mut c = collect(args, fs, outdir, extras)?;
     c.notes.extend(join_notes);
     let losses = Losses::of(&c.stats);
+    note_refused_ids(&c.stats, cfg.settings.image_ids_max, &mut c.notes);
     let facts = verify(
         outdir,
         cfg.pointer_size,

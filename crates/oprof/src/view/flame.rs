@@ -15,18 +15,21 @@ pub struct Folded {
 
 /// Makes a frame label safe for the folded format (`;` separates frames, a line is one stack)
 /// and for SVG (XML 1.0 allows no C0 control but tab and newline) and the terminal a folded
-/// file is printed on: `;` becomes `,`, newline, CR and tab a space, and every other control
-/// character is escaped as the text views escape it ([`super::printable::escape`]: an ESC
-/// sequence in a symbol name stays inert text).
+/// file is printed on: `;` becomes `,`, newline, CR and tab a space, U+FFFE and U+FFFF are
+/// written `\u{fffe}` and `\u{ffff}`, and every other control character is escaped as the
+/// text views escape it ([`super::printable::escape`]: an ESC sequence in a symbol name stays
+/// inert text).
 pub fn sanitize(label: &str) -> String {
-    let s: String = label
-        .chars()
-        .map(|c| match c {
-            ';' => ',',
-            '\n' | '\r' | '\t' => ' ',
-            c => c,
-        })
-        .collect();
+    let mut s = String::with_capacity(label.len());
+    for c in label.chars() {
+        match c {
+            ';' => s.push(','),
+            '\n' | '\r' | '\t' => s.push(' '),
+            // Not characters in XML 1.0 either.
+            '\u{fffe}' | '\u{ffff}' => s.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => s.push(c),
+        }
+    }
     let s = s.trim();
     if s.is_empty() {
         "?".to_string()
@@ -220,6 +223,7 @@ mod tests {
         let csi = "f\u{9b}2J";
         assert_eq!(sanitize(osc), "evil\\x1b]0,owned\\x07");
         assert_eq!(sanitize(csi), "f\\u{9b}2J");
+        assert_eq!(sanitize("a\u{fffe}b\u{ffff}"), "a\\u{fffe}b\\u{ffff}");
         let mut f = Folded::default();
         f.add(&["app", osc, csi]);
         let control = |c: char| c.is_control() && c != '\n';
