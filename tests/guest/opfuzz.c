@@ -7,7 +7,8 @@
  *   opfuzz toggle SECONDS          write enable=1, enable=0 in a loop (stress.sh)
  *   opfuzz settings SECONDS        write valid settings, counter values, dump, profile point and
  *                                  kprof commands in a loop (stress.sh)
- *   opfuzz reader SECONDS          open buffer and read it until SECONDS passed (stress.sh)
+ *   opfuzz reader SECONDS [STOP]   open buffer and read it until SECONDS passed, or until the
+ *                                  file STOP exists (stress.sh: as long as the togglers run)
  *   opfuzz hold ENABLE             open buffer (ENABLE 1: and enable=1), print "holding", read
  *                                  until killed
  *   opfuzz exitopen MS [kill]      open buffer, enable=1, spin MS ms in user space, then exit
@@ -1389,7 +1390,7 @@ static int settings(double secs)
 }
 
 /* Reads buffer until secs passed: data or EINTR (the alarm that lets it look at the clock). */
-static int reader(double secs)
+static int reader(double secs, const char *stop)
 {
 	static char buf[512 * 1024];
 	int fd = open(OP "/buffer", O_RDONLY);
@@ -1402,7 +1403,7 @@ static int reader(double secs)
 		return printf("ERR open buffer: %s\n", ename(errno)), 1;
 	printf("reading\n");
 	alarm_every(200000);
-	while (now() < end) {
+	while (now() < end && !(stop && access(stop, F_OK) == 0)) {
 		ssize_t n = read(fd, buf, sizeof(buf));
 
 		if (n > 0)
@@ -1580,7 +1581,7 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "settings"))
 		return settings(atof(argv[2]));
 	if (argc >= 3 && !strcmp(argv[1], "reader"))
-		return reader(atof(argv[2]));
+		return reader(atof(argv[2]), argc > 3 ? argv[3] : NULL);
 	if (argc >= 3 && !strcmp(argv[1], "hold"))
 		return hold(atoi(argv[2]));
 	if (argc >= 3 && !strcmp(argv[1], "exitopen"))

@@ -218,7 +218,10 @@ part_sigint() {
 part_sigkill() {
     oprof record -g 8 --user-stack 0 --buffer-size 16384 --watershed 15360 -o /tmp/killed & pid=$!
     sh -c 'i=0; while [ $i -lt 300 ]; do cat /proc/kallsyms > /dev/null; i=$((i + 1)); done' & load_pid=$!
-    sleep 3; kill -KILL $pid; wait $pid 2>/dev/null
+    # Killed once its stream has begun (and 2 s into it): on the arm64 debug kernel beside a
+    # busy host, 3 s from the start once ended before `samples` was made.
+    i=0; while [ ! -s /tmp/killed/samples ] && [ $i -lt 300 ] && kill -0 $pid 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+    sleep 2; kill -KILL $pid; wait $pid 2>/dev/null
     kill $load_pid 2>/dev/null; wait $load_pid 2>/dev/null
     check "SIGKILL: module, oprofilefs and the pid file (pid $pid) left behind, session.json recording" \
         eval 'grep -q "^oprofile " /proc/modules && grep -q " oprofilefs " /proc/mounts && grep -q "\"pid\":$pid," /run/oprof/record.pid && [ "$(field /tmp/killed/session.json state)" = recording ]'
