@@ -235,6 +235,14 @@ fn a_session_whose_recorder_died_is_reported_to_its_torn_end() {
         !ok && err.contains("byte offset 4: unknown escape code 99"),
         "{err}"
     );
+    // Killed before its stream began: no samples file, and why.
+    std::fs::remove_file(dir.join("samples")).unwrap();
+    let (ok, _, err) = oprof(&["report", p]);
+    assert!(
+        !ok && err.contains("no samples file: its recorder died before the stream began")
+            && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
     // A newer format is refused with one line.
     let newer = RECORDING_JSON.replace(r#""format": 1"#, r#""format": 2"#);
     std::fs::write(dir.join("session.json"), newer).unwrap();

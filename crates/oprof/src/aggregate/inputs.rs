@@ -103,8 +103,9 @@ pub struct Profile {
 }
 
 /// Why the session `dir` has no stream: no `samples`, or (`oprof record --max-size` killed
-/// before it joined them) only its chunks, with the command that joins them.
-fn no_samples(dir: &Path) -> String {
+/// before it joined them) only its chunks, with the command that joins them; `crashed`: its
+/// recorder died (state `recording`), so before its stream began.
+fn no_samples(dir: &Path, crashed: bool) -> String {
     let chunks = dir.join(session::CHUNKS);
     if chunks.is_dir() {
         return format!(
@@ -117,7 +118,12 @@ fn no_samples(dir: &Path) -> String {
             dir.join(session::SAMPLES).display()
         );
     }
-    format!("{}: no {} file", dir.display(), session::SAMPLES)
+    let why = if crashed {
+        ": its recorder died before the stream began (session.json state \"recording\")"
+    } else {
+        ""
+    };
+    format!("{}: no {} file{why}", dir.display(), session::SAMPLES)
 }
 
 impl Inputs {
@@ -138,7 +144,7 @@ impl Inputs {
         let buffer = match &ses {
             Some(s) => s
                 .file(session::SAMPLES)
-                .with_context(|| no_samples(&path))?,
+                .with_context(|| no_samples(&path, s.crashed()))?,
             None => path.clone(),
         };
         let word_size = self
