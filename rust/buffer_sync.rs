@@ -51,15 +51,11 @@ define_profile_point!(SYNC_PASS, "sync_pass");
 /// Period of the background sync while profiling, in milliseconds (legacy: HZ/10).
 pub(crate) const SYNC_INTERVAL_MS: u32 = 100;
 
-/// The image id of `file` ([`ImageIds::id_of`]), `None` when it cannot be given: a full table
-/// (counted in `image_ids_refused`), or `ENOMEM` or an absurd path (warned once).
-pub(crate) fn image_id(images: &mut ImageIds, file: &File, stats: &Stats) -> Option<u32> {
-    match images.id_of(file) {
-        Ok(id) => Some(id),
-        Err(e) if e == ENOSPC => {
-            stats::inc(&stats.image_ids_refused);
-            None
-        }
+/// The image id of `file`, `None` when it cannot be given: a full table (counted,
+/// [`ImageIds::id_or_refused`]), or `ENOMEM` or an absurd path (warned once).
+fn image_id(images: &mut ImageIds, file: &File, stats: &Stats) -> Option<u32> {
+    match images.id_or_refused(file, stats) {
+        Ok(id) => id,
         Err(e) => {
             kernel::pr_warn_once!(
                 "cannot name a sampled image (error {}); its samples count as no mapping\n",

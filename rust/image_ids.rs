@@ -20,6 +20,7 @@
 
 use crate::bridge::user;
 use crate::common::image;
+use crate::stats::{self, Stats};
 use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
@@ -116,6 +117,19 @@ impl ImageIds {
         self.entries.insert(node.into_node(key, entry));
         self.next_id = next;
         Ok(id)
+    }
+
+    /// [`Self::id_of`] with its refusal counted in `stats/image_ids_refused`: `None` when the
+    /// table is full. Errors: the other errors of [`Self::id_of`].
+    pub(crate) fn id_or_refused(&mut self, file: &File, stats: &Stats) -> Result<Option<u32>> {
+        match self.id_of(file) {
+            Ok(id) => Ok(Some(id)),
+            Err(e) if e == ENOSPC => {
+                stats::inc(&stats.image_ids_refused);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The `images` file: one `ID PATH\n` line per id, in id order.

@@ -263,21 +263,20 @@ fn maps_record(
         err.is_ok() && maps.len() < MAX_MAPS
     })?;
     err?;
-    let mut entries = KVec::with_capacity(USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
+    let mut words =
+        KVec::with_capacity(USER_MAPS_HEADER + USER_MAPS_ENTRY * maps.len(), GFP_KERNEL)?;
+    // The header's count is set once the refused mappings are known.
+    words.extend_from_slice(&event::user_maps_header(tgid as usize, 0), GFP_KERNEL)?;
+    let mut n = 0;
     for m in &maps {
-        let id = match images.id_of(&m.file) {
-            Ok(id) => id,
-            Err(e) if e == ENOSPC => {
-                stats::inc(&stats.image_ids_refused);
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some(id) = images.id_or_refused(&m.file, stats)? else {
+            continue;
         };
-        entries.extend_from_slice(&[m.start, m.end, m.offset, id as usize], GFP_KERNEL)?;
+        words.extend_from_slice(&[m.start, m.end, m.offset, id as usize], GFP_KERNEL)?;
+        n += 1;
     }
-    let n = entries.len() / USER_MAPS_ENTRY;
-    let mut words = KVec::with_capacity(USER_MAPS_HEADER + entries.len(), GFP_KERNEL)?;
-    words.extend_from_slice(&event::user_maps_header(tgid as usize, n), GFP_KERNEL)?;
-    words.extend_from_slice(&entries, GFP_KERNEL)?;
+    if let Some(h) = words.get_mut(..USER_MAPS_HEADER) {
+        h.copy_from_slice(&event::user_maps_header(tgid as usize, n));
+    }
     Ok(words)
 }

@@ -418,8 +418,8 @@ impl Snapshots {
         info.notes = c.notes;
         info.notes.push(
             "a snapshot of a flight recording (SIGUSR1 or DIR/snapshot): samples holds the \
-             stream's last chunks when asked; stats.json and the totals' sample_received and lost count the whole \
-             recording up to it"
+             stream's last chunks when asked; stats.json and the totals' sample_received and \
+             lost count the whole recording up to it"
                 .to_string(),
         );
         write_info(&out, &info)?;

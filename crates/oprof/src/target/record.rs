@@ -45,6 +45,7 @@ const DEFAULT_USER_STACK: u64 = 2048;
 /// `image_ids_max` without `--image-ids-max`: the module's default (rust/oprof.rs), written so
 /// that a value left on the mount by someone else does not apply.
 const DEFAULT_IMAGE_IDS_MAX: u64 = 16384;
+
 /// `buffer_size` (words) with snapshots unless `--buffer-size` is given: a sample takes about
 /// 540 words, so the legacy 131072 would hold 100 ms of 2 CPUs at 1,000 samples/s, no more.
 const SNAPSHOT_BUFFER_SIZE: u64 = 1 << 20;
